@@ -1,0 +1,128 @@
+// Plain value records that cross from the trainer to the run file and back from the reader.
+// They hold no Qt and no LibTorch types so every layer can share them. Units are in the names.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rs {
+
+// One trainable parameter tensor, laid out in the replica's flat weight/gradient buffers.
+struct ParamInfo {
+    std::string name;           // e.g. "layer1.0.conv1.weight"
+    std::vector<int64_t> shape; // e.g. {64, 64, 3, 3}
+    int64_t numel = 0;
+    int64_t offset = 0; // element offset into the flat buffer
+};
+
+// One emulated card as the run table describes it.
+struct CardInfo {
+    int rank = 0;
+    int deviceId = 0;
+    std::string deviceIp;
+    std::string serverId;
+    int64_t hbmTotalBytes = 0; // Ascend 910: 32 GiB
+    int64_t hbmUsedBytes = 0;  // estimate: weights, grads, momentum, activations
+};
+
+// Everything fixed for the whole run; written once when the file is created.
+struct RunMeta {
+    std::string model;         // mlp | smallcnn | resnet18 | resnet50
+    int worldSize = 0;         // ranks
+    int batchPerRank = 0;      // samples per rank per step
+    std::string precision;     // O0 | O2 | O3
+    std::string lossScale;     // none | fixed:V | dynamic
+    std::string data;          // synthetic | cifar10:DIR
+    uint64_t seed = 0;
+    int sketchDim = 0;         // K of the per-parameter random-projection sketch
+    int weightEvery = 0;       // weight fingerprints every this many steps (and at step 0)
+    int64_t plannedSteps = 0;  // steps the run was asked for
+    std::string configJson;    // the full effective config, as JSON
+    std::string rankTableJson; // the hccl.json used (generated or the user's)
+    std::string environment;   // JSON: versions, cores, host
+    std::string createdUtc;    // ISO 8601
+    std::vector<ParamInfo> params;
+    std::vector<std::string> bufferNames; // BatchNorm running statistics (never all-reduced)
+    std::vector<CardInfo> cards;          // one per rank, index = rank
+};
+
+// Card health as the cards panel shows it.
+enum class CardState : uint8_t { Ok = 0, Dead = 1, TimedOut = 2, Stopped = 3 };
+
+// What one rank did in one step. Per-parameter vectors have meta.params.size() entries.
+struct RankStep {
+    float loss = 0;         // unscaled loss of this rank's batch
+    float accuracy = 0;     // batch accuracy, 0..1
+    float lossScale = 1;    // the loss scale this rank used for this step
+    uint8_t overflow = 0;   // this rank's overflow status after the (synced) check
+    uint8_t skipped = 0;    // 1 when the update was skipped
+    uint8_t state = 0;      // CardState
+    float stepMs = 0;       // wall time of the whole step
+    float computeMs = 0;    // forward + backward
+    float commMs = 0;       // time spent inside collectives (includes waiting for peers)
+    uint64_t sampleFp = 0;  // fingerprint of the sample ids of this step's batch
+    std::vector<int32_t> sampleIds; // batchPerRank ids (-1 padded)
+
+    // Local gradient, before the all-reduce, unscaled (divided by lossScale).
+    std::vector<float> localNorm;       // L2 norm
+    std::vector<float> localMax;        // max |g|
+    std::vector<double> localSum;       // element sum (for the all-reduce arithmetic check)
+    std::vector<uint32_t> nonfinite;    // inf/nan count
+    std::vector<uint32_t> overflowCount;  // elements whose fp16 rounding is inf (scaled gradient)
+    std::vector<uint32_t> underflowCount; // nonzero elements whose fp16 rounding is 0
+    std::vector<float> sketch;          // params * sketchDim, random projection (shared seed)
+
+    // Synced gradient, after the all-reduce, unscaled.
+    std::vector<float> syncedNorm;
+    std::vector<double> syncedSum;
+    std::vector<uint64_t> syncedFp; // bitwise fingerprint of the tensor as the all-reduce delivered it
+};
+
+struct StepRecord {
+    int64_t step = 0;
+    int64_t epoch = 0;
+    float lr = 0;
+    std::vector<RankStep> ranks; // index = rank
+};
+
+// Weight fingerprints (every weightEvery steps and at step 0, after the initial broadcast).
+struct WeightRecord {
+    int64_t step = 0;
+    std::vector<std::vector<uint64_t>> fp;  // [rank][param], bitwise
+    std::vector<std::vector<float>> norm;   // [rank][param], L2
+    std::vector<uint64_t> bufferFp;         // [rank], all BatchNorm running statistics together
+    std::vector<float> bufferDrift;         // [rank], L2 distance of the buffers to rank 0's
+};
+
+struct EvalRecord {
+    int64_t step = 0;
+    std::vector<float> accuracy; // [rank], held-out accuracy of each replica, 0..1
+    std::vector<float> loss;     // [rank]
+};
+
+enum class Severity : uint8_t { Info = 0, Warning = 1, Error = 2 };
+
+struct Event {
+    int64_t step = 0;
+    int rank = -1;    // -1: not tied to one rank
+    Severity severity = Severity::Info;
+    std::string code; // e.g. GRADIENT_SYNC, LOSS_FLUCTUATION, OVERFLOW, TIMEOUT (<= 31 chars)
+    std::string message; // the line users know (<= 255 chars)
+};
+
+// Full tensors of the last K steps, written when an anomaly appears or on request.
+struct FlightEntry {
+    int64_t step = 0;
+    int rank = 0;
+    uint8_t kind = 0; // 0 local gradient (unscaled), 1 synced gradient, 2 weights
+    std::vector<float> data; // flat, meta.params layout
+};
+
+struct FlightDump {
+    int64_t triggerStep = 0;
+    std::string reason;
+    std::vector<FlightEntry> entries;
+};
+
+} // namespace rs
