@@ -1,0 +1,57 @@
+#include "CliArgs.h"
+
+#include <fmt/format.h>
+
+namespace rs::cli {
+
+CliArgs::CliArgs(const std::vector<std::string>& args, const std::set<std::string>& valued,
+                 const std::set<std::string>& flags) {
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a.size() < 3 || a.rfind("--", 0) != 0) {
+            if (a.size() > 1 && a[0] == '-' && a != "-")
+                throw UsageError(fmt::format("unknown option '{}'", a));
+            m_positionals.push_back(a);
+            continue;
+        }
+        std::string name = a.substr(2), val;
+        bool hasValue = false;
+        if (const auto eq = name.find('='); eq != std::string::npos) {
+            val = name.substr(eq + 1);
+            name = name.substr(0, eq);
+            hasValue = true;
+        }
+        if (flags.count(name)) {
+            if (hasValue) throw UsageError(fmt::format("option --{} takes no value", name));
+            m_flags.insert(name);
+        } else if (valued.count(name)) {
+            if (!hasValue) {
+                if (i + 1 >= args.size()) throw UsageError(fmt::format("option --{} needs a value", name));
+                val = args[++i];
+            }
+            m_ordered.emplace_back(name, val);
+        } else {
+            throw UsageError(fmt::format("unknown option '--{}'", name));
+        }
+    }
+}
+
+std::optional<std::string> CliArgs::value(const std::string& name) const {
+    std::optional<std::string> v;
+    for (const auto& [k, x] : m_ordered)
+        if (k == name) v = x;
+    return v;
+}
+
+std::vector<std::string> CliArgs::values(const std::string& name) const {
+    std::vector<std::string> v;
+    for (const auto& [k, x] : m_ordered)
+        if (k == name) v.push_back(x);
+    return v;
+}
+
+bool CliArgs::flag(const std::string& name) const {
+    return m_flags.count(name) > 0;
+}
+
+} // namespace rs::cli

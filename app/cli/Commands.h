@@ -1,0 +1,20 @@
+// The subcommands of ranksight-cli. Each returns the process exit code:
+// 0 success, 1 a check failed, 2 bad usage or unreadable input (one line on stderr saying what and where).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace rs::cli {
+
+using Args = std::vector<std::string>;
+
+int trainCommand(const Args& args);
+int inspectCommand(const Args& args);
+int exportCsvCommand(const Args& args);
+int lintRankTableCommand(const Args& args);
+int benchCommand(const Args& args);
+
+void printError(const std::string& message); // "ranksight-cli: message" on stderr
+
+} // namespace rs::cli

@@ -1,0 +1,191 @@
+// `ranksight-cli train`: configure, run with a progress line on stderr, stop cleanly on Ctrl-C.
+#include "CliArgs.h"
+#include "Commands.h"
+#include "train/Trainer.h"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fmt/format.h>
+#include <map>
+#include <thread>
+#include <unistd.h>
+
+namespace rs::cli {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void onSigint(int) {
+    g_interrupted = true;
+    std::signal(SIGINT, SIG_DFL); // a second Ctrl-C ends the process at once
+    std::signal(SIGTERM, SIG_DFL);
+}
+
+std::string clock(double seconds) {
+    if (!(seconds >= 0) || seconds > 1e7) return "--:--";
+    const auto s = static_cast<int64_t>(seconds);
+    return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+                     : fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+// Progress on stderr: one rewritten line on a terminal, a line every ~10% otherwise.
+class Progress : public TrainObserver {
+public:
+    explicit Progress(bool quiet)
+        : m_quiet(quiet)
+        , m_tty(isatty(STDERR_FILENO)) {}
+    void runStarted(const RunMeta& meta) override {
+        m_meta = meta;
+        m_start = std::chrono::steady_clock::now();
+        if (!m_quiet)
+            std::fprintf(
+                stderr,
+                "training %s on %d emulated Ascend 910 cards x batch %d (%s, loss scale %s), %lld steps\n",
+                meta.model.c_str(), meta.worldSize, meta.batchPerRank, meta.precision.c_str(),
+                meta.lossScale.c_str(), static_cast<long long>(meta.plannedSteps));
+    }
+    void stepRecorded(const StepRecord& s) override {
+        if (m_quiet) return;
+        const double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
+        const int64_t done = s.step + 1, total = m_meta.plannedSteps;
+        const double imgs = elapsed > 0 ? done * double(m_meta.worldSize) * m_meta.batchPerRank / elapsed : 0;
+        double loss = 0;
+        for (const auto& r : s.ranks)
+            loss += r.loss / s.ranks.size();
+        const double eta = done > 0 ? elapsed / done * (total - done) : -1;
+        const int width = 24;
+        const int filled = total > 0 ? static_cast<int>(width * done / total) : 0;
+        const std::string bar = std::string(filled, '#') + std::string(width - filled, '.');
+        const std::string line = fmt::format("[{}] step {}/{}  {:.1f} img/s  loss {:.4f}  scale {:g}  ETA {}",
+                                             bar, done, total, imgs, loss, s.ranks[0].lossScale, clock(eta));
+        if (m_tty) {
+            std::fprintf(stderr, "\r%s\x1b[K", line.c_str());
+        } else if (done == total || done * 10 / std::max<int64_t>(1, total) != m_lastDecile) {
+            m_lastDecile = done * 10 / std::max<int64_t>(1, total);
+            std::fprintf(stderr, "%s\n", line.c_str());
+        }
+    }
+    void eventRecorded(const Event& e) override {
+        if (m_quiet || e.severity == Severity::Info) return;
+        std::fprintf(stderr, "%s[%s] %s\n", m_tty ? "\r\x1b[K" : "",
+                     e.severity == Severity::Error ? "ERROR" : "WARNING", e.message.c_str());
+    }
+    void runFinished(const RunSummary&) override {
+        if (!m_quiet && m_tty) std::fprintf(stderr, "\n");
+    }
+
+private:
+    bool m_quiet, m_tty;
+    RunMeta m_meta;
+    std::chrono::steady_clock::time_point m_start;
+    int64_t m_lastDecile = -1;
+};
+
+// Command-line spelling -> config key.
+const std::map<std::string, std::string> kFlagKeys = {
+    {"model", "model"},
+    {"ranks", "ranks"},
+    {"batch", "batch"},
+    {"steps", "steps"},
+    {"epochs", "epochs"},
+    {"precision", "precision"},
+    {"loss-scale", "loss_scale"},
+    {"data", "data"},
+    {"seed", "seed"},
+    {"lr", "lr"},
+    {"rank-table", "rank_table"},
+    {"out", "out"},
+};
+
+} // namespace
+
+int trainCommand(const Args& argv) {
+    std::set<std::string> valued = {"config", "set"};
+    for (const auto& [flag, key] : kFlagKeys)
+        valued.insert(flag);
+    const CliArgs args(argv, valued, {"force", "quiet"});
+    if (!args.positionals().empty())
+        throw UsageError(fmt::format("unexpected argument '{}'", args.positionals().front()));
+
+    TrainConfig cfg;
+    try {
+        if (auto path = args.value("config")) cfg = TrainConfig::fromFile(*path);
+        for (const auto& [name, value] : args.ordered()) {
+            if (name == "config") continue;
+            if (name == "set") {
+                const auto eq = value.find('=');
+                if (eq == std::string::npos)
+                    throw ConfigError(fmt::format("--set '{}': expected KEY=VALUE", value));
+                cfg.set(value.substr(0, eq), value.substr(eq + 1));
+            } else {
+                cfg.set(kFlagKeys.at(name), value);
+            }
+        }
+        cfg.overwrite = args.flag("force");
+        cfg.validate();
+    } catch (const ConfigError& e) {
+        printError(fmt::format("train: {}", e.what()));
+        return 2;
+    }
+    if (!cfg.overwrite && access(cfg.out.c_str(), F_OK) == 0) {
+        printError(fmt::format("train: {} already exists (use --force to replace it)", cfg.out));
+        return 2;
+    }
+
+    Trainer trainer(cfg);
+    Progress progress(args.flag("quiet"));
+    trainer.setObserver(&progress);
+
+    g_interrupted = false;
+    std::signal(SIGINT, onSigint);
+    std::signal(SIGTERM, onSigint);
+    std::atomic<bool> finished{false};
+    std::thread watcher([&] {
+        while (!finished) {
+            if (g_interrupted) {
+                trainer.stop();
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    });
+    RunSummary summary;
+    int code = 0;
+    try {
+        summary = trainer.run();
+    } catch (const std::exception& e) {
+        finished = true;
+        watcher.join();
+        printError(fmt::format("train: {}", e.what()));
+        return 2;
+    }
+    finished = true;
+    watcher.join();
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+
+    if (summary.stopReason.rfind("error", 0) == 0) {
+        printError(fmt::format("train: {} (run file {} holds the {} steps before it)", summary.stopReason,
+                               cfg.out, summary.stepsCompleted));
+        code = 1;
+    }
+    if (!args.flag("quiet"))
+        std::fprintf(stderr, "%s after %lld steps: loss %.4f -> %.4f, %.1f img/s%s; wrote %s\n",
+                     summary.completed ? "completed" : summary.stopReason.c_str(),
+                     static_cast<long long>(summary.stepsCompleted), summary.lossFirst, summary.lossLast,
+                     summary.imagesPerSecond,
+                     summary.evalAccuracy >= 0
+                         ? fmt::format(", held-out accuracy {:.1f}%", summary.evalAccuracy * 100).c_str()
+                         : "",
+                     cfg.out.c_str());
+    return code;
+}
+
+void printError(const std::string& message) {
+    std::fprintf(stderr, "ranksight-cli: %s\n", message.c_str());
+}
+
+} // namespace rs::cli

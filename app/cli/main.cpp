@@ -1,0 +1,64 @@
+// ranksight-cli: train, inspect, export and lint from the command line; the headless half of RankSight.
+#include "CliArgs.h"
+#include "Commands.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fmt/format.h>
+#include <unistd.h>
+
+namespace {
+
+const char* kUsage = R"(usage: ranksight-cli COMMAND [OPTIONS]
+
+commands:
+  train           train data-parallel across emulated Ascend 910 cards and record a run file
+                  [--config FILE.json] [--model mlp|smallcnn|resnet18|resnet50] [--ranks N]
+                  [--batch PER_RANK] [--steps N | --epochs N] [--precision O0|O2|O3]
+                  [--loss-scale none|fixed:V|dynamic] [--data synthetic|cifar10:DIR] [--seed S]
+                  [--lr X] [--rank-table FILE] [--set KEY=VALUE]... [--force] [--quiet] --out RUN.h5
+  inspect         summary of a run file: RUN.h5 [--json]
+  export-csv      steps.csv, gradients.csv, events.csv: RUN.h5 --out DIR [--force]
+  lint-ranktable  validate a MindSpore hccl.json: FILE [--ranks N] [--json]
+  bench           throughput: single replica vs the cluster with telemetry off and on
+                  [--model M] [--ranks N] [--batch PER_RANK] [--steps N] [--precision P] [--json]
+
+exit codes: 0 success, 1 a check failed, 2 bad usage or unreadable input
+)";
+
+// OpenBLAS reads its thread count once, when the library loads: set it before that by re-executing.
+void pinBlasThreads(char** argv) {
+    if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr) return;
+    setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    execv("/proc/self/exe", argv);
+    // If re-executing fails we still run, just possibly oversubscribed.
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    pinBlasThreads(argv);
+    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+        !std::strcmp(argv[1], "help")) {
+        std::fputs(kUsage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const std::string cmd = argv[1];
+    const rs::cli::Args args(argv + 2, argv + argc);
+    try {
+        if (cmd == "train") return rs::cli::trainCommand(args);
+        if (cmd == "inspect") return rs::cli::inspectCommand(args);
+        if (cmd == "export-csv") return rs::cli::exportCsvCommand(args);
+        if (cmd == "lint-ranktable") return rs::cli::lintRankTableCommand(args);
+        if (cmd == "bench") return rs::cli::benchCommand(args);
+        rs::cli::printError(fmt::format("unknown command '{}' (try --help)", cmd));
+        return 2;
+    } catch (const rs::cli::UsageError& e) {
+        rs::cli::printError(fmt::format("{}: {} (try --help)", cmd, e.what()));
+        return 2;
+    } catch (const std::exception& e) {
+        rs::cli::printError(fmt::format("{}: {}", cmd, e.what()));
+        return 2;
+    }
+}

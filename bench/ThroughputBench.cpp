@@ -1,0 +1,116 @@
+#include "ThroughputBench.h"
+
+#include "train/Dataset.h"
+#include "train/Models.h"
+#include "train/Trainer.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <thread>
+#include <unistd.h>
+
+namespace rs {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Times steps after warm-up through the observer: setup and model building are not throughput.
+class StepClock : public TrainObserver {
+public:
+    explicit StepClock(int warmup)
+        : m_warmup(warmup) {}
+    void stepRecorded(const StepRecord& s) override {
+        if (s.step + 1 == m_warmup) m_start = Clock::now();
+        m_end = Clock::now();
+        m_last = s.step + 1;
+    }
+    double imagesPerSecond(int imagesPerStep) const {
+        const double secs = std::chrono::duration<double>(m_end - m_start).count();
+        return secs > 0 ? (m_last - m_warmup) * double(imagesPerStep) / secs : 0;
+    }
+
+private:
+    int m_warmup;
+    int64_t m_last = 0;
+    Clock::time_point m_start, m_end;
+};
+
+double clusterImgS(const BenchOptions& o, bool telemetry, const std::string& out) {
+    TrainConfig cfg;
+    cfg.model = *parseModelKind(o.model);
+    cfg.ranks = o.ranks;
+    cfg.batchPerRank = o.batchPerRank;
+    cfg.steps = o.warmup + o.steps;
+    cfg.precision = *parsePrecision(o.precision);
+    cfg.lossScale = parseLossScale(o.precision == "O0" ? "none" : "dynamic");
+    cfg.telemetry = telemetry;
+    cfg.writeFile = telemetry;
+    cfg.out = out;
+    cfg.overwrite = true;
+    cfg.evalSamples = 0;
+    cfg.computeThreads = o.threads;
+    StepClock clock(o.warmup);
+    Trainer trainer(cfg);
+    trainer.setObserver(&clock);
+    trainer.run();
+    return clock.imagesPerSecond(o.ranks * o.batchPerRank);
+}
+
+// The reference: one LibTorch replica at the same global batch with every core on intra-op work,
+// torch::optim::SGD, no cluster, no telemetry.
+double singleReplicaImgS(const BenchOptions& o, int threads) {
+    torch::set_num_threads(threads);
+    torch::manual_seed(1);
+    PrecisionPolicy policy;
+    policy.level = *parsePrecision(o.precision);
+    auto net = makeModel(*parseModelKind(o.model), policy, 1);
+    torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9).weight_decay(1e-4));
+    const int batch = o.ranks * o.batchPerRank;
+    SyntheticCifar data(Split::Train, 1);
+    auto images = torch::empty({batch, 3, 32, 32});
+    auto labels = torch::empty({batch}, torch::kLong);
+    std::vector<uint8_t> raw(kImageBytes);
+    for (int i = 0; i < batch; ++i) {
+        labels[i] = data.get(i, raw.data());
+        images[i] = torch::from_blob(raw.data(), {3, 32, 32}, torch::kUInt8).to(torch::kFloat) / 255.0 - 0.5;
+    }
+    Clock::time_point start;
+    for (int s = 0; s < o.warmup + o.steps; ++s) {
+        if (s == o.warmup) start = Clock::now();
+        opt.zero_grad();
+        auto loss = torch::nn::functional::cross_entropy(net->forward(images), labels);
+        loss.backward();
+        opt.step();
+    }
+    const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+    return secs > 0 ? o.steps * double(batch) / secs : 0;
+}
+
+} // namespace
+
+BenchResult runThroughputBench(const BenchOptions& o, bool progress) {
+    if (!parseModelKind(o.model)) throw std::invalid_argument(fmt::format("unknown model '{}'", o.model));
+    if (!parsePrecision(o.precision))
+        throw std::invalid_argument(fmt::format("unknown precision '{}'", o.precision));
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const auto out =
+        (std::filesystem::temp_directory_path() / fmt::format("ranksight-bench-{}.h5", getpid())).string();
+    BenchResult r;
+    auto say = [&](const char* what) {
+        if (progress)
+            std::fprintf(stderr, "bench: %s (%s, %d x %d, %d steps after %d warm-up)...\n", what,
+                         o.model.c_str(), o.ranks, o.batchPerRank, o.steps, o.warmup);
+    };
+    say("single replica");
+    r.singleReplicaImgS = singleReplicaImgS(o, o.threads > 0 ? o.threads : cores);
+    say("cluster, telemetry off");
+    r.telemetryOffImgS = clusterImgS(o, false, out);
+    say("cluster, telemetry and run file on");
+    r.telemetryOnImgS = clusterImgS(o, true, out);
+    std::filesystem::remove(out);
+    return r;
+}
+
+} // namespace rs

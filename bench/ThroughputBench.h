@@ -1,0 +1,27 @@
+// Throughput benchmark behind `ranksight-cli bench`: plain LibTorch single replica vs the emulated cluster
+// with telemetry off and on, measured side by side in one process.
+#pragma once
+
+#include <string>
+
+namespace rs {
+
+struct BenchOptions {
+    std::string model = "resnet18";
+    int ranks = 4;
+    int batchPerRank = 8;
+    int steps = 6;
+    int warmup = 2;
+    std::string precision = "O0";
+    int threads = 0; // 0: all cores
+};
+
+struct BenchResult {
+    double singleReplicaImgS = 0;
+    double telemetryOffImgS = 0;
+    double telemetryOnImgS = 0;
+};
+
+BenchResult runThroughputBench(const BenchOptions& options, bool progress);
+
+} // namespace rs

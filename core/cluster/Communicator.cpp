@@ -1,0 +1,370 @@
+// The emulated HCCL communicator. One mutex and condition variable with a generation counter: each
+// synchronisation point is a cyclic barrier with a deadline. Data moves outside the lock; the
+// synchronisation points order it (publish pointers -> reduce own chunk -> copy all chunks -> done).
+#include "cluster/Communicator.h"
+
+#include "util/Half.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+
+namespace rs {
+
+namespace {
+
+constexpr size_t kBlock = 1024; // elements reduced per pass; the accumulator stays in L1
+
+std::string joinRanks(const std::vector<int>& ranks) {
+    std::string out;
+    for (size_t i = 0; i < ranks.size(); ++i)
+        out += (i ? ", " : "") + std::to_string(ranks[i]);
+    return out;
+}
+
+std::string timeoutMessage(const std::string& collective, const std::vector<int>& missing, int64_t sequence,
+                           std::chrono::milliseconds timeout, const std::vector<int>& failed) {
+    std::string message = fmt::format("HCCL {} timed out after {} ms waiting for rank(s) {} (call #{})",
+                                      collective, timeout.count(), joinRanks(missing), sequence);
+    if (!failed.empty())
+        message += fmt::format("; rank(s) {} marked failed", joinRanks(failed));
+    return message;
+}
+
+// NaN wins, so an all-reduced overflow check sees a NaN on any rank.
+inline float maxPropagatingNan(float a, float b) { return (a < b || std::isnan(b)) ? b : a; }
+
+// ring[k] points at the k-th rank in ring order; all are read at elements [begin, end).
+void reduceF32(const std::vector<const void*>& ring, float* out, size_t begin, size_t end, ReduceOp op,
+               int worldSize) {
+    float acc[kBlock];
+    const float divisor = static_cast<float>(worldSize);
+    for (size_t b = begin; b < end; b += kBlock) {
+        const size_t m = std::min(kBlock, end - b);
+        const float* first = static_cast<const float*>(ring[0]) + b;
+        std::copy(first, first + m, acc);
+        for (size_t k = 1; k < ring.size(); ++k) {
+            const float* src = static_cast<const float*>(ring[k]) + b;
+            if (op == ReduceOp::Max) {
+                for (size_t i = 0; i < m; ++i)
+                    acc[i] = maxPropagatingNan(acc[i], src[i]);
+            } else {
+                for (size_t i = 0; i < m; ++i)
+                    acc[i] += src[i];
+            }
+        }
+        if (op == ReduceOp::Mean)
+            for (size_t i = 0; i < m; ++i)
+                acc[i] /= divisor;
+        std::copy(acc, acc + m, out + b);
+    }
+}
+
+// Accumulates like fp16 hardware: every partial sum is rounded to half (float holds two halves' sum
+// closely enough that rounding it once more to half is the correctly rounded fp16 sum).
+void reduceF16(const std::vector<const void*>& ring, uint16_t* out, size_t begin, size_t end, ReduceOp op,
+               int worldSize) {
+    float acc[kBlock];
+    const float divisor = static_cast<float>(worldSize);
+    for (size_t b = begin; b < end; b += kBlock) {
+        const size_t m = std::min(kBlock, end - b);
+        const uint16_t* first = static_cast<const uint16_t*>(ring[0]) + b;
+        for (size_t i = 0; i < m; ++i)
+            acc[i] = halfToFloat(first[i]);
+        for (size_t k = 1; k < ring.size(); ++k) {
+            const uint16_t* src = static_cast<const uint16_t*>(ring[k]) + b;
+            if (op == ReduceOp::Max) {
+                for (size_t i = 0; i < m; ++i)
+                    acc[i] = maxPropagatingNan(acc[i], halfToFloat(src[i]));
+            } else {
+                for (size_t i = 0; i < m; ++i)
+                    acc[i] = roundThroughHalf(acc[i] + halfToFloat(src[i]));
+            }
+        }
+        if (op == ReduceOp::Mean)
+            for (size_t i = 0; i < m; ++i)
+                acc[i] /= divisor;
+        for (size_t i = 0; i < m; ++i)
+            out[b + i] = floatToHalf(acc[i]);
+    }
+}
+
+std::chrono::milliseconds clampTimeout(std::chrono::milliseconds timeout) {
+    // A deadline of now + timeout must not overflow steady_clock.
+    return std::clamp(timeout, std::chrono::milliseconds(0),
+                      std::chrono::milliseconds(std::chrono::hours(24 * 365)));
+}
+
+} // namespace
+
+const char* dtypeName(DType dtype) { return dtype == DType::F16 ? "fp16" : "fp32"; }
+
+size_t dtypeSize(DType dtype) { return dtype == DType::F16 ? 2 : 4; }
+
+const char* reduceOpName(ReduceOp op) {
+    switch (op) {
+    case ReduceOp::Sum:
+        return "sum";
+    case ReduceOp::Mean:
+        return "mean";
+    case ReduceOp::Max:
+        return "max";
+    }
+    return "?";
+}
+
+CollectiveTimeout::CollectiveTimeout(std::string collective_, std::vector<int> missingRanks_, int64_t sequence_,
+                                     std::chrono::milliseconds timeout_, std::vector<int> failedRanks_)
+    : std::runtime_error(timeoutMessage(collective_, missingRanks_, sequence_, timeout_, failedRanks_))
+    , collective(std::move(collective_))
+    , missingRanks(std::move(missingRanks_))
+    , sequence(sequence_)
+    , timeout(timeout_)
+    , failedRanks(std::move(failedRanks_)) {}
+
+CollectiveCancelled::CollectiveCancelled(std::string collective_, int64_t sequence_)
+    : std::runtime_error(fmt::format("HCCL {} cancelled (call #{})", collective_, sequence_))
+    , collective(std::move(collective_))
+    , sequence(sequence_) {}
+
+Communicator::Communicator(int worldSize, std::chrono::milliseconds timeout)
+    : m_worldSize(worldSize)
+    , m_timeout(clampTimeout(timeout)) {
+    if (worldSize < 1)
+        throw std::invalid_argument(fmt::format("Communicator: worldSize must be at least 1, got {}", worldSize));
+    m_present.assign(static_cast<size_t>(worldSize), 0);
+    m_failed.assign(static_cast<size_t>(worldSize), 0);
+    m_sources.assign(static_cast<size_t>(worldSize), nullptr);
+}
+
+std::chrono::milliseconds Communicator::timeout() const {
+    std::lock_guard lock(m_mutex);
+    return m_timeout;
+}
+
+void Communicator::setTimeout(std::chrono::milliseconds timeout) {
+    std::lock_guard lock(m_mutex);
+    m_timeout = clampTimeout(timeout);
+}
+
+void Communicator::cancel() {
+    std::lock_guard lock(m_mutex);
+    m_cancelled = true;
+    m_cv.notify_all();
+}
+
+void Communicator::markFailed(int rank) {
+    checkRank(rank, "markFailed");
+    std::lock_guard lock(m_mutex);
+    m_failed[static_cast<size_t>(rank)] = 1;
+}
+
+bool Communicator::broken() const {
+    std::lock_guard lock(m_mutex);
+    return m_broken.has_value();
+}
+
+void Communicator::checkRank(int rank, const char* what) const {
+    if (rank < 0 || rank >= m_worldSize)
+        throw std::invalid_argument(
+            fmt::format("HCCL {}: rank {} is outside 0..{}", what, rank, m_worldSize - 1));
+}
+
+void Communicator::allReduce(int rank, void* data, size_t count, DType dtype, ReduceOp op) {
+    checkRank(rank, "AllReduce");
+    if (count > 0 && !data)
+        throw std::invalid_argument(fmt::format("HCCL AllReduce: rank {} passed a null buffer", rank));
+    Call call{"AllReduce", rank, count, static_cast<int>(dtype), static_cast<int>(op), -1, 0};
+    std::unique_lock lock(m_mutex);
+    m_sources[static_cast<size_t>(rank)] = data;
+    sync(lock, call, true);
+    lock.unlock();
+    reduceChunk(rank, data, count, dtype, op); // reduce-scatter: this rank's chunk, in its own buffer
+    lock.lock();
+    sync(lock, call, false);
+    lock.unlock();
+    gatherChunks(rank, data, count, dtype); // all-gather: the other ranks' reduced chunks
+    lock.lock();
+    sync(lock, call, false); // nobody reads this rank's buffer any more
+    finish(call);
+}
+
+void Communicator::broadcast(int rank, void* data, size_t bytes, int root) {
+    checkRank(rank, "Broadcast");
+    checkRank(root, "Broadcast root");
+    if (bytes > 0 && !data)
+        throw std::invalid_argument(fmt::format("HCCL Broadcast: rank {} passed a null buffer", rank));
+    Call call{"Broadcast", rank, bytes, -1, -1, root, 0};
+    std::unique_lock lock(m_mutex);
+    m_sources[static_cast<size_t>(rank)] = data;
+    sync(lock, call, true);
+    lock.unlock();
+    const void* source = m_sources[static_cast<size_t>(root)];
+    if (rank != root && bytes > 0 && source != data)
+        std::memcpy(data, source, bytes);
+    lock.lock();
+    sync(lock, call, false);
+    finish(call);
+}
+
+void Communicator::allGather(int rank, const void* send, size_t bytes, void* recv) {
+    checkRank(rank, "AllGather");
+    if (bytes > 0 && (!send || !recv))
+        throw std::invalid_argument(fmt::format("HCCL AllGather: rank {} passed a null buffer", rank));
+    Call call{"AllGather", rank, bytes, -1, -1, -1, 0};
+    std::unique_lock lock(m_mutex);
+    m_sources[static_cast<size_t>(rank)] = send;
+    sync(lock, call, true);
+    lock.unlock();
+    if (bytes > 0) {
+        for (int i = 0; i < m_worldSize; ++i) {
+            const void* source = m_sources[static_cast<size_t>(i)];
+            char* target = static_cast<char*>(recv) + static_cast<size_t>(i) * bytes;
+            if (source != target) // in place: send already sits at this rank's slot
+                std::memcpy(target, source, bytes);
+        }
+    }
+    lock.lock();
+    sync(lock, call, false);
+    finish(call);
+}
+
+void Communicator::barrier(int rank) {
+    checkRank(rank, "Barrier");
+    Call call{"Barrier", rank, 0, -1, -1, -1, 0};
+    std::unique_lock lock(m_mutex);
+    sync(lock, call, true);
+    finish(call);
+}
+
+void Communicator::sync(std::unique_lock<std::mutex>& lock, Call& call, bool arrival) {
+    if (m_broken)
+        throwBroken();
+    const size_t self = static_cast<size_t>(call.rank);
+    if (arrival) {
+        call.sequence = m_callsStarted + 1;
+        if (m_cancelled)
+            throw CollectiveCancelled(call.name, call.sequence);
+        if (m_failed[self])
+            throw std::logic_error(fmt::format("HCCL {}: rank {} was marked failed and can no longer take "
+                                               "part in collectives",
+                                               call.name, call.rank));
+        std::optional<std::string> problem;
+        if (m_present[self])
+            problem = fmt::format("HCCL {} call #{}: rank {} arrived twice; two threads are using the same rank",
+                                  call.name, call.sequence, call.rank);
+        else if (m_arrived == 0)
+            m_current = call;
+        else
+            problem = mismatch(m_current, call);
+        if (problem) {
+            m_broken = Broken{false, *problem, call.name, {}, {}, call.sequence, m_timeout};
+            m_cv.notify_all();
+            throw std::logic_error(*problem);
+        }
+    }
+    m_present[self] = 1;
+    if (++m_arrived == m_worldSize) {
+        std::fill(m_present.begin(), m_present.end(), 0);
+        m_arrived = 0;
+        ++m_generation;
+        if (arrival)
+            ++m_callsStarted;
+        m_cv.notify_all();
+        return;
+    }
+    const uint64_t generation = m_generation;
+    const auto deadline = std::chrono::steady_clock::now() + m_timeout;
+    for (;;) {
+        const bool timedOut = m_cv.wait_until(lock, deadline) == std::cv_status::timeout;
+        if (m_generation != generation)
+            return;
+        if (m_broken)
+            throwBroken();
+        // Once every rank has arrived, the remaining synchronisation points only wait for memcpy-sized
+        // work, so they are not cancellable: a rank must not free a buffer another rank still reads.
+        if (arrival && m_cancelled)
+            throw CollectiveCancelled(call.name, call.sequence);
+        if (timedOut) {
+            Broken broken{true, "", call.name, {}, {}, call.sequence, m_timeout};
+            for (int r = 0; r < m_worldSize; ++r) {
+                if (m_present[static_cast<size_t>(r)])
+                    continue;
+                broken.missingRanks.push_back(r);
+                if (m_failed[static_cast<size_t>(r)])
+                    broken.failedRanks.push_back(r);
+            }
+            broken.message = timeoutMessage(broken.collective, broken.missingRanks, broken.sequence,
+                                            broken.timeout, broken.failedRanks);
+            m_broken = std::move(broken);
+            m_cv.notify_all();
+            throwBroken();
+        }
+    }
+}
+
+void Communicator::finish(const Call& call) {
+    if (m_cancelled)
+        throw CollectiveCancelled(call.name, call.sequence);
+}
+
+std::optional<std::string> Communicator::mismatch(const Call& first, const Call& other) const {
+    const std::string head = fmt::format("HCCL call #{}: rank {} called {}", other.sequence, other.rank, other.name);
+    if (std::strcmp(first.name, other.name) != 0)
+        return fmt::format("{} but rank {} called {}; every rank must call the same collectives in the same "
+                           "order",
+                           head, first.rank, first.name);
+    const char* unit = std::strcmp(other.name, "AllReduce") == 0 ? "count" : "bytes";
+    if (first.size != other.size)
+        return fmt::format("{} with {} {} but rank {} passed {} {}; every rank must pass the same {}", head, unit,
+                           other.size, first.rank, unit, first.size, unit);
+    if (first.dtype != other.dtype)
+        return fmt::format("{} with dtype {} but rank {} passed {}", head, dtypeName(DType(other.dtype)),
+                           first.rank, dtypeName(DType(first.dtype)));
+    if (first.op != other.op)
+        return fmt::format("{} with op {} but rank {} passed {}", head, reduceOpName(ReduceOp(other.op)),
+                           first.rank, reduceOpName(ReduceOp(first.op)));
+    if (first.root != other.root)
+        return fmt::format("{} with root {} but rank {} passed root {}", head, other.root, first.rank,
+                           first.root);
+    return std::nullopt;
+}
+
+void Communicator::throwBroken() const {
+    const Broken& b = *m_broken;
+    if (b.timedOut)
+        throw CollectiveTimeout(b.collective, b.missingRanks, b.sequence, b.timeout, b.failedRanks);
+    throw std::logic_error(b.message);
+}
+
+void Communicator::reduceChunk(int rank, void* data, size_t count, DType dtype, ReduceOp op) const {
+    const size_t n = static_cast<size_t>(m_worldSize);
+    const size_t r = static_cast<size_t>(rank);
+    const size_t begin = r * count / n;
+    const size_t end = (r + 1) * count / n;
+    if (begin == end)
+        return;
+    std::vector<const void*> ring(n); // (r+1)%N first, this rank last
+    for (size_t k = 0; k < n; ++k)
+        ring[k] = m_sources[(r + 1 + k) % n];
+    if (dtype == DType::F32)
+        reduceF32(ring, static_cast<float*>(data), begin, end, op, m_worldSize);
+    else
+        reduceF16(ring, static_cast<uint16_t*>(data), begin, end, op, m_worldSize);
+}
+
+void Communicator::gatherChunks(int rank, void* data, size_t count, DType dtype) const {
+    const size_t n = static_cast<size_t>(m_worldSize);
+    const size_t element = dtypeSize(dtype);
+    for (size_t j = 0; j < n; ++j) {
+        const size_t begin = j * count / n;
+        const size_t end = (j + 1) * count / n;
+        if (j == static_cast<size_t>(rank) || begin == end)
+            continue;
+        std::memcpy(static_cast<char*>(data) + begin * element,
+                    static_cast<const char*>(m_sources[j]) + begin * element, (end - begin) * element);
+    }
+}
+
+} // namespace rs

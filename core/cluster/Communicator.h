@@ -1,0 +1,134 @@
+// HCCL emulation among the worker threads of one process: every emulated card is a thread, and each
+// collective is called by every rank's thread with its own buffer. AllReduce is a ring reduce-scatter +
+// all-gather with a fixed summation order, so the result is bitwise identical on every rank and from run
+// to run. Every wait has a timeout that names the ranks that never arrived; nothing hangs.
+//
+// Callers that limit compute with ComputeSlots must release their slot before calling a collective:
+// a rank waiting here while holding a slot can starve the rank it is waiting for.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace rs {
+
+enum class DType { F32, F16 }; // F16 payload: uint16_t IEEE binary16 bits (util/Half.h)
+enum class ReduceOp { Sum, Mean, Max };
+
+const char* dtypeName(DType dtype);  // "fp32", "fp16"
+size_t dtypeSize(DType dtype);       // bytes per element
+const char* reduceOpName(ReduceOp op); // "sum", "mean", "max"
+
+// Not every rank arrived at a collective within the timeout. what():
+// "HCCL AllReduce timed out after 30000 ms waiting for rank(s) 3 (call #17)"
+class CollectiveTimeout : public std::runtime_error {
+public:
+    CollectiveTimeout(std::string collective, std::vector<int> missingRanks, int64_t sequence,
+                      std::chrono::milliseconds timeout, std::vector<int> failedRanks = {});
+
+    std::string collective;         // "AllReduce", "Broadcast", "AllGather", "Barrier"
+    std::vector<int> missingRanks;  // ranks that had not arrived at call `sequence`, ascending
+    int64_t sequence;               // 1-based index of the collective call on this communicator
+    std::chrono::milliseconds timeout;
+    std::vector<int> failedRanks;   // the missing ranks that were marked failed (markFailed)
+};
+
+// The communicator was cancelled (Stop). what(): "HCCL AllReduce cancelled (call #17)"
+class CollectiveCancelled : public std::runtime_error {
+public:
+    CollectiveCancelled(std::string collective, int64_t sequence);
+
+    std::string collective;
+    int64_t sequence;
+};
+
+class Communicator {
+public:
+    explicit Communicator(int worldSize, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+    Communicator(const Communicator&) = delete;
+    Communicator& operator=(const Communicator&) = delete;
+
+    int worldSize() const { return m_worldSize; }
+    std::chrono::milliseconds timeout() const;
+    void setTimeout(std::chrono::milliseconds timeout);
+
+    // In place. count elements of dtype. Rank r reduces elements [r*count/N, (r+1)*count/N) in ring order
+    // (r+1)%N, (r+2)%N, ..., r; every rank then copies all chunks. F16 rounds to half after every add, so
+    // sums past 65504 become inf; Mean divides the final sum by N; Max propagates NaN.
+    void allReduce(int rank, void* data, size_t count, DType dtype, ReduceOp op);
+    // bytes from root's data into every other rank's data.
+    void broadcast(int rank, void* data, size_t bytes, int root);
+    // recv holds worldSize * bytes: rank i's send at offset i * bytes.
+    void allGather(int rank, const void* send, size_t bytes, void* recv);
+    void barrier(int rank);
+
+    // Wakes every waiter now; current and later calls throw CollectiveCancelled. A call whose ranks have
+    // all arrived finishes moving data first (so no rank reads a buffer another rank already released),
+    // then throws. Permanent: a new run makes a new communicator.
+    void cancel();
+    bool cancelled() const { return m_cancelled.load(); }
+    // That rank will never arrive again (its card died). Others still time out, and the timeout says so.
+    void markFailed(int rank);
+    // After a timeout or a mismatched call every later call throws the same error at once.
+    bool broken() const;
+
+    // Every wait failing with a timeout, a mismatch, or a cancel throws: CollectiveTimeout,
+    // std::logic_error (ranks disagree on the collective, count, dtype, op or root), CollectiveCancelled.
+    // Bad arguments (rank or root out of range, null buffer) throw std::invalid_argument.
+
+private:
+    struct Call {
+        const char* name = "";
+        int rank = 0;
+        size_t size = 0; // elements for AllReduce, bytes otherwise
+        int dtype = -1;
+        int op = -1;
+        int root = -1;
+        int64_t sequence = 0; // set on arrival
+    };
+    struct Broken {
+        bool timedOut = false; // else a mismatch (logic error)
+        std::string message;
+        std::string collective;
+        std::vector<int> missingRanks;
+        std::vector<int> failedRanks;
+        int64_t sequence = 0;
+        std::chrono::milliseconds timeout{0};
+    };
+
+    void checkRank(int rank, const char* what) const;
+    // Waits until every rank reached this synchronisation point. `arrival` marks the first one of a call:
+    // it checks that the ranks agree and it can be cancelled; later ones only wait out data movement.
+    void sync(std::unique_lock<std::mutex>& lock, Call& call, bool arrival);
+    void finish(const Call& call); // throws CollectiveCancelled if cancel() came during the call
+    std::optional<std::string> mismatch(const Call& first, const Call& other) const;
+    [[noreturn]] void throwBroken() const;
+    void reduceChunk(int rank, void* data, size_t count, DType dtype, ReduceOp op) const;
+    void gatherChunks(int rank, void* data, size_t count, DType dtype) const;
+
+    const int m_worldSize;
+    mutable std::mutex m_mutex;
+    std::condition_variable m_cv;
+    std::atomic<bool> m_cancelled{false};
+    // Guarded by m_mutex:
+    std::chrono::milliseconds m_timeout;
+    std::optional<Broken> m_broken;
+    uint64_t m_generation = 0; // bumps when every rank reached a synchronisation point
+    int m_arrived = 0;
+    std::vector<char> m_present; // per rank: arrived at the current synchronisation point
+    std::vector<char> m_failed;
+    int64_t m_callsStarted = 0;
+    Call m_current; // the first arrival of the call being assembled
+    // Published at the arrival point, read by the other ranks until the call's last synchronisation.
+    std::vector<const void*> m_sources;
+};
+
+} // namespace rs

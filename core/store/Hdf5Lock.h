@@ -1,0 +1,31 @@
+// Process-wide guard for HDF5. The C++ API (and, in general, Debian's HDF5 builds) is not safe to call from
+// several threads at once, so every HDF5 call in the process goes under hdf5Mutex(). Hdf5Guard also
+// replaces HDF5's automatic error printing (to stderr) by a recorder, so errors become exceptions whose
+// message carries the library's innermost reason ("truncated file: eof = ...").
+#pragma once
+
+#include <mutex>
+#include <string>
+
+namespace rs {
+
+std::recursive_mutex& hdf5Mutex();
+
+// Holds hdf5Mutex() and installs the quiet error recorder for this thread (HDF5 keeps error settings per
+// thread in thread-safe builds, so it is installed on every guard, which is cheap).
+class Hdf5Guard {
+public:
+    Hdf5Guard();
+    Hdf5Guard(const Hdf5Guard&) = delete;
+    Hdf5Guard& operator=(const Hdf5Guard&) = delete;
+
+private:
+    std::lock_guard<std::recursive_mutex> m_lock;
+};
+
+// The innermost description of the most recent HDF5 error recorded on this thread, e.g.
+// "truncated file: eof = 1024, sblock->base_addr = 0, stored_eof = 5088"; empty if none. Call under a guard.
+std::string hdf5LastError();
+void hdf5ClearLastError();
+
+} // namespace rs

@@ -1,0 +1,42 @@
+// The summary figures of a run file that `ranksight-cli inspect` prints and the report quotes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace rs {
+
+class RunReader;
+
+struct RunInspection {
+    std::string format;
+    int formatVersion = 0;
+    std::string model;
+    int worldSize = 0;
+    int batchPerRank = 0;
+    std::string precision;
+    std::string lossScale;
+    int64_t plannedSteps = 0;
+    int64_t stepsRecorded = 0;
+    int64_t parameterTensors = 0;
+    int64_t parameters = 0; // elements
+    float lossFirst = 0;    // mean over ranks
+    float lossLast = 0;
+    bool weightsIdentical = true; // at the last weight record
+    std::optional<int64_t> firstGradMismatchStep;
+    std::optional<int64_t> firstWeightMismatchStep;
+    int64_t overflowSteps = 0;
+    int64_t skippedSteps = 0;
+    int64_t events = 0;
+    std::optional<float> evalAccuracy; // mean over ranks, last evaluation
+    bool complete = false;
+    std::string stopReason;
+
+    std::string toJson() const;
+    std::string toText() const;
+};
+
+RunInspection inspectRun(const RunReader& reader);
+
+} // namespace rs

@@ -1,0 +1,235 @@
+// The layout of a RankSight run file (HDF5), in one place so the writer, the reader and
+// docs/run-file.md agree. Every name, dtype and shape of the file is here; docs/run-file.md explains them.
+// No HDF5 types in this header: RunWriter.cpp and RunReader.cpp map Dtype to HDF5 types.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "store/RunRecords.h"
+
+namespace rs {
+
+// Every failure to write or read a run file. The message names the file and the object: what was found and
+// what was expected, e.g. "RUN.h5: dataset /grads/local_norm has dims (10,3,161), expected (S,4,161)".
+class RunFileError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+namespace runschema {
+
+inline constexpr std::string_view kFormatName = "ranksight-run";
+// Bump when a reader of the previous version would misread a new file. Adding groups, datasets or attributes
+// that old readers can ignore does not bump it (see docs/run-file.md, "Versioning").
+inline constexpr int kFormatVersion = 1;
+
+// Root attributes.
+inline constexpr const char* kAttrFormat = "format";                // string, kFormatName
+inline constexpr const char* kAttrFormatVersion = "format_version"; // int32
+inline constexpr const char* kAttrCreated = "created";              // string, ISO 8601 UTC
+inline constexpr const char* kAttrModel = "model";
+inline constexpr const char* kAttrWorldSize = "world_size";         // int32, R
+inline constexpr const char* kAttrBatchPerRank = "batch_per_rank"; // int32, B
+inline constexpr const char* kAttrPrecision = "precision";
+inline constexpr const char* kAttrLossScale = "loss_scale";
+inline constexpr const char* kAttrData = "data";
+inline constexpr const char* kAttrSeed = "seed";                   // uint64
+inline constexpr const char* kAttrSketchDim = "sketch_dim";        // int32, K
+inline constexpr const char* kAttrWeightEvery = "weight_every";    // int32
+inline constexpr const char* kAttrPlannedSteps = "planned_steps";  // int64
+inline constexpr const char* kAttrConfig = "config";               // string, JSON
+inline constexpr const char* kAttrRankTable = "rank_table";        // string, JSON (hccl.json)
+inline constexpr const char* kAttrEnvironment = "environment";     // string, JSON
+
+// Fixed-size datasets, written once at creation.
+inline constexpr const char* kParamName = "/params/name";     // [P] fixed string
+inline constexpr const char* kParamShape = "/params/shape";   // [P] fixed string, "64x3x3x3"; "" for 0-d
+inline constexpr const char* kParamNumel = "/params/numel";   // [P] int64
+inline constexpr const char* kParamOffset = "/params/offset"; // [P] int64
+inline constexpr const char* kBufferNames = "/params/buffer_names"; // [NB] fixed string
+inline constexpr const char* kCardRank = "/cards/rank";               // [C] int32, C = R or 0
+inline constexpr const char* kCardDeviceId = "/cards/device_id";      // [C] int32
+inline constexpr const char* kCardDeviceIp = "/cards/device_ip";      // [C] fixed string
+inline constexpr const char* kCardServerId = "/cards/server_id";      // [C] fixed string
+inline constexpr const char* kCardHbmTotal = "/cards/hbm_total_bytes"; // [C] int64
+inline constexpr const char* kCardHbmUsed = "/cards/hbm_used_bytes";   // [C] int64
+
+// Status, created up front (attributes cannot be added once SWMR writing started), written at close.
+inline constexpr const char* kStatusComplete = "/status/complete";     // scalar uint8
+inline constexpr const char* kStatusStopReason = "/status/stop_reason"; // scalar fixed string
+
+inline constexpr int kEventCodeLen = 32;     // bytes incl. the terminating NUL
+inline constexpr int kEventMessageLen = 256; // bytes incl. the terminating NUL
+inline constexpr int kReasonLen = 256;       // stop reason, flight dump reason
+
+enum class Dtype : uint8_t { I32, I64, U8, U32, U64, F32, F64, Str32, Str256 };
+
+// Dims of one row of a table (after the leading, extendible row dimension).
+// R world size, B batch per rank, P parameter tensors, K sketch dim, T total parameter elements.
+enum class Row : uint8_t { Scalar, R, RB, RP, RPK, T };
+
+struct Column {
+    const char* path;
+    Dtype dtype;
+    Row row;
+};
+
+// Per-step table: one row per appendStep. Every column is extendible along dim 0 (steps). The key column
+// (/steps/step) is the last entry and is written last, so a reader that takes the minimum extent never
+// sees a half-written step.
+enum StepCol : int {
+    kEpoch,
+    kLr,
+    kLoss,
+    kAccuracy,
+    kLossScale,
+    kStepMs,
+    kComputeMs,
+    kCommMs,
+    kOverflow,
+    kSkipped,
+    kState,
+    kSampleFp,
+    kSampleIds,
+    kLocalNorm,
+    kLocalMax,
+    kLocalSum,
+    kNonfinite,
+    kOverflowCount,
+    kUnderflowCount,
+    kSketch,
+    kSyncedNorm,
+    kSyncedSum,
+    kSyncedFp,
+    kStep, // key, last
+    kStepColCount
+};
+inline constexpr Column kStepColumns[kStepColCount] = {
+    {"/steps/epoch", Dtype::I64, Row::Scalar},
+    {"/steps/lr", Dtype::F32, Row::Scalar},
+    {"/steps/loss", Dtype::F32, Row::R},
+    {"/steps/accuracy", Dtype::F32, Row::R},
+    {"/steps/loss_scale", Dtype::F32, Row::R},
+    {"/steps/step_ms", Dtype::F32, Row::R},
+    {"/steps/compute_ms", Dtype::F32, Row::R},
+    {"/steps/comm_ms", Dtype::F32, Row::R},
+    {"/steps/overflow", Dtype::U8, Row::R},
+    {"/steps/skipped", Dtype::U8, Row::R},
+    {"/steps/state", Dtype::U8, Row::R},
+    {"/steps/sample_fp", Dtype::U64, Row::R},
+    {"/steps/sample_ids", Dtype::I32, Row::RB},
+    {"/grads/local_norm", Dtype::F32, Row::RP},
+    {"/grads/local_max", Dtype::F32, Row::RP},
+    {"/grads/local_sum", Dtype::F64, Row::RP},
+    {"/grads/nonfinite", Dtype::U32, Row::RP},
+    {"/grads/overflow_count", Dtype::U32, Row::RP},
+    {"/grads/underflow_count", Dtype::U32, Row::RP},
+    {"/grads/sketch", Dtype::F32, Row::RPK},
+    {"/grads/synced_norm", Dtype::F32, Row::RP},
+    {"/grads/synced_sum", Dtype::F64, Row::RP},
+    {"/grads/synced_fp", Dtype::U64, Row::RP},
+    {"/steps/step", Dtype::I64, Row::Scalar},
+};
+
+enum WeightCol : int { kWFp, kWNorm, kWBufferFp, kWBufferDrift, kWStep, kWeightColCount };
+inline constexpr Column kWeightColumns[kWeightColCount] = {
+    {"/weights/fp", Dtype::U64, Row::RP},
+    {"/weights/norm", Dtype::F32, Row::RP},
+    {"/weights/buffer_fp", Dtype::U64, Row::R},
+    {"/weights/buffer_drift", Dtype::F32, Row::R},
+    {"/weights/step", Dtype::I64, Row::Scalar},
+};
+
+enum EvalCol : int { kEAccuracy, kELoss, kEStep, kEvalColCount };
+inline constexpr Column kEvalColumns[kEvalColCount] = {
+    {"/eval/accuracy", Dtype::F32, Row::R},
+    {"/eval/loss", Dtype::F32, Row::R},
+    {"/eval/step", Dtype::I64, Row::Scalar},
+};
+
+enum EventCol : int { kVRank, kVSeverity, kVCode, kVMessage, kVStep, kEventColCount };
+inline constexpr Column kEventColumns[kEventColCount] = {
+    {"/events/rank", Dtype::I32, Row::Scalar},
+    {"/events/severity", Dtype::U8, Row::Scalar},
+    {"/events/code", Dtype::Str32, Row::Scalar},
+    {"/events/message", Dtype::Str256, Row::Scalar},
+    {"/events/step", Dtype::I64, Row::Scalar},
+};
+
+// Flight dumps: one row per dump; its entries are rows of /flight/entries whose `dump` is the dump's row.
+enum DumpCol : int { kDReason, kDTriggerStep, kDumpColCount };
+inline constexpr Column kDumpColumns[kDumpColCount] = {
+    {"/flight/dumps/reason", Dtype::Str256, Row::Scalar},
+    {"/flight/dumps/trigger_step", Dtype::I64, Row::Scalar},
+};
+
+enum EntryCol : int { kFData, kFStep, kFRank, kFKind, kFDump, kEntryColCount };
+inline constexpr Column kEntryColumns[kEntryColCount] = {
+    {"/flight/entries/data", Dtype::F32, Row::T},
+    {"/flight/entries/step", Dtype::I64, Row::Scalar},
+    {"/flight/entries/rank", Dtype::I32, Row::Scalar},
+    {"/flight/entries/kind", Dtype::U8, Row::Scalar},
+    {"/flight/entries/dump", Dtype::I64, Row::Scalar},
+};
+
+// Groups, in creation order.
+inline constexpr const char* kGroups[] = {"/params", "/cards",  "/status", "/steps",        "/grads",
+                                          "/weights", "/eval", "/events", "/flight", "/flight/dumps",
+                                          "/flight/entries"};
+
+// Sanity limits a reader enforces before allocating anything a file claims.
+inline constexpr int64_t kMaxWorldSize = 1 << 16;
+inline constexpr int64_t kMaxParams = 1 << 20;
+inline constexpr int64_t kMaxSketchDim = 1 << 16;
+inline constexpr int64_t kMaxBatch = 1 << 24;
+inline constexpr int64_t kMaxTotalElements = int64_t(1) << 36;
+inline constexpr int64_t kMaxStringBytes = 1 << 24; // a fixed-length string type or an attribute
+// Shuffle + deflate cannot shrink data by more than ~1032:1, so no dataset's logical size may exceed
+// kMaxInflation x the file size (+ slack for partial chunks and fill values).
+inline constexpr int64_t kMaxInflation = 1100;
+inline constexpr int64_t kInflationSlackBytes = 64 << 20;
+
+// Elements of the flat parameter buffer: the end of the last tensor (the flight recorder's row length).
+inline int64_t totalElements(std::span<const ParamInfo> params) {
+    int64_t total = 0;
+    for (const ParamInfo& p : params)
+        if (p.offset + p.numel > total) total = p.offset + p.numel;
+    return total;
+}
+
+inline int dtypeBytes(Dtype t) {
+    switch (t) {
+    case Dtype::U8: return 1;
+    case Dtype::I32:
+    case Dtype::U32:
+    case Dtype::F32: return 4;
+    case Dtype::I64:
+    case Dtype::U64:
+    case Dtype::F64: return 8;
+    case Dtype::Str32: return kEventCodeLen;
+    case Dtype::Str256: return kEventMessageLen;
+    }
+    return 1;
+}
+
+inline const char* dtypeName(Dtype t) {
+    switch (t) {
+    case Dtype::I32: return "int32";
+    case Dtype::I64: return "int64";
+    case Dtype::U8: return "uint8";
+    case Dtype::U32: return "uint32";
+    case Dtype::U64: return "uint64";
+    case Dtype::F32: return "float32";
+    case Dtype::F64: return "float64";
+    case Dtype::Str32: return "string[32]";
+    case Dtype::Str256: return "string[256]";
+    }
+    return "?";
+}
+
+} // namespace runschema
+} // namespace rs

@@ -1,0 +1,44 @@
+#include "telemetry/Fingerprint.h"
+
+#include <cstring>
+
+namespace rs {
+namespace {
+
+constexpr uint64_t kP1 = 0x9e3779b185ebca87ull;
+constexpr uint64_t kP2 = 0xc2b2ae3d27d4eb4full;
+
+inline uint64_t rotl(uint64_t x, int r) {
+    return (x << r) | (x >> (64 - r));
+}
+inline uint64_t round(uint64_t acc, uint64_t v) {
+    return rotl(acc + v * kP2, 31) * kP1;
+}
+
+} // namespace
+
+// Four independent lanes over 32-byte blocks (the xxHash64 structure), so the loop pipelines well.
+uint64_t fingerprint(const void* data, size_t bytes, uint64_t seed) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    uint64_t a = seed + kP1 + kP2, b = seed + kP2, c = seed, e = seed - kP1;
+    size_t i = 0;
+    for (; i + 32 <= bytes; i += 32) {
+        uint64_t w[4];
+        std::memcpy(w, p + i, 32);
+        a = round(a, w[0]);
+        b = round(b, w[1]);
+        c = round(c, w[2]);
+        e = round(e, w[3]);
+    }
+    uint64_t h = rotl(a, 1) + rotl(b, 7) + rotl(c, 12) + rotl(e, 18) + bytes;
+    for (; i + 8 <= bytes; i += 8) {
+        uint64_t w;
+        std::memcpy(&w, p + i, 8);
+        h = rotl(h ^ round(0, w), 27) * kP1 + kP2;
+    }
+    for (; i < bytes; ++i)
+        h = rotl(h ^ (p[i] * kP1), 11) * kP2;
+    return splitmix64(h);
+}
+
+} // namespace rs

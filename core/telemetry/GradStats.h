@@ -1,0 +1,27 @@
+// One fused pass over a gradient tensor: everything a step records about it, in a single read of memory.
+#pragma once
+
+#include <cstdint>
+
+namespace rs {
+
+struct TensorStats {
+    double sumSq = 0; // of the unscaled values
+    double sum = 0;   // of the unscaled values
+    float maxAbs = 0; // of the unscaled values
+    uint32_t nonfinite = 0;
+    uint32_t overflow = 0;  // elements whose fp16 rounding would be inf (of the scaled values)
+    uint32_t underflow = 0; // nonzero elements whose fp16 rounding would be 0 (of the scaled values)
+};
+
+// g: n scaled gradient values; unscale = 1 / lossScale. When sketch is not null it receives k components of a
+// signed block random projection (signs from sketchSeed and the element index), the same on every rank, so
+// cos(sketch_a, sketch_b) estimates cos(g_a, g_b). Identical tensors give identical sketches.
+TensorStats gradStats(const float* g, int64_t n, float unscale, uint64_t sketchSeed, int k, float* sketch);
+
+// L2 norm and element sum only, for the synced gradient (unscaled by unscale).
+TensorStats normAndSum(const float* g, int64_t n, float unscale);
+
+double cosine(const float* a, const float* b, int k);
+
+} // namespace rs

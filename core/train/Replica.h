@@ -1,0 +1,72 @@
+// One card's model replica: a LibTorch model whose parameters and gradients live in flat fp32 buffers,
+// so the all-reduce, the optimizer, fingerprints and the flight recorder work on plain memory.
+// No LibTorch types in this header: the trainer stays an ordinary translation unit.
+#pragma once
+
+#include "store/RunRecords.h"
+#include "train/ModelKind.h"
+
+#include <memory>
+#include <vector>
+
+namespace rs {
+
+struct ReplicaOptions {
+    ModelKind model = ModelKind::Mlp;
+    Precision precision = Precision::O0;
+    uint64_t initSeed = 0;    // LibTorch's global generator is seeded with this before the model is built
+    uint64_t dropoutSeed = 0; // per-replica dropout stream
+};
+
+struct BatchResult {
+    float loss = 0; // unscaled mean cross-entropy
+    float accuracy = 0;
+    int correct = 0;
+};
+
+class Replica {
+public:
+    // Builds the model from LibTorch's global generator: construct replicas one at a time.
+    explicit Replica(const ReplicaOptions& options);
+    ~Replica();
+    Replica(const Replica&) = delete;
+    Replica& operator=(const Replica&) = delete;
+
+    const std::vector<ParamInfo>& params() const;
+    const std::vector<std::string>& bufferNames() const;
+    int64_t numParams() const; // elements in the flat buffers
+
+    float* weights(); // (numParams) fp32 master weights
+    float* grads();   // (numParams) gradients of the last backward
+    const float* weights() const;
+    const float* grads() const;
+    std::vector<float> bufferValues() const; // BatchNorm running statistics, concatenated
+
+    void setTrainMode(bool train); // Dropout and BatchNorm behaviour (set_train)
+    bool trainMode() const;
+
+    // images: (n, 3, 32, 32) normalised fp32; labels: (n). Zeroes the gradients, then forward and backward of
+    // loss * lossScale. Gradients are left scaled and in fp32 so telemetry can count what fp16 will lose.
+    BatchResult forwardBackward(const float* images, const int64_t* labels, int n, float lossScale);
+    // The gradients leave backward in fp16 under O2/O3: round them through half (inf past 65504, 0 below
+    // 2^-25).
+    void roundGradsThroughHalf();
+    // fp16 payloads for the all-reduce: vectorised conversion of the flat gradient buffer.
+    void gradsToHalf(uint16_t* out) const;
+    void gradsFromHalf(const uint16_t* in);
+    void roundWeightsThroughHalf();             // O3 keeps the weights themselves in fp16
+    void copyBuffersFrom(const Replica& other); // BatchNorm running statistics
+    BatchResult evaluate(const float* images, const int64_t* labels, int n); // eval mode, no gradients
+
+    int64_t activationBytesEstimate(int batch) const; // for the HBM estimate of the cards panel
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> d;
+};
+
+// LibTorch runs intra-op work on a global pool; one card thread computes with one thread.
+void setTorchThreads(int threads);
+std::string torchVersion();
+
+} // namespace rs

@@ -1,0 +1,69 @@
+// Everything a run is configured with: the keys of `--config FILE.json` and of the command-line flags.
+#pragma once
+
+#include "train/ModelKind.h"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace rs {
+
+class ConfigError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+enum class LossScaleMode { None, Fixed, Dynamic };
+
+struct LossScaleSpec {
+    LossScaleMode mode = LossScaleMode::Dynamic;
+    float value = 16777216.0f; // fixed value, or the dynamic initial scale (MindSpore: 2^24)
+    float factor = 2.0f;
+    int window = 2000;
+};
+
+LossScaleSpec
+parseLossScale(const std::string& text); // none | fixed:V | dynamic | dynamic:INIT; throws ConfigError
+std::string lossScaleName(const LossScaleSpec& spec);
+
+struct TrainConfig {
+    ModelKind model = ModelKind::ResNet50;
+    int ranks = 4;
+    int batchPerRank = 32;
+    int64_t steps = 100; // used when epochs == 0
+    int64_t epochs = 0;
+    Precision precision = Precision::O2;
+    LossScaleSpec lossScale;
+    std::string data = "synthetic"; // synthetic | cifar10:DIR
+    uint64_t seed = 1;
+    float lr = 0.05f;
+    float momentum = 0.9f;
+    float weightDecay = 1e-4f;
+    std::string lrSchedule = "cosine"; // constant | cosine
+    int64_t warmupSteps = 10;
+    std::string rankTable;     // empty: generate one for the emulated cards
+    std::string out;           // run file path
+    bool broadcastInit = true; // rank 0's weights broadcast after init (MindSpore parameter_broadcast)
+    bool gradientsMean = true; // all-reduce mean (true) or sum
+    bool telemetry = true;     // per-parameter statistics, sketches and fingerprints
+    int weightEvery = 10;      // weight fingerprints every K steps (and at step 0)
+    int sketchDim = 16;
+    int64_t evalEvery = 0; // 0: only at the end
+    int evalSamples = 512; // held-out images each rank evaluates
+    int flightSteps = 4;   // flight recorder depth (capped by flightBudgetMb)
+    int flightBudgetMb = 1024;
+    int timeoutMs = 30000;  // every collective
+    int computeThreads = 0; // cards computing at once; 0: one per core
+    bool writeFile = true;  // not a config key: the benchmark measures runs without a run file
+    bool overwrite = false; // not a config key: replace an existing run file (--force)
+
+    static TrainConfig fromJson(const std::string& jsonText, const std::string& where); // throws ConfigError
+    static TrainConfig fromFile(const std::string& path);
+    // Applies one key (JSON name) from text, as the command line gives it. Throws ConfigError naming the key.
+    void set(const std::string& key, const std::string& value);
+    std::string toJson() const;
+    void validate() const; // throws ConfigError
+};
+
+} // namespace rs

@@ -1,0 +1,29 @@
+// Receives a run's records as they are written, on the trainer's writer thread (never a card thread).
+// The GUI's live model implements this; so does the command line's progress bar.
+#pragma once
+
+#include "store/RunRecords.h"
+
+namespace rs {
+
+struct RunSummary {
+    int64_t stepsCompleted = 0;
+    bool completed = false; // reached the planned steps
+    std::string stopReason; // completed | stopped | error: ...
+    double imagesPerSecond = 0;
+    float lossFirst = 0, lossLast = 0;
+    float evalAccuracy = -1; // mean over ranks of the final held-out accuracy; -1 when none
+};
+
+class TrainObserver {
+public:
+    virtual ~TrainObserver() = default;
+    virtual void runStarted(const RunMeta&) {}
+    virtual void stepRecorded(const StepRecord&) {}
+    virtual void weightsRecorded(const WeightRecord&) {}
+    virtual void evalRecorded(const EvalRecord&) {}
+    virtual void eventRecorded(const Event&) {}
+    virtual void runFinished(const RunSummary&) {}
+};
+
+} // namespace rs

@@ -1,0 +1,682 @@
+#include "train/Trainer.h"
+
+#include "cluster/Communicator.h"
+#include "cluster/ComputeSlots.h"
+#include "cluster/RankTable.h"
+#include "store/RunWriter.h"
+#include "telemetry/EventDetector.h"
+#include "telemetry/Fingerprint.h"
+#include "telemetry/GradStats.h"
+#include "train/Dataset.h"
+#include "train/DistributedSampler.h"
+#include "train/LossScaler.h"
+#include "train/Replica.h"
+
+#include <H5public.h>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <ctime>
+#include <deque>
+#include <fmt/format.h>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <variant>
+
+namespace rs {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// CIFAR-10 channel statistics, so the synthetic set and the real one are normalised alike.
+constexpr float kMean[3] = {0.4914f, 0.4822f, 0.4465f};
+constexpr float kStd[3] = {0.2470f, 0.2435f, 0.2616f};
+
+void loadBatch(const Dataset& data, const int64_t* ids, int n, std::vector<uint8_t>& raw,
+               std::vector<float>& images, std::vector<int64_t>& labels) {
+    raw.resize(static_cast<size_t>(kImageBytes));
+    images.resize(static_cast<size_t>(n) * kImageBytes);
+    labels.resize(n);
+    for (int i = 0; i < n; ++i) {
+        labels[i] = data.get(ids[i], raw.data());
+        float* dst = images.data() + static_cast<size_t>(i) * kImageBytes;
+        for (int c = 0; c < 3; ++c) {
+            const float scale = 1.0f / (255.0f * kStd[c]), shift = kMean[c] / kStd[c];
+            for (int p = 0; p < 1024; ++p)
+                dst[c * 1024 + p] = raw[c * 1024 + p] * scale - shift;
+        }
+    }
+}
+
+std::string nowUtc() {
+    std::time_t t = std::time(nullptr);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+    return buf;
+}
+
+// Digest each rank shares at the end of a step, so every rank sees at once whether the replicas still agree.
+struct Digest {
+    uint64_t synced = 0;  // fingerprint over the per-parameter synced fingerprints
+    uint64_t weights = 0; // fingerprint over the weights (weight steps only)
+    uint32_t nonfinite = 0;
+    uint32_t dumpRequested = 0;
+};
+
+// Last K steps of full tensors of one card, kept within a memory budget.
+struct FlightRing {
+    struct Slot {
+        int64_t step = -1;
+        std::vector<float> local, synced, weights;
+    };
+    std::vector<Slot> slots;
+    size_t next = 0;
+};
+
+using WriterItem = std::variant<StepRecord, WeightRecord, EvalRecord, Event, FlightDump>;
+
+} // namespace
+
+int64_t stepsPerEpoch(int64_t datasetSize, int ranks, int batchPerRank) {
+    return (datasetSize / ranks) / batchPerRank;
+}
+
+struct Trainer::Impl {
+    TrainConfig cfg;
+    TrainObserver* observer = nullptr;
+    std::atomic<bool> stopRequested{false};
+    std::atomic<bool> dumpRequested{false};
+
+    // Setup
+    RunMeta meta;
+    std::unique_ptr<Dataset> train, test;
+    std::unique_ptr<Communicator> comm;
+    std::unique_ptr<ComputeSlots> slots;
+    int64_t totalSteps = 0, perEpoch = 0;
+    int flightDepth = 0;
+    bool halfPayload = false;
+
+    struct Card {
+        int rank = 0;
+        std::unique_ptr<Replica> replica;
+        std::unique_ptr<DistributedSampler> sampler;
+        std::unique_ptr<LossScaler> scaler;
+        std::vector<float> momentum;
+        std::vector<uint16_t> half;
+        FlightRing ring;
+        std::atomic<int64_t> stepsDone{0};
+        std::atomic<uint8_t> state{0};
+        bool anomalyBefore = false;
+        int dumps = 0;
+    };
+    std::vector<std::unique_ptr<Card>> cards;
+
+    // Per-step records of all ranks are gathered here, then handed to the writer thread in step order.
+    std::mutex gatherMutex;
+    std::map<int64_t, std::pair<StepRecord, int>> pendingSteps;
+    std::map<int64_t, std::pair<WeightRecord, int>> pendingWeights;
+    std::map<int64_t, std::pair<EvalRecord, int>> pendingEvals;
+    std::map<int64_t, std::pair<FlightDump, int>> pendingDumps;
+
+    std::mutex queueMutex;
+    std::condition_variable queueCv;
+    std::deque<WriterItem> queue;
+    bool queueClosed = false;
+    std::string writerError;
+
+    std::unique_ptr<RunWriter> writer;
+    RunSummary summary;
+    std::mutex summaryMutex;
+    std::vector<std::string> cardErrors;
+
+    void push(WriterItem item) {
+        {
+            std::lock_guard lock(queueMutex);
+            queue.push_back(std::move(item));
+        }
+        queueCv.notify_one();
+    }
+    void event(int64_t step, int rank, Severity sev, std::string code, std::string message) {
+        push(Event{step, rank, sev, std::move(code), std::move(message)});
+    }
+
+    void setup();
+    void buildCards();
+    void cardLoop(Card& card);
+    void trainStep(Card& card, int64_t step, std::vector<uint8_t>& raw, std::vector<float>& images,
+                   std::vector<int64_t>& labels);
+    void recordWeights(Card& card, int64_t step);
+    void evaluate(Card& card, int64_t step);
+    void writerLoop();
+    float learningRate(int64_t step) const;
+
+    template <typename Record, typename Fill>
+    void gather(std::map<int64_t, std::pair<Record, int>>& pending, int64_t key, Fill fill) {
+        std::optional<Record> done;
+        {
+            std::lock_guard lock(gatherMutex);
+            auto& [record, count] = pending[key];
+            fill(record);
+            if (++count == cfg.ranks) {
+                done = std::move(record);
+                pending.erase(key);
+            }
+        }
+        if (done) push(std::move(*done));
+    }
+};
+
+Trainer::Trainer(TrainConfig config)
+    : d(std::make_unique<Impl>()) {
+    d->cfg = std::move(config);
+}
+Trainer::~Trainer() = default;
+void Trainer::setObserver(TrainObserver* observer) {
+    d->observer = observer;
+}
+void Trainer::stop() {
+    d->stopRequested = true;
+    if (d->comm) d->comm->cancel();
+}
+void Trainer::requestFlightDump() {
+    d->dumpRequested = true;
+}
+const TrainConfig& Trainer::config() const {
+    return d->cfg;
+}
+
+float Trainer::Impl::learningRate(int64_t step) const {
+    if (step < cfg.warmupSteps)
+        return cfg.lr * static_cast<float>(step + 1) / static_cast<float>(cfg.warmupSteps + 1);
+    if (cfg.lrSchedule == "constant") return cfg.lr;
+    const double span = std::max<int64_t>(1, totalSteps - cfg.warmupSteps);
+    const double t = std::min(1.0, (step - cfg.warmupSteps) / span);
+    return static_cast<float>(cfg.lr * 0.5 * (1.0 + std::cos(M_PI * t)));
+}
+
+void Trainer::Impl::setup() {
+    cfg.validate();
+    // Pre-flight: the rank table must describe exactly the cards of this run.
+    RankTable table;
+    if (cfg.rankTable.empty()) {
+        table = generateRankTable(cfg.ranks);
+    } else {
+        auto check = loadRankTable(cfg.rankTable, cfg.ranks);
+        if (!check.ok())
+            throw TrainError(fmt::format("rank table {} is invalid:\n{}", cfg.rankTable, check.summary()));
+        table = *check.table;
+    }
+    try {
+        train = openDataset(cfg.data, Split::Train, cfg.seed);
+        test = openDataset(cfg.data, Split::Test, cfg.seed);
+    } catch (const DataError& e) {
+        throw TrainError(e.what());
+    }
+    perEpoch = stepsPerEpoch(train->size(), cfg.ranks, cfg.batchPerRank);
+    if (perEpoch < 1)
+        throw TrainError(fmt::format("data: {} images cannot give {} ranks a batch of {}", train->size(),
+                                     cfg.ranks, cfg.batchPerRank));
+    totalSteps = cfg.epochs > 0 ? cfg.epochs * perEpoch : cfg.steps;
+    halfPayload = cfg.precision != Precision::O0;
+
+    comm = std::make_unique<Communicator>(cfg.ranks, std::chrono::milliseconds(cfg.timeoutMs));
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    slots = std::make_unique<ComputeSlots>(cfg.computeThreads > 0 ? cfg.computeThreads : cores);
+
+    buildCards();
+
+    meta.model = modelKindName(cfg.model);
+    meta.worldSize = cfg.ranks;
+    meta.batchPerRank = cfg.batchPerRank;
+    meta.precision = precisionName(cfg.precision);
+    meta.lossScale = lossScaleName(cfg.lossScale);
+    meta.data = cfg.data;
+    meta.seed = cfg.seed;
+    meta.sketchDim = cfg.telemetry ? cfg.sketchDim : 0;
+    meta.weightEvery = cfg.weightEvery;
+    meta.plannedSteps = totalSteps;
+    meta.configJson = cfg.toJson();
+    meta.rankTableJson = table.toJson();
+    meta.createdUtc = nowUtc();
+    meta.params = cards[0]->replica->params();
+    meta.bufferNames = cards[0]->replica->bufferNames();
+    unsigned maj = 0, min = 0, rel = 0;
+    H5get_libversion(&maj, &min, &rel);
+    nlohmann::json env = {{"ranksight", "0.1.0"},
+                          {"libtorch", torchVersion()},
+                          {"hdf5", fmt::format("{}.{}.{}", maj, min, rel)},
+                          {"cores", cores},
+                          {"compute_slots", cfg.computeThreads > 0 ? cfg.computeThreads : cores},
+                          {"train_data", train->describe()},
+                          {"test_data", test->describe()},
+                          {"flight_recorder_steps", flightDepth}};
+    meta.environment = env.dump();
+    const int64_t hbmUsed = cards[0]->replica->activationBytesEstimate(cfg.batchPerRank);
+    for (const auto& dev : table.devices) {
+        CardInfo c;
+        c.rank = dev.rankId;
+        c.deviceId = dev.deviceId;
+        c.deviceIp = dev.deviceIp;
+        c.serverId = dev.serverId;
+        c.hbmTotalBytes = int64_t(32) << 30;
+        c.hbmUsedBytes = hbmUsed;
+        meta.cards.push_back(c);
+    }
+    if (!cfg.writeFile) return;
+    try {
+        writer = RunWriter::create(cfg.out, meta, cfg.overwrite);
+    } catch (const std::exception& e) {
+        throw TrainError(e.what());
+    }
+}
+
+void Trainer::Impl::buildCards() {
+    // LibTorch's default generator is global: replicas are built one after another, never concurrently.
+    for (int r = 0; r < cfg.ranks; ++r) {
+        auto card = std::make_unique<Card>();
+        card->rank = r;
+        ReplicaOptions opt;
+        opt.model = cfg.model;
+        opt.precision = cfg.precision;
+        opt.initSeed = cfg.seed; // set_seed: every rank initialises alike, and the broadcast makes sure
+        opt.dropoutSeed = splitmix64(cfg.seed * 1000003ull + static_cast<uint64_t>(r));
+        card->replica = std::make_unique<Replica>(opt);
+        card->sampler = std::make_unique<DistributedSampler>(train->size(), cfg.ranks, r, cfg.seed);
+        card->scaler = std::make_unique<LossScaler>(cfg.lossScale);
+        card->momentum.assign(static_cast<size_t>(card->replica->numParams()), 0.f);
+        if (halfPayload) card->half.resize(static_cast<size_t>(card->replica->numParams()));
+        cards.push_back(std::move(card));
+    }
+    // Flight recorder depth: as many steps of (local, synced, weights) per card as the budget allows.
+    const int64_t perStepBytes = cards[0]->replica->numParams() * 4 * 3 * cfg.ranks;
+    const int64_t budget = int64_t(cfg.flightBudgetMb) << 20;
+    flightDepth =
+        static_cast<int>(std::min<int64_t>(cfg.flightSteps, perStepBytes > 0 ? budget / perStepBytes : 0));
+    for (auto& card : cards)
+        card->ring.slots.resize(static_cast<size_t>(flightDepth));
+}
+
+void Trainer::Impl::recordWeights(Card& card, int64_t step) {
+    const auto& params = card.replica->params();
+    const float* w = card.replica->weights();
+    std::vector<uint64_t> fp(params.size());
+    std::vector<float> norm(params.size());
+    for (size_t p = 0; p < params.size(); ++p) {
+        const float* t = w + params[p].offset;
+        fp[p] = fingerprint(t, static_cast<size_t>(params[p].numel) * 4);
+        norm[p] = static_cast<float>(std::sqrt(normAndSum(t, params[p].numel, 1.f).sumSq));
+    }
+    const auto buffers = card.replica->bufferValues();
+    const uint64_t bufferFp = fingerprint(buffers.data(), buffers.size() * 4);
+    double bufferNorm = 0;
+    for (float v : buffers)
+        bufferNorm += static_cast<double>(v) * v;
+    gather(pendingWeights, step, [&](WeightRecord& rec) {
+        rec.step = step;
+        rec.fp.resize(cfg.ranks);
+        rec.norm.resize(cfg.ranks);
+        rec.bufferFp.resize(cfg.ranks);
+        rec.bufferDrift.resize(cfg.ranks); // holds the buffer norm until the writer turns it into drift
+        rec.fp[card.rank] = std::move(fp);
+        rec.norm[card.rank] = std::move(norm);
+        rec.bufferFp[card.rank] = bufferFp;
+        rec.bufferDrift[card.rank] = static_cast<float>(std::sqrt(bufferNorm));
+    });
+}
+
+void Trainer::Impl::evaluate(Card& card, int64_t step) {
+    const int n = static_cast<int>(std::min<int64_t>(cfg.evalSamples, test->size()));
+    if (n <= 0) return;
+    std::vector<uint8_t> raw;
+    std::vector<float> images;
+    std::vector<int64_t> labels;
+    int correct = 0;
+    double lossSum = 0;
+    constexpr int kChunk = 128;
+    for (int begin = 0; begin < n; begin += kChunk) {
+        const int m = std::min(kChunk, n - begin);
+        std::vector<int64_t> ids(m);
+        for (int i = 0; i < m; ++i)
+            ids[i] = begin + i;
+        loadBatch(*test, ids.data(), m, raw, images, labels);
+        ComputeSlotGuard slot(*slots);
+        const auto r = card.replica->evaluate(images.data(), labels.data(), m);
+        correct += r.correct;
+        lossSum += static_cast<double>(r.loss) * m;
+    }
+    gather(pendingEvals, step, [&](EvalRecord& rec) {
+        rec.step = step;
+        rec.accuracy.resize(cfg.ranks);
+        rec.loss.resize(cfg.ranks);
+        rec.accuracy[card.rank] = static_cast<float>(correct) / n;
+        rec.loss[card.rank] = static_cast<float>(lossSum / n);
+    });
+}
+
+void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& raw, std::vector<float>& images,
+                              std::vector<int64_t>& labels) {
+    const auto t0 = Clock::now();
+    Replica& rep = *card.replica;
+    const auto& params = rep.params();
+    const size_t P = params.size();
+    const int64_t N = rep.numParams();
+    const int B = cfg.batchPerRank;
+    const int W = cfg.ranks;
+    const int r = card.rank;
+
+    const int64_t epoch = step / perEpoch;
+    if (step % perEpoch == 0) card.sampler->setEpoch(epoch);
+    const int64_t* ids = card.sampler->indices().data() + (step % perEpoch) * B;
+    loadBatch(*train, ids, B, raw, images, labels);
+
+    RankStep rs;
+    rs.sampleIds.assign(ids, ids + B);
+    rs.sampleFp = fingerprint(ids, sizeof(int64_t) * B);
+    const float scale = card.scaler->scale();
+    rs.lossScale = scale;
+
+    double commMs = 0;
+    BatchResult res;
+    {
+        ComputeSlotGuard slot(*slots);
+        const auto tc = Clock::now();
+        res = rep.forwardBackward(images.data(), labels.data(), B, scale);
+        rs.computeMs = static_cast<float>(msSince(tc));
+    }
+    rs.loss = res.loss;
+    rs.accuracy = res.accuracy;
+    float* g = rep.grads();
+    const float unscale = 1.0f / scale;
+
+    // Local gradient, as this card computed it.
+    const bool tele = cfg.telemetry;
+    if (tele) {
+        const int K = cfg.sketchDim;
+        rs.localNorm.resize(P);
+        rs.localMax.resize(P);
+        rs.localSum.resize(P);
+        rs.nonfinite.resize(P);
+        rs.overflowCount.resize(P);
+        rs.underflowCount.resize(P);
+        rs.sketch.resize(P * K);
+        for (size_t p = 0; p < P; ++p) {
+            const auto s = gradStats(g + params[p].offset, params[p].numel, unscale,
+                                     splitmix64(cfg.seed ^ (0x5ce7c4ull + p)), K, rs.sketch.data() + p * K);
+            rs.localNorm[p] = static_cast<float>(std::sqrt(s.sumSq));
+            rs.localMax[p] = s.maxAbs;
+            rs.localSum[p] = s.sum;
+            rs.nonfinite[p] = s.nonfinite;
+            rs.overflowCount[p] = s.overflow;
+            rs.underflowCount[p] = s.underflow;
+        }
+    }
+    if (halfPayload) rep.roundGradsThroughHalf();
+    FlightRing::Slot* slot = nullptr;
+    if (!card.ring.slots.empty()) {
+        slot = &card.ring.slots[card.ring.next];
+        card.ring.next = (card.ring.next + 1) % card.ring.slots.size();
+        slot->step = step;
+        slot->local.assign(g, g + N);
+    }
+
+    // The all-reduce: fp16 payload under O2/O3 (sums past 65504 overflow like hardware), fp32 under O0.
+    const ReduceOp op = cfg.gradientsMean ? ReduceOp::Mean : ReduceOp::Sum;
+    auto tcomm = Clock::now();
+    if (halfPayload) {
+        rep.gradsToHalf(card.half.data());
+        comm->allReduce(r, card.half.data(), static_cast<size_t>(N), DType::F16, op);
+        rep.gradsFromHalf(card.half.data());
+    } else {
+        comm->allReduce(r, g, static_cast<size_t>(N), DType::F32, op);
+    }
+    commMs += msSince(tcomm);
+
+    // Synced gradient, as the all-reduce delivered it: norm, sum and a bitwise fingerprint per parameter.
+    uint32_t nonfiniteSynced = 0;
+    if (tele) {
+        rs.syncedNorm.resize(P);
+        rs.syncedSum.resize(P);
+        rs.syncedFp.resize(P);
+    }
+    for (size_t p = 0; p < P; ++p) {
+        const float* t = g + params[p].offset;
+        const auto s = normAndSum(t, params[p].numel, unscale);
+        nonfiniteSynced += s.nonfinite;
+        if (tele) {
+            rs.syncedNorm[p] = static_cast<float>(std::sqrt(s.sumSq));
+            rs.syncedSum[p] = s.sum;
+            rs.syncedFp[p] = fingerprint(t, static_cast<size_t>(params[p].numel) * 4);
+        }
+    }
+    if (slot) slot->synced.assign(g, g + N);
+
+    // Overflow status is all-reduced so every rank skips the same steps (NPUAllocFloatStatus + AllReduce).
+    float overflow = nonfiniteSynced > 0 ? 1.f : 0.f;
+    tcomm = Clock::now();
+    comm->allReduce(r, &overflow, 1, DType::F32, ReduceOp::Max);
+    commMs += msSince(tcomm);
+    rs.overflow = overflow > 0 ? 1 : 0;
+    const bool skip = card.scaler->update(rs.overflow);
+    rs.skipped = skip ? 1 : 0;
+
+    if (!skip) { // Momentum SGD with weight decay on the fp32 master weights, gradients unscaled on the fly
+        const float lr = learningRate(step), mom = cfg.momentum, wd = cfg.weightDecay;
+        float* w = rep.weights();
+        float* v = card.momentum.data();
+        for (int64_t i = 0; i < N; ++i) {
+            v[i] = mom * v[i] + g[i] * unscale + wd * w[i];
+            w[i] -= lr * v[i];
+        }
+        if (cfg.precision == Precision::O3) rep.roundWeightsThroughHalf();
+    }
+    if (slot) slot->weights.assign(rep.weights(), rep.weights() + N);
+
+    // Share a digest: every rank learns at once whether the replicas still agree (anomaly -> flight dump).
+    const bool weightStep = (step + 1) % cfg.weightEvery == 0 || step + 1 == totalSteps;
+    Digest mine;
+    if (tele) mine.synced = fingerprint(rs.syncedFp.data(), P * 8);
+    if (weightStep) mine.weights = fingerprint(rep.weights(), static_cast<size_t>(N) * 4);
+    mine.nonfinite = !std::isfinite(rs.loss) ? 1u : 0u;
+    mine.dumpRequested = dumpRequested.exchange(false) ? 1u : 0u;
+    std::vector<Digest> all(W);
+    tcomm = Clock::now();
+    comm->allGather(r, &mine, sizeof(Digest), all.data());
+    commMs += msSince(tcomm);
+    bool anomaly = false, requested = false;
+    std::string reason;
+    for (const auto& dg : all) {
+        if (dg.synced != all[0].synced) reason = "synced gradient fingerprints differ across ranks";
+        if (dg.weights != all[0].weights) reason = "weight fingerprints differ across ranks";
+        if (dg.nonfinite) reason = "non-finite loss";
+        requested = requested || dg.dumpRequested;
+    }
+    anomaly = !reason.empty();
+    rs.commMs = static_cast<float>(commMs);
+    rs.stepMs = static_cast<float>(msSince(t0));
+
+    const float lr = learningRate(step);
+    gather(pendingSteps, step, [&](StepRecord& rec) {
+        rec.step = step;
+        rec.epoch = epoch;
+        rec.lr = lr;
+        rec.ranks.resize(W);
+        rec.ranks[r] = std::move(rs);
+    });
+    if (weightStep) recordWeights(card, step + 1);
+
+    // Dump on the step an anomaly appears (not on every step it persists) and on request. Every rank sees
+    // the same digests, so every rank takes the same decision and the gather completes.
+    static constexpr int kMaxDumps = 3;
+    const bool fresh = anomaly && !card.anomalyBefore;
+    card.anomalyBefore = anomaly;
+    if ((fresh || requested) && slot && card.dumps < kMaxDumps) {
+        ++card.dumps;
+        const std::string why = fresh ? reason : "requested";
+        gather(pendingDumps, step, [&](FlightDump& dump) {
+            dump.triggerStep = step;
+            dump.reason = why;
+            for (const auto& s : card.ring.slots) {
+                if (s.step < 0) continue;
+                dump.entries.push_back({s.step, r, 0, s.local});
+                dump.entries.push_back({s.step, r, 1, s.synced});
+                dump.entries.push_back({s.step, r, 2, s.weights});
+            }
+        });
+    }
+}
+
+void Trainer::Impl::cardLoop(Card& card) {
+    setTorchThreads(1); // one intra-op thread per card; ComputeSlots caps cards computing at once
+    const int r = card.rank;
+    std::vector<uint8_t> raw;
+    std::vector<float> images;
+    std::vector<int64_t> labels;
+    int64_t step = 0;
+    try {
+        if (cfg.broadcastInit) // MindSpore parameter_broadcast: everyone starts from rank 0's weights
+            comm->broadcast(r, card.replica->weights(), static_cast<size_t>(card.replica->numParams()) * 4,
+                            0);
+        recordWeights(card, 0);
+        for (; step < totalSteps && !stopRequested; ++step) {
+            trainStep(card, step, raw, images, labels);
+            card.stepsDone = step + 1;
+            if (cfg.evalEvery > 0 && (step + 1) % cfg.evalEvery == 0 && step + 1 < totalSteps)
+                evaluate(card, step + 1);
+        }
+        if (!stopRequested && step == totalSteps) evaluate(card, step);
+        card.state = static_cast<uint8_t>(stopRequested ? CardState::Stopped : CardState::Ok);
+    } catch (const CollectiveCancelled&) {
+        card.state = static_cast<uint8_t>(CardState::Stopped);
+    } catch (const CollectiveTimeout& e) {
+        card.state = static_cast<uint8_t>(CardState::TimedOut);
+        event(step, r, Severity::Error, "TIMEOUT", fmt::format("Rank {}: {}", r, e.what()));
+        std::lock_guard lock(summaryMutex);
+        cardErrors.push_back(fmt::format("rank {}: {}", r, e.what()));
+    } catch (const std::exception& e) {
+        card.state = static_cast<uint8_t>(CardState::Dead);
+        comm->markFailed(r);
+        event(step, r, Severity::Error, "CARD_FAILED",
+              fmt::format("Rank {} failed at step {}: {}", r, step, e.what()));
+        std::lock_guard lock(summaryMutex);
+        cardErrors.push_back(fmt::format("rank {}: {}", r, e.what()));
+    }
+}
+
+void Trainer::Impl::writerLoop() {
+    EventDetector detector(meta);
+    auto emit = [&](const Event& e) {
+        if (writer) writer->appendEvent(e);
+        if (observer) observer->eventRecorded(e);
+    };
+    for (;;) {
+        WriterItem item;
+        {
+            std::unique_lock lock(queueMutex);
+            queueCv.wait(lock, [&] { return !queue.empty() || queueClosed; });
+            if (queue.empty()) return;
+            item = std::move(queue.front());
+            queue.pop_front();
+        }
+        if (!writerError.empty()) continue; // keep draining so producers never block; the error ends the run
+        try {
+            if (auto* step = std::get_if<StepRecord>(&item)) {
+                if (writer) writer->appendStep(*step);
+                {
+                    std::lock_guard lock(summaryMutex);
+                    float mean = 0;
+                    for (const auto& rs : step->ranks)
+                        mean += rs.loss / static_cast<float>(step->ranks.size());
+                    if (summary.stepsCompleted == 0) summary.lossFirst = mean;
+                    summary.lossLast = mean;
+                    summary.stepsCompleted = step->step + 1;
+                }
+                if (observer) observer->stepRecorded(*step);
+                for (const auto& e : detector.onStep(*step))
+                    emit(e);
+            } else if (auto* w = std::get_if<WeightRecord>(&item)) {
+                for (size_t r = w->bufferDrift.size(); r-- > 0;) // buffer norm -> drift relative to rank 0
+                    w->bufferDrift[r] =
+                        w->bufferDrift[0] > 0
+                            ? std::fabs(w->bufferDrift[r] - w->bufferDrift[0]) / w->bufferDrift[0]
+                            : 0.f;
+                if (writer) writer->appendWeights(*w);
+                if (observer) observer->weightsRecorded(*w);
+                for (const auto& e : detector.onWeights(*w))
+                    emit(e);
+            } else if (auto* ev = std::get_if<EvalRecord>(&item)) {
+                if (writer) writer->appendEval(*ev);
+                {
+                    std::lock_guard lock(summaryMutex);
+                    float mean = 0;
+                    for (float a : ev->accuracy)
+                        mean += a / static_cast<float>(ev->accuracy.size());
+                    summary.evalAccuracy = mean;
+                }
+                if (observer) observer->evalRecorded(*ev);
+            } else if (auto* e = std::get_if<Event>(&item)) {
+                emit(*e);
+            } else if (auto* dump = std::get_if<FlightDump>(&item)) {
+                if (writer) writer->appendFlightDump(*dump);
+                emit(Event{
+                    dump->triggerStep, -1, Severity::Info, "FLIGHT_RECORDER",
+                    fmt::format("Flight recorder wrote the last {} step(s) of full tensors at step {}: {}",
+                                flightDepth, dump->triggerStep, dump->reason)});
+            }
+        } catch (const std::exception& e) {
+            writerError = e.what();
+            stopRequested = true; // a run that cannot be recorded stops: nothing is lost silently
+            comm->cancel();
+        }
+    }
+}
+
+RunSummary Trainer::run() {
+    d->setup();
+    if (d->observer) d->observer->runStarted(d->meta);
+    const auto t0 = Clock::now();
+    std::thread writerThread([this] { d->writerLoop(); });
+    {
+        std::vector<std::thread> threads;
+        for (auto& card : d->cards)
+            threads.emplace_back([this, c = card.get()] { d->cardLoop(*c); });
+        for (auto& t : threads)
+            t.join();
+    }
+    {
+        std::lock_guard lock(d->queueMutex);
+        d->queueClosed = true;
+    }
+    d->queueCv.notify_one();
+    writerThread.join();
+    const double seconds = msSince(t0) / 1000.0;
+
+    RunSummary s;
+    {
+        std::lock_guard lock(d->summaryMutex);
+        s = d->summary;
+    }
+    s.completed = s.stepsCompleted == d->totalSteps && d->cardErrors.empty() && d->writerError.empty();
+    if (!d->writerError.empty())
+        s.stopReason = "error: writing the run file failed: " + d->writerError;
+    else if (!d->cardErrors.empty())
+        s.stopReason = "error: " + d->cardErrors.front();
+    else
+        s.stopReason = s.completed ? "completed" : "stopped";
+    s.imagesPerSecond =
+        seconds > 0 ? s.stepsCompleted * double(d->cfg.ranks) * d->cfg.batchPerRank / seconds : 0;
+    try {
+        if (d->writer) d->writer->close(s.stopReason);
+    } catch (const std::exception& e) {
+        s.stopReason = std::string("error: closing the run file failed: ") + e.what();
+    }
+    if (d->observer) d->observer->runFinished(s);
+    return s;
+}
+
+} // namespace rs

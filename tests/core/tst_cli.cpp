@@ -1,0 +1,255 @@
+// ranksight-cli end to end, as a user runs it: train, inspect, export-csv, lint-ranktable, Ctrl-C, kill -9,
+// and the exit codes (0 success, 1 check failed, 2 bad usage or unreadable input).
+#include "store/RunReader.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <csignal>
+
+using namespace rs;
+
+class TestCli : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void trainInspectExport();
+    void configFileAndOverrides();
+    void exitCodes_data();
+    void exitCodes();
+    void refusesToOverwrite();
+    void lintRankTable();
+    void ctrlCLeavesACompleteFile();
+    void killLeavesAReadableFile();
+
+private:
+    struct Result {
+        int code = -1;
+        QString out, err;
+    };
+    Result cli(const QStringList& args, int timeoutMs = 120000);
+    int64_t waitForSteps(const QString& path, int64_t atLeast, QProcess& proc);
+    QTemporaryDir m_dir;
+};
+
+void TestCli::initTestCase() {
+    QVERIFY(m_dir.isValid());
+    QVERIFY(QFile::exists(RANKSIGHT_CLI));
+}
+
+TestCli::Result TestCli::cli(const QStringList& args, int timeoutMs) {
+    QProcess p;
+    p.start(RANKSIGHT_CLI, args);
+    if (!p.waitForFinished(timeoutMs)) {
+        p.kill();
+        p.waitForFinished();
+        return {};
+    }
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
+            QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+}
+
+void TestCli::trainInspectExport() {
+    const QString run = m_dir.filePath("mlp.h5");
+    const auto train = cli({"train", "--model", "mlp", "--ranks", "2", "--batch", "16", "--steps", "10",
+                            "--precision", "O0", "--loss-scale", "none", "--out", run});
+    QVERIFY2(train.code == 0, qPrintable(train.err));
+    QVERIFY(train.err.contains("step 10/10"));
+
+    const auto inspect = cli({"inspect", run, "--json"});
+    QCOMPARE(inspect.code, 0);
+    const auto j = QJsonDocument::fromJson(inspect.out.toUtf8()).object();
+    QCOMPARE(j["format"].toString(), QString("ranksight-run"));
+    QCOMPARE(j["format_version"].toInt(), 1);
+    QCOMPARE(j["model"].toString(), QString("mlp"));
+    QCOMPARE(j["world_size"].toInt(), 2);
+    QCOMPARE(j["steps_recorded"].toInt(), 10);
+    QCOMPARE(j["parameter_tensors"].toInt(), 6);
+    QCOMPARE(j["parameters"].toInt(), 3072 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);
+    QCOMPARE(j["precision"].toString(), QString("O0"));
+    QVERIFY(j["loss_last"].toDouble() < j["loss_first"].toDouble());
+    QCOMPARE(j["weights_identical"].toBool(), true);
+    QVERIFY(j["first_grad_mismatch_step"].isNull());
+    QVERIFY(j["first_weight_mismatch_step"].isNull());
+    QCOMPARE(j["overflow_steps"].toInt(), 0);
+    QCOMPARE(j["complete"].toBool(), true);
+
+    const QString dir = m_dir.filePath("csv");
+    const auto csv = cli({"export-csv", run, "--out", dir});
+    QVERIFY2(csv.code == 0, qPrintable(csv.err));
+    auto lines = [](const QString& path) {
+        QFile f(path);
+        return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts)
+                                           : QStringList();
+    };
+    const auto steps = lines(dir + "/steps.csv");
+    QCOMPARE(steps.size(), 1 + 10 * 2);
+    QCOMPARE(steps[0], QString("step,rank,loss,accuracy,loss_scale,overflow,skipped,step_ms,comm_ms"));
+    QVERIFY(steps[1].startsWith("0,0,"));
+    const auto grads = lines(dir + "/gradients.csv");
+    QCOMPARE(grads.size(), 1 + 10 * 2 * 6);
+    QCOMPARE(grads[0], QString("step,rank,parameter,local_norm,synced_norm,nonfinite"));
+    QVERIFY(grads[1].startsWith("0,0,fc1.weight,"));
+    QVERIFY(QFile::exists(dir + "/events.csv"));
+    // A second export into the same folder must not silently replace the first.
+    QCOMPARE(cli({"export-csv", run, "--out", dir}).code, 2);
+}
+
+void TestCli::configFileAndOverrides() {
+    const QString cfg = m_dir.filePath("cfg.json");
+    QFile f(cfg);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(
+        R"({"model": "mlp", "ranks": 3, "batch": 4, "steps": 5, "precision": "O2", "loss_scale": "fixed:64",
+                "seed": 9, "weight_every": 2})");
+    f.close();
+    const QString run = m_dir.filePath("cfg.h5");
+    const auto train = cli({"train", "--config", cfg, "--steps", "4", "--out", run, "--quiet"});
+    QVERIFY2(train.code == 0, qPrintable(train.err));
+    const auto reader = RunReader::open(run.toStdString());
+    QCOMPARE(reader->meta().worldSize, 3);
+    QCOMPARE(reader->meta().batchPerRank, 4);
+    QCOMPARE(reader->meta().precision, std::string("O2"));
+    QCOMPARE(reader->meta().lossScale, std::string("fixed:64"));
+    QCOMPARE(reader->stepCount(), int64_t(4));         // the command line wins over the file
+    QCOMPARE(reader->readWeights().size(), size_t(3)); // steps 0, 2, 4
+}
+
+void TestCli::exitCodes_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<int>("code");
+    QTest::addColumn<QString>("mentions");
+    const QString out = m_dir.filePath("x.h5");
+    QTest::addRow("no command") << QStringList{} << 2 << "usage";
+    QTest::addRow("unknown command") << QStringList{"frobnicate"} << 2 << "frobnicate";
+    QTest::addRow("bad model") << QStringList{"train", "--model", "vgg", "--out", out} << 2 << "model";
+    QTest::addRow("bad ranks") << QStringList{"train", "--ranks", "zero", "--out", out} << 2 << "ranks";
+    QTest::addRow("missing out") << QStringList{"train", "--model", "mlp"} << 2 << "out";
+    QTest::addRow("unknown option") << QStringList{"train", "--frob", "1"} << 2 << "--frob";
+    QTest::addRow("bad cifar dir") << QStringList{"train", "--model", "mlp", "--data", "cifar10:/nonexistent",
+                                                  "--out", out}
+                                   << 2 << "/nonexistent";
+    QTest::addRow("missing config") << QStringList{"train", "--config", "/nonexistent.json", "--out", out}
+                                    << 2 << "nonexistent.json";
+    QTest::addRow("inspect missing file")
+        << QStringList{"inspect", "/nonexistent.h5"} << 2 << "nonexistent.h5";
+    QTest::addRow("inspect text file")
+        << QStringList{"inspect", QString(RANKSIGHT_TEST_DATA) + "/ranktables/valid_4p.json"} << 2
+        << "valid_4p.json";
+    QTest::addRow("help") << QStringList{"--help"} << 0 << "lint-ranktable";
+}
+
+void TestCli::exitCodes() {
+    QFETCH(QStringList, args);
+    QFETCH(int, code);
+    QFETCH(QString, mentions);
+    const auto r = cli(args);
+    QCOMPARE(r.code, code);
+    QVERIFY2((r.out + r.err).contains(mentions), qPrintable(r.out + r.err));
+    if (code == 2 && !args.isEmpty()) {
+        QCOMPARE(r.err.trimmed().count('\n'), 0); // one line saying what and where
+        QVERIFY(r.err.startsWith("ranksight-cli: "));
+    }
+    QVERIFY(!QFile::exists(m_dir.filePath("x.h5")));
+}
+
+void TestCli::refusesToOverwrite() {
+    const QString run = m_dir.filePath("keep.h5");
+    QFile f(run);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("precious");
+    f.close();
+    const auto r = cli({"train", "--model", "mlp", "--steps", "1", "--out", run});
+    QCOMPARE(r.code, 2);
+    QVERIFY(r.err.contains("--force"));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QCOMPARE(f.readAll(), QByteArray("precious"));
+}
+
+void TestCli::lintRankTable() {
+    const QString data = RANKSIGHT_TEST_DATA;
+    auto ok = cli({"lint-ranktable", data + "/ranktables/valid_4p.json"});
+    QCOMPARE(ok.code, 0);
+    QVERIFY(ok.out.contains("4 ranks"));
+    const QString bad = m_dir.filePath("bad.json");
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"version":"1.0","server_count":"2","server_list":[{"server_id":"s","device":[
+        {"device_id":"0","device_ip":"192.0.2.1","rank_id":"0"},
+        {"device_id":"0","device_ip":"192.0.2.1","rank_id":"0"}]}],"status":"completed"})");
+    f.close();
+    auto r = cli({"lint-ranktable", bad, "--json"});
+    QCOMPARE(r.code, 1);
+    const auto j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    QCOMPARE(j["valid"].toBool(), false);
+    const auto problems = j["problems"].toArray();
+    QVERIFY(problems.size() >= 4); // server_count, rank_id, device_id, device_ip duplicates
+    QString all;
+    for (const auto& p : problems)
+        all += p.toObject()["where"].toString() + ": " + p.toObject()["message"].toString() + "\n";
+    QVERIFY2(all.contains("server_count"), qPrintable(all));
+    QVERIFY2(all.contains("server_list[0].device[1].rank_id"), qPrintable(all));
+    QVERIFY2(all.contains("device_ip"), qPrintable(all));
+    QCOMPARE(cli({"lint-ranktable", "/nonexistent.json"}).code, 2);
+}
+
+int64_t TestCli::waitForSteps(const QString& path, int64_t atLeast, QProcess& proc) {
+    QElapsedTimer t;
+    t.start();
+    while (t.elapsed() < 120000 && proc.state() == QProcess::Running) {
+        try {
+            if (QFile::exists(path)) {
+                const auto reader = RunReader::open(path.toStdString());
+                if (reader->stepCount() >= atLeast) return reader->stepCount();
+            }
+        } catch (const std::exception&) {
+            // created but not yet in SWMR mode: try again
+        }
+        QTest::qWait(100);
+    }
+    return -1;
+}
+
+void TestCli::ctrlCLeavesACompleteFile() {
+    const QString run = m_dir.filePath("sigint.h5");
+    QProcess p;
+    p.start(RANKSIGHT_CLI, {"train", "--model", "smallcnn", "--ranks", "2", "--batch", "8", "--steps",
+                            "100000", "--out", run});
+    QVERIFY(p.waitForStarted());
+    QVERIFY(waitForSteps(run, 3, p) >= 3);
+    ::kill(static_cast<pid_t>(p.processId()), SIGINT);
+    QVERIFY(p.waitForFinished(10000));
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 0);
+    const auto reader = RunReader::open(run.toStdString());
+    QVERIFY(reader->complete());
+    QCOMPARE(reader->stopReason(), std::string("stopped"));
+    QVERIFY(reader->stepCount() >= 3);
+    const auto inspect = cli({"inspect", run, "--json"});
+    QCOMPARE(QJsonDocument::fromJson(inspect.out.toUtf8()).object()["complete"].toBool(), true);
+}
+
+void TestCli::killLeavesAReadableFile() {
+    const QString run = m_dir.filePath("sigkill.h5");
+    QProcess p;
+    p.start(RANKSIGHT_CLI,
+            {"train", "--model", "mlp", "--ranks", "2", "--batch", "8", "--steps", "100000", "--out", run});
+    QVERIFY(p.waitForStarted());
+    const int64_t seen = waitForSteps(run, 5, p);
+    QVERIFY(seen >= 5);
+    p.kill();
+    QVERIFY(p.waitForFinished(10000));
+    const auto inspect = cli({"inspect", run, "--json"});
+    QVERIFY2(inspect.code == 0, qPrintable(inspect.err));
+    const auto j = QJsonDocument::fromJson(inspect.out.toUtf8()).object();
+    QCOMPARE(j["complete"].toBool(), false);
+    QVERIFY(j["steps_recorded"].toInt() >= seen);
+    const auto csv = cli({"export-csv", run, "--out", m_dir.filePath("killed_csv")});
+    QCOMPARE(csv.code, 0);
+}
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "tst_cli.moc"

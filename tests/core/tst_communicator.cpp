@@ -1,0 +1,681 @@
+// The emulated HCCL communicator: AllReduce against an independent reference (fp32 and fp16, sum, mean,
+// max, odd counts), bitwise agreement across ranks and runs, Broadcast, AllGather, Barrier, timeouts that
+// name the missing rank, prompt cancel, mismatched calls, and the ComputeSlots limit.
+#include "cluster/Communicator.h"
+#include "cluster/ComputeSlots.h"
+#include "util/Half.h"
+
+#include <QtTest>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <thread>
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+Q_DECLARE_METATYPE(rs::DType)
+Q_DECLARE_METATYPE(rs::ReduceOp)
+
+namespace {
+
+// Runs body(rank) on one thread per rank, joins them all, and returns each rank's exception (or null).
+std::vector<std::exception_ptr> runRanks(int worldSize, const std::function<void(int)>& body) {
+    std::vector<std::exception_ptr> errors(static_cast<size_t>(worldSize));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < worldSize; ++r)
+        threads.emplace_back([&, r] {
+            try {
+                body(r);
+            } catch (...) {
+                errors[static_cast<size_t>(r)] = std::current_exception();
+            }
+        });
+    for (std::thread& t : threads)
+        t.join();
+    return errors;
+}
+
+QString errorText(const std::exception_ptr& e) {
+    if (!e)
+        return QStringLiteral("no exception");
+    try {
+        std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+        return QString::fromUtf8(ex.what());
+    } catch (...) {
+        return QStringLiteral("unknown exception");
+    }
+}
+
+bool noErrors(const std::vector<std::exception_ptr>& errors, QString* text) {
+    for (size_t r = 0; r < errors.size(); ++r)
+        if (errors[r]) {
+            *text = QStringLiteral("rank %1: %2").arg(r).arg(errorText(errors[r]));
+            return false;
+        }
+    return true;
+}
+
+template <class E> const E* as(const std::exception_ptr& e, std::optional<E>& holder) {
+    if (!e)
+        return nullptr;
+    try {
+        std::rethrow_exception(e);
+    } catch (const E& ex) {
+        holder.emplace(ex);
+        return &*holder;
+    } catch (...) {
+    }
+    return nullptr;
+}
+
+long long msSince(Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+// Reference reduction written from the specification, independent of the implementation: chunk c is
+// elements [c*count/N, (c+1)*count/N), summed in ring order (c+1)%N, ..., c; fp16 rounds after every add.
+std::vector<uint8_t> referenceAllReduce(const std::vector<std::vector<uint8_t>>& inputs, size_t count,
+                                        rs::DType dtype, rs::ReduceOp op) {
+    const size_t n = inputs.size();
+    std::vector<uint8_t> out(inputs[0].size());
+    auto load = [&](size_t rank, size_t i) {
+        if (dtype == rs::DType::F32) {
+            float f;
+            std::memcpy(&f, inputs[rank].data() + i * 4, 4);
+            return f;
+        }
+        uint16_t h;
+        std::memcpy(&h, inputs[rank].data() + i * 2, 2);
+        return rs::halfToFloat(h);
+    };
+    for (size_t c = 0; c < n; ++c) {
+        for (size_t i = c * count / n; i < (c + 1) * count / n; ++i) {
+            float acc = load((c + 1) % n, i);
+            for (size_t k = 2; k <= n; ++k) {
+                const float x = load((c + k) % n, i);
+                if (op == rs::ReduceOp::Max)
+                    acc = (std::isnan(acc) || std::isnan(x)) ? NAN : std::max(acc, x);
+                else
+                    acc = acc + x;
+                if (dtype == rs::DType::F16)
+                    acc = rs::halfToFloat(rs::floatToHalf(acc));
+            }
+            if (op == rs::ReduceOp::Mean)
+                acc = acc / static_cast<float>(n);
+            if (dtype == rs::DType::F32) {
+                std::memcpy(out.data() + i * 4, &acc, 4);
+            } else {
+                const uint16_t h = rs::floatToHalf(acc);
+                std::memcpy(out.data() + i * 2, &h, 2);
+            }
+        }
+    }
+    return out;
+}
+
+std::vector<std::vector<uint8_t>> randomInputs(int worldSize, size_t count, rs::DType dtype, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+    std::vector<std::vector<uint8_t>> inputs(static_cast<size_t>(worldSize));
+    for (auto& buf : inputs) {
+        buf.resize(count * rs::dtypeSize(dtype));
+        for (size_t i = 0; i < count; ++i) {
+            const float f = dist(rng);
+            if (dtype == rs::DType::F32) {
+                std::memcpy(buf.data() + i * 4, &f, 4);
+            } else {
+                const uint16_t h = rs::floatToHalf(f);
+                std::memcpy(buf.data() + i * 2, &h, 2);
+            }
+        }
+    }
+    return inputs;
+}
+
+// Every rank all-reduces its copy of inputs[rank]; returns the per-rank results.
+std::vector<std::vector<uint8_t>> allReduceAll(rs::Communicator& comm, const std::vector<std::vector<uint8_t>>& inputs,
+                                               size_t count, rs::DType dtype, rs::ReduceOp op, QString* error) {
+    std::vector<std::vector<uint8_t>> buffers = inputs;
+    const auto errors = runRanks(comm.worldSize(), [&](int r) {
+        comm.allReduce(r, buffers[static_cast<size_t>(r)].data(), count, dtype, op);
+    });
+    if (!noErrors(errors, error))
+        return {};
+    return buffers;
+}
+
+} // namespace
+
+class TestCommunicator : public QObject {
+    Q_OBJECT
+
+private slots:
+    void allReduce_data() {
+        QTest::addColumn<int>("worldSize");
+        QTest::addColumn<rs::DType>("dtype");
+        QTest::addColumn<rs::ReduceOp>("op");
+        QTest::addColumn<int>("count");
+        const std::pair<rs::DType, const char*> dtypes[] = {{rs::DType::F32, "fp32"}, {rs::DType::F16, "fp16"}};
+        const std::pair<rs::ReduceOp, const char*> ops[] = {
+            {rs::ReduceOp::Sum, "sum"}, {rs::ReduceOp::Mean, "mean"}, {rs::ReduceOp::Max, "max"}};
+        for (int n = 1; n <= 8; ++n)
+            for (const auto& [dtype, dname] : dtypes)
+                for (const auto& [op, oname] : ops)
+                    for (int count : {0, 1, 5, 7, 64, 1001, 5000})
+                        QTest::addRow("%d ranks %s %s count %d", n, dname, oname, count) << n << dtype << op << count;
+    }
+
+    void allReduce() {
+        QFETCH(int, worldSize);
+        QFETCH(rs::DType, dtype);
+        QFETCH(rs::ReduceOp, op);
+        QFETCH(int, count);
+        const size_t n = static_cast<size_t>(count);
+        const auto inputs = randomInputs(worldSize, n, dtype, static_cast<uint32_t>(1000 * worldSize + count));
+        const auto expected = referenceAllReduce(inputs, n, dtype, op);
+
+        rs::Communicator comm(worldSize, 10s);
+        QString error;
+        const auto first = allReduceAll(comm, inputs, n, dtype, op, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        for (int r = 0; r < worldSize; ++r) // bitwise identical on every rank, and equal to the reference
+            QVERIFY2(first[static_cast<size_t>(r)] == expected, qPrintable(QStringLiteral("rank %1").arg(r)));
+
+        // Against the exact (double) result within the rounding the dtype allows, so the reference
+        // itself cannot be wrong in the same way as the implementation.
+        for (size_t i = 0; i < n; ++i) {
+            double exact = op == rs::ReduceOp::Max ? -INFINITY : 0.0;
+            double magnitude = 0.0;
+            for (int r = 0; r < worldSize; ++r) {
+                const auto& in = inputs[static_cast<size_t>(r)];
+                double x;
+                if (dtype == rs::DType::F32) {
+                    float f;
+                    std::memcpy(&f, in.data() + i * 4, 4);
+                    x = f;
+                } else {
+                    uint16_t h;
+                    std::memcpy(&h, in.data() + i * 2, 2);
+                    x = rs::halfToFloat(h);
+                }
+                exact = op == rs::ReduceOp::Max ? std::max(exact, x) : exact + x;
+                magnitude += std::fabs(x);
+            }
+            if (op == rs::ReduceOp::Mean) {
+                exact /= worldSize;
+                magnitude /= worldSize;
+            }
+            double got;
+            if (dtype == rs::DType::F32) {
+                float f;
+                std::memcpy(&f, first[0].data() + i * 4, 4);
+                got = f;
+            } else {
+                uint16_t h;
+                std::memcpy(&h, first[0].data() + i * 2, 2);
+                got = rs::halfToFloat(h);
+            }
+            const double ulp = dtype == rs::DType::F32 ? std::ldexp(1.0, -23) : std::ldexp(1.0, -10);
+            const double tolerance = worldSize * ulp * magnitude + 1e-30;
+            if (std::fabs(got - exact) > tolerance)
+                QFAIL(qPrintable(QStringLiteral("element %1: got %2, exact %3").arg(i).arg(got).arg(exact)));
+        }
+
+        // The same inputs again, on the same communicator and on a new one: bitwise the same.
+        const auto second = allReduceAll(comm, inputs, n, dtype, op, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QVERIFY(second == first);
+        rs::Communicator fresh(worldSize, 10s);
+        const auto third = allReduceAll(fresh, inputs, n, dtype, op, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QVERIFY(third == first);
+    }
+
+    // fp16 accumulates in fp16: each partial sum is rounded, so 1 + 2^-11 + 2^-11 stays 1 (ties to even)
+    // where an fp32 accumulator would give 1 + 2^-10.
+    void fp16AccumulatesInHalf() {
+        const uint16_t one = rs::floatToHalf(1.0f);
+        const uint16_t small = rs::floatToHalf(std::ldexp(1.0f, -11));
+        QCOMPARE(rs::halfToFloat(small), std::ldexp(1.0f, -11));
+        // count 1 on 3 ranks: the element is in chunk 2, summed in ring order 0, 1, 2
+        std::vector<std::vector<uint16_t>> bufs = {{one}, {small}, {small}};
+        rs::Communicator comm(3, 10s);
+        const auto errors = runRanks(3, [&](int r) {
+            comm.allReduce(r, bufs[static_cast<size_t>(r)].data(), 1, rs::DType::F16, rs::ReduceOp::Sum);
+        });
+        QString error;
+        QVERIFY2(noErrors(errors, &error), qPrintable(error));
+        for (const auto& b : bufs)
+            QCOMPARE(b[0], one);
+    }
+
+    void fp16Overflow_data() {
+        QTest::addColumn<rs::ReduceOp>("op");
+        QTest::addColumn<float>("value");
+        QTest::addColumn<float>("expected");
+        const float inf = std::numeric_limits<float>::infinity();
+        QTest::addRow("sum 4 x 40000 -> inf") << rs::ReduceOp::Sum << 40000.0f << inf;
+        QTest::addRow("sum 4 x -40000 -> -inf") << rs::ReduceOp::Sum << -40000.0f << -inf;
+        QTest::addRow("mean 4 x 40000 -> inf (the sum overflowed first)") << rs::ReduceOp::Mean << 40000.0f << inf;
+        QTest::addRow("sum 4 x 16000 fits") << rs::ReduceOp::Sum << 16000.0f << 64000.0f;
+        QTest::addRow("max 4 x 40000") << rs::ReduceOp::Max << 40000.0f << 40000.0f;
+    }
+
+    void fp16Overflow() {
+        QFETCH(rs::ReduceOp, op);
+        QFETCH(float, value);
+        QFETCH(float, expected);
+        const size_t count = 10;
+        std::vector<std::vector<uint16_t>> bufs(4, std::vector<uint16_t>(count, rs::floatToHalf(value)));
+        rs::Communicator comm(4, 10s);
+        const auto errors = runRanks(4, [&](int r) {
+            comm.allReduce(r, bufs[static_cast<size_t>(r)].data(), count, rs::DType::F16, op);
+        });
+        QString error;
+        QVERIFY2(noErrors(errors, &error), qPrintable(error));
+        for (const auto& b : bufs)
+            for (uint16_t h : b)
+                QCOMPARE(rs::halfToFloat(h), expected);
+
+        // fp32 holds the same sum
+        std::vector<std::vector<float>> fbufs(4, std::vector<float>(count, value));
+        const auto errors32 = runRanks(4, [&](int r) {
+            comm.allReduce(r, fbufs[static_cast<size_t>(r)].data(), count, rs::DType::F32, rs::ReduceOp::Sum);
+        });
+        QVERIFY2(noErrors(errors32, &error), qPrintable(error));
+        QCOMPARE(fbufs[2][3], 4 * value);
+    }
+
+    void maxPropagatesNan() {
+        std::vector<std::vector<float>> bufs = {{1.0f, 2.0f}, {NAN, 3.0f}, {0.5f, -1.0f}};
+        rs::Communicator comm(3, 10s);
+        const auto errors = runRanks(3, [&](int r) {
+            comm.allReduce(r, bufs[static_cast<size_t>(r)].data(), 2, rs::DType::F32, rs::ReduceOp::Max);
+        });
+        QString error;
+        QVERIFY2(noErrors(errors, &error), qPrintable(error));
+        for (const auto& b : bufs) {
+            QVERIFY(std::isnan(b[0]));
+            QCOMPARE(b[1], 3.0f);
+        }
+    }
+
+    void broadcast_data() {
+        QTest::addColumn<int>("worldSize");
+        QTest::addColumn<int>("root");
+        QTest::addColumn<int>("bytes");
+        for (int n : {1, 2, 3, 4, 8})
+            for (int root : {0, n / 2, n - 1})
+                for (int bytes : {0, 1, 1000})
+                    QTest::addRow("%d ranks root %d %d bytes", n, root, bytes) << n << root << bytes;
+    }
+
+    void broadcast() {
+        QFETCH(int, worldSize);
+        QFETCH(int, root);
+        QFETCH(int, bytes);
+        std::vector<std::vector<uint8_t>> bufs(static_cast<size_t>(worldSize));
+        for (int r = 0; r < worldSize; ++r)
+            for (int i = 0; i < bytes; ++i)
+                bufs[static_cast<size_t>(r)].push_back(static_cast<uint8_t>(r * 37 + i));
+        const std::vector<uint8_t> original = bufs[static_cast<size_t>(root)];
+        rs::Communicator comm(worldSize, 10s);
+        const auto errors = runRanks(worldSize, [&](int r) {
+            comm.broadcast(r, bufs[static_cast<size_t>(r)].data(), static_cast<size_t>(bytes), root);
+        });
+        QString error;
+        QVERIFY2(noErrors(errors, &error), qPrintable(error));
+        for (const auto& b : bufs)
+            QVERIFY(b == original);
+    }
+
+    void allGather_data() {
+        QTest::addColumn<int>("worldSize");
+        QTest::addColumn<int>("bytes");
+        for (int n : {1, 2, 3, 8})
+            for (int bytes : {0, 3, 1024})
+                QTest::addRow("%d ranks %d bytes", n, bytes) << n << bytes;
+    }
+
+    void allGather() {
+        QFETCH(int, worldSize);
+        QFETCH(int, bytes);
+        const size_t b = static_cast<size_t>(bytes);
+        std::vector<std::vector<uint8_t>> send(static_cast<size_t>(worldSize));
+        std::vector<uint8_t> expected;
+        for (int r = 0; r < worldSize; ++r)
+            for (size_t i = 0; i < b; ++i) {
+                send[static_cast<size_t>(r)].push_back(static_cast<uint8_t>(r * 31 + i * 7 + 1));
+                expected.push_back(send[static_cast<size_t>(r)].back());
+            }
+        std::vector<std::vector<uint8_t>> recv(static_cast<size_t>(worldSize), std::vector<uint8_t>(b * worldSize, 0xee));
+        rs::Communicator comm(worldSize, 10s);
+        const auto errors = runRanks(worldSize, [&](int r) {
+            comm.allGather(r, send[static_cast<size_t>(r)].data(), b, recv[static_cast<size_t>(r)].data());
+        });
+        QString error;
+        QVERIFY2(noErrors(errors, &error), qPrintable(error));
+        for (const auto& rv : recv)
+            QVERIFY(rv == expected);
+    }
+
+    // No rank leaves a barrier before every rank entered it; one late rank per round.
+    void barrier() {
+        const int n = 4;
+        const int rounds = 20;
+        rs::Communicator comm(n, 10s);
+        std::atomic<int> entered{0};
+        std::atomic<int> violations{0};
+        const auto errors = runRanks(n, [&](int r) {
+            for (int round = 0; round < rounds; ++round) {
+                if (round % n == r)
+                    std::this_thread::sleep_for(2ms);
+                entered.fetch_add(1);
+                comm.barrier(r);
+                if (entered.load() < (round + 1) * n)
+                    violations.fetch_add(1);
+            }
+        });
+        QString error;
+        QVERIFY2(noErrors(errors, &error), qPrintable(error));
+        QCOMPARE(violations.load(), 0);
+        QCOMPARE(entered.load(), n * rounds);
+    }
+
+    // Collectives back to back, many times, checking each result: shakes out generation races.
+    void mixedSequence() {
+        const int n = 4;
+        const int iterations = 200;
+        rs::Communicator comm(n, 10s);
+        std::atomic<int> wrong{0};
+        const auto errors = runRanks(n, [&](int r) {
+            for (int it = 0; it < iterations; ++it) {
+                std::vector<float> grad(37, float(r + it));
+                comm.allReduce(r, grad.data(), grad.size(), rs::DType::F32, rs::ReduceOp::Sum);
+                const float sum = float(n * it + n * (n - 1) / 2);
+                for (float g : grad)
+                    if (g != sum)
+                        wrong.fetch_add(1);
+                int value = r == it % n ? it : -1;
+                comm.broadcast(r, &value, sizeof value, it % n);
+                if (value != it)
+                    wrong.fetch_add(1);
+                int mine = r * 1000 + it;
+                std::vector<int> all(n);
+                comm.allGather(r, &mine, sizeof mine, all.data());
+                for (int i = 0; i < n; ++i)
+                    if (all[static_cast<size_t>(i)] != i * 1000 + it)
+                        wrong.fetch_add(1);
+                comm.barrier(r);
+            }
+        });
+        QString error;
+        QVERIFY2(noErrors(errors, &error), qPrintable(error));
+        QCOMPARE(wrong.load(), 0);
+    }
+
+    void timeoutNamesMissingRank() {
+        const int n = 4;
+        rs::Communicator comm(n, 200ms);
+        std::vector<long long> elapsed(n, -1);
+        const auto start = Clock::now();
+        const auto errors = runRanks(n, [&](int r) {
+            if (r == 2)
+                return; // this card never calls
+            const auto t0 = Clock::now();
+            std::vector<float> grad(100, 1.0f);
+            try {
+                comm.allReduce(r, grad.data(), grad.size(), rs::DType::F32, rs::ReduceOp::Sum);
+            } catch (...) {
+                elapsed[static_cast<size_t>(r)] = msSince(t0);
+                throw;
+            }
+        });
+        QVERIFY2(msSince(start) < 1500, "the timeout took far longer than 200 ms");
+        QString firstMessage;
+        for (int r = 0; r < n; ++r) {
+            if (r == 2) {
+                QVERIFY(!errors[2]);
+                continue;
+            }
+            std::optional<rs::CollectiveTimeout> holder;
+            const rs::CollectiveTimeout* t = as<rs::CollectiveTimeout>(errors[static_cast<size_t>(r)], holder);
+            QVERIFY2(t, qPrintable(QStringLiteral("rank %1: %2").arg(r).arg(errorText(errors[static_cast<size_t>(r)]))));
+            QCOMPARE(t->missingRanks, std::vector<int>{2});
+            QCOMPARE(t->collective, std::string("AllReduce"));
+            QCOMPARE(t->sequence, int64_t(1));
+            QVERIFY(t->failedRanks.empty());
+            const QString what = QString::fromUtf8(t->what());
+            QVERIFY2(what.contains("rank(s) 2") && what.contains("AllReduce") && what.contains("200 ms") &&
+                         what.contains("call #1"),
+                     qPrintable(what));
+            if (firstMessage.isEmpty())
+                firstMessage = what;
+            QCOMPARE(what, firstMessage);
+            QVERIFY2(elapsed[static_cast<size_t>(r)] >= 150 && elapsed[static_cast<size_t>(r)] < 1000,
+                     qPrintable(QStringLiteral("rank %1 threw after %2 ms").arg(r).arg(elapsed[static_cast<size_t>(r)])));
+        }
+
+        // broken: every later call, by any rank, throws the same timeout at once
+        QVERIFY(comm.broken());
+        for (int r : {0, 2}) {
+            const auto t0 = Clock::now();
+            try {
+                comm.barrier(r);
+                QFAIL("a broken communicator accepted a call");
+            } catch (const rs::CollectiveTimeout& t) {
+                QCOMPARE(QString::fromUtf8(t.what()), firstMessage);
+                QCOMPARE(t.missingRanks, std::vector<int>{2});
+            }
+            QVERIFY(msSince(t0) < 100);
+        }
+    }
+
+    void timeoutReportsFailedRank() {
+        rs::Communicator comm(3, 200ms);
+        comm.markFailed(1);
+        const auto errors = runRanks(3, [&](int r) {
+            if (r != 1)
+                comm.barrier(r);
+        });
+        for (int r : {0, 2}) {
+            std::optional<rs::CollectiveTimeout> holder;
+            const rs::CollectiveTimeout* t = as<rs::CollectiveTimeout>(errors[static_cast<size_t>(r)], holder);
+            QVERIFY2(t, qPrintable(errorText(errors[static_cast<size_t>(r)])));
+            QCOMPARE(t->missingRanks, std::vector<int>{1});
+            QCOMPARE(t->failedRanks, std::vector<int>{1});
+            QCOMPARE(t->collective, std::string("Barrier"));
+            QVERIFY2(QString(t->what()).contains("rank(s) 1 marked failed"), t->what());
+        }
+    }
+
+    // Sequence numbers count calls: the timeout names the call that never completed.
+    void timeoutSequenceNumber() {
+        rs::Communicator comm(2, 200ms);
+        const auto errors = runRanks(2, [&](int r) {
+            for (int i = 0; i < 5; ++i)
+                comm.barrier(r);
+            if (r == 0)
+                comm.barrier(r); // call #6: rank 1 does not come
+        });
+        QVERIFY(!errors[1]);
+        std::optional<rs::CollectiveTimeout> holder;
+        const rs::CollectiveTimeout* t = as<rs::CollectiveTimeout>(errors[0], holder);
+        QVERIFY2(t, qPrintable(errorText(errors[0])));
+        QCOMPARE(t->sequence, int64_t(6));
+        QCOMPARE(t->missingRanks, std::vector<int>{1});
+        QVERIFY2(QString(t->what()).contains("(call #6)"), t->what());
+    }
+
+    void cancelWakesWaiters_data() {
+        QTest::addColumn<QString>("collective");
+        QTest::addRow("AllReduce") << "AllReduce";
+        QTest::addRow("Broadcast") << "Broadcast";
+        QTest::addRow("AllGather") << "AllGather";
+        QTest::addRow("Barrier") << "Barrier";
+    }
+
+    void cancelWakesWaiters() {
+        QFETCH(QString, collective);
+        const int n = 4;
+        rs::Communicator comm(n); // default 30 s timeout: only cancel can end the wait in time
+        std::atomic<int> waiting{0};
+        std::vector<Clock::time_point> thrownAt(n);
+        Clock::time_point cancelledAt;
+        std::thread canceller([&] {
+            const auto deadline = Clock::now() + 5s;
+            while (waiting.load() < n - 1 && Clock::now() < deadline)
+                std::this_thread::sleep_for(1ms);
+            std::this_thread::sleep_for(50ms); // let them block
+            cancelledAt = Clock::now();
+            comm.cancel();
+        });
+        const auto errors = runRanks(n, [&](int r) {
+            if (r == 3)
+                return;
+            std::vector<float> buf(64, 1.0f);
+            std::vector<float> recv(64 * n);
+            waiting.fetch_add(1);
+            try {
+                if (collective == "AllReduce")
+                    comm.allReduce(r, buf.data(), buf.size(), rs::DType::F32, rs::ReduceOp::Sum);
+                else if (collective == "Broadcast")
+                    comm.broadcast(r, buf.data(), buf.size() * 4, 0);
+                else if (collective == "AllGather")
+                    comm.allGather(r, buf.data(), buf.size() * 4, recv.data());
+                else
+                    comm.barrier(r);
+            } catch (...) {
+                thrownAt[static_cast<size_t>(r)] = Clock::now();
+                throw;
+            }
+        });
+        canceller.join();
+        QVERIFY(comm.cancelled());
+        for (int r = 0; r < 3; ++r) {
+            std::optional<rs::CollectiveCancelled> holder;
+            const rs::CollectiveCancelled* c = as<rs::CollectiveCancelled>(errors[static_cast<size_t>(r)], holder);
+            QVERIFY2(c, qPrintable(errorText(errors[static_cast<size_t>(r)])));
+            QCOMPARE(QString::fromStdString(c->collective), collective);
+            QVERIFY2(QString(c->what()).contains("cancelled"), c->what());
+            const auto latency =
+                std::chrono::duration_cast<std::chrono::milliseconds>(thrownAt[static_cast<size_t>(r)] - cancelledAt);
+            QVERIFY2(latency < 1000ms, qPrintable(QStringLiteral("rank %1 woke %2 ms after cancel").arg(r).arg(latency.count())));
+        }
+        // later calls throw at once, even by the rank that never came
+        const auto t0 = Clock::now();
+        QVERIFY_THROWS_EXCEPTION(rs::CollectiveCancelled, comm.barrier(3));
+        QVERIFY(msSince(t0) < 100);
+    }
+
+    void mismatchedCallsThrowLogicError_data() {
+        QTest::addColumn<int>("variant");
+        QTest::addColumn<QStringList>("fragments");
+        QTest::addRow("count") << 0 << QStringList{"count 10", "count 12"};
+        QTest::addRow("collective") << 1 << QStringList{"AllReduce", "Barrier", "same collectives"};
+        QTest::addRow("dtype") << 2 << QStringList{"fp32", "fp16"};
+        QTest::addRow("op") << 3 << QStringList{"sum", "mean"};
+        QTest::addRow("root") << 4 << QStringList{"root 0", "root 1"};
+        QTest::addRow("bytes") << 5 << QStringList{"bytes 8", "bytes 16"};
+    }
+
+    void mismatchedCallsThrowLogicError() {
+        QFETCH(int, variant);
+        QFETCH(QStringList, fragments);
+        rs::Communicator comm(2, 5s);
+        const auto start = Clock::now();
+        const auto errors = runRanks(2, [&](int r) {
+            std::vector<float> buf(16, 1.0f);
+            std::vector<float> recv(32);
+            switch (variant) {
+            case 0:
+                comm.allReduce(r, buf.data(), r == 0 ? 10 : 12, rs::DType::F32, rs::ReduceOp::Sum);
+                break;
+            case 1:
+                if (r == 0)
+                    comm.allReduce(r, buf.data(), 10, rs::DType::F32, rs::ReduceOp::Sum);
+                else
+                    comm.barrier(r);
+                break;
+            case 2:
+                comm.allReduce(r, buf.data(), 10, r == 0 ? rs::DType::F32 : rs::DType::F16, rs::ReduceOp::Sum);
+                break;
+            case 3:
+                comm.allReduce(r, buf.data(), 10, rs::DType::F32, r == 0 ? rs::ReduceOp::Sum : rs::ReduceOp::Mean);
+                break;
+            case 4:
+                comm.broadcast(r, buf.data(), 16, r);
+                break;
+            case 5:
+                comm.allGather(r, buf.data(), r == 0 ? 8 : 16, recv.data());
+                break;
+            }
+        });
+        QVERIFY2(msSince(start) < 1000, "a mismatch must not wait for the timeout");
+        for (int r = 0; r < 2; ++r) {
+            std::optional<std::logic_error> holder;
+            const std::logic_error* e = as<std::logic_error>(errors[static_cast<size_t>(r)], holder);
+            QVERIFY2(e, qPrintable(QStringLiteral("rank %1: %2").arg(r).arg(errorText(errors[static_cast<size_t>(r)]))));
+            for (const QString& f : fragments)
+                QVERIFY2(QString(e->what()).contains(f), e->what());
+        }
+        QVERIFY(comm.broken());
+        QVERIFY_THROWS_EXCEPTION(std::logic_error, comm.barrier(0));
+    }
+
+    void invalidArguments() {
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rs::Communicator(0));
+        rs::Communicator comm(2, 100ms);
+        float x = 1.0f;
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, comm.allReduce(2, &x, 1, rs::DType::F32, rs::ReduceOp::Sum));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, comm.allReduce(-1, &x, 1, rs::DType::F32, rs::ReduceOp::Sum));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, comm.allReduce(0, nullptr, 1, rs::DType::F32, rs::ReduceOp::Sum));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, comm.broadcast(0, &x, 4, 2));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, comm.allGather(0, &x, 4, nullptr));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, comm.markFailed(5));
+        QVERIFY(!comm.broken()); // bad arguments are rejected before the call joins anything
+        QCOMPARE(comm.worldSize(), 2);
+        comm.setTimeout(250ms);
+        QCOMPARE(comm.timeout(), std::chrono::milliseconds(250));
+    }
+
+    void computeSlotsLimitConcurrency() {
+        const int slotCount = 2;
+        const int threads = 8;
+        rs::ComputeSlots computeSlots(slotCount);
+        QCOMPARE(computeSlots.capacity(), slotCount);
+        std::atomic<int> current{0};
+        std::atomic<int> maxSeen{0};
+        runRanks(threads, [&](int) {
+            for (int i = 0; i < 10; ++i) {
+                rs::ComputeSlotGuard guard(computeSlots);
+                const int now = current.fetch_add(1) + 1;
+                int seen = maxSeen.load();
+                while (now > seen && !maxSeen.compare_exchange_weak(seen, now)) {
+                }
+                std::this_thread::sleep_for(1ms);
+                current.fetch_sub(1);
+            }
+        });
+        QVERIFY2(maxSeen.load() <= slotCount, qPrintable(QString::number(maxSeen.load())));
+        QVERIFY(maxSeen.load() >= 1);
+        QCOMPARE(current.load(), 0);
+
+        // every slot is free again, and no more than `slots` can be taken
+        QVERIFY(computeSlots.tryAcquireFor(0ms));
+        QVERIFY(computeSlots.tryAcquireFor(0ms));
+        QVERIFY(!computeSlots.tryAcquireFor(20ms));
+        computeSlots.release();
+        QVERIFY(computeSlots.tryAcquireFor(0ms));
+        computeSlots.release();
+        computeSlots.release();
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rs::ComputeSlots(0));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCommunicator)
+#include "tst_communicator.moc"

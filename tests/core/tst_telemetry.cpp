@@ -1,0 +1,168 @@
+// Gradient statistics, fingerprints, sketches and the event log rules.
+#include "telemetry/EventDetector.h"
+#include "telemetry/Fingerprint.h"
+#include "telemetry/GradStats.h"
+
+#include <QtTest>
+#include <cmath>
+#include <limits>
+#include <random>
+
+using namespace rs;
+
+class TestTelemetry : public QObject {
+    Q_OBJECT
+private slots:
+    void statsMatchNaiveLoop();
+    void fp16Accounting();
+    void fingerprintSeesOneBit();
+    void sketchCosineTracksTrueCosine_data();
+    void sketchCosineTracksTrueCosine();
+    void gradientMismatchEvent();
+    void lossFluctuationEvent();
+    void cleanStepsGiveNoWarnings();
+};
+
+static std::vector<float> randomVector(size_t n, uint32_t seed) {
+    std::mt19937 gen(seed);
+    std::normal_distribution<float> d;
+    std::vector<float> v(n);
+    for (auto& x : v)
+        x = d(gen);
+    return v;
+}
+
+void TestTelemetry::statsMatchNaiveLoop() {
+    const auto g = randomVector(10007, 1);
+    const float scale = 128.f;
+    std::vector<float> scaled(g.size());
+    for (size_t i = 0; i < g.size(); ++i)
+        scaled[i] = g[i] * scale;
+    std::vector<float> sketch(8);
+    const auto s =
+        gradStats(scaled.data(), static_cast<int64_t>(scaled.size()), 1.f / scale, 7, 8, sketch.data());
+    double sumSq = 0, sum = 0;
+    float mx = 0;
+    for (float v : g) {
+        sumSq += double(v) * v;
+        sum += v;
+        mx = std::max(mx, std::fabs(v));
+    }
+    QVERIFY(std::fabs(s.sumSq - sumSq) / sumSq < 1e-6);
+    QVERIFY(std::fabs(s.sum - sum) < 1e-3);
+    QCOMPARE(s.maxAbs, mx);
+    QCOMPARE(s.nonfinite, 0u);
+}
+
+void TestTelemetry::fp16Accounting() {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    const std::vector<float> g = {1.f, 70000.f, -65520.f, 65504.f, 1e-9f, -2e-8f, 0.f, nan, inf, 6e-8f};
+    const auto s = gradStats(g.data(), static_cast<int64_t>(g.size()), 1.f, 0, 0, nullptr);
+    QCOMPARE(s.nonfinite, 2u);
+    QCOMPARE(s.overflow, 4u);  // 70000, -65520 and the two non-finite ones; 65504 is still representable
+    QCOMPARE(s.underflow, 2u); // 1e-9 and -2e-8 round to 0; 6e-8 becomes the smallest subnormal
+}
+
+void TestTelemetry::fingerprintSeesOneBit() {
+    auto a = randomVector(4099, 2);
+    auto b = a;
+    QCOMPARE(fingerprint(a.data(), a.size() * 4), fingerprint(b.data(), b.size() * 4));
+    uint32_t bits;
+    std::memcpy(&bits, &b[1234], 4);
+    bits ^= 1u << 3;
+    std::memcpy(&b[1234], &bits, 4);
+    QVERIFY(fingerprint(a.data(), a.size() * 4) != fingerprint(b.data(), b.size() * 4));
+    QVERIFY(fingerprint(a.data(), 12) != fingerprint(a.data(), 16)); // length matters
+}
+
+void TestTelemetry::sketchCosineTracksTrueCosine_data() {
+    QTest::addColumn<float>("mix");
+    QTest::addRow("identical") << 1.0f;
+    QTest::addRow("correlated") << 0.7f;
+    QTest::addRow("independent") << 0.0f;
+    QTest::addRow("opposite") << -1.0f;
+}
+
+void TestTelemetry::sketchCosineTracksTrueCosine() {
+    QFETCH(float, mix);
+    const size_t n = 200000;
+    const auto a = randomVector(n, 3), noise = randomVector(n, 4);
+    std::vector<float> b(n);
+    const float rest = std::sqrt(std::max(0.f, 1 - mix * mix));
+    for (size_t i = 0; i < n; ++i)
+        b[i] = mix * a[i] + rest * noise[i];
+    double ab = 0, aa = 0, bb = 0;
+    for (size_t i = 0; i < n; ++i) {
+        ab += double(a[i]) * b[i];
+        aa += double(a[i]) * a[i];
+        bb += double(b[i]) * b[i];
+    }
+    const double truth = ab / std::sqrt(aa * bb);
+    const int k = 64;
+    std::vector<float> sa(k), sb(k);
+    gradStats(a.data(), n, 1.f, 99, k, sa.data());
+    gradStats(b.data(), n, 1.f, 99, k, sb.data());
+    const double est = cosine(sa.data(), sb.data(), k);
+    QVERIFY2(std::fabs(est - truth) < 0.3, qPrintable(QString("sketch %1 vs true %2").arg(est).arg(truth)));
+    if (mix == 1.0f) QCOMPARE(sa, sb); // identical tensors, identical sketches: cosine exactly 1
+}
+
+static RunMeta metaWith(int params) {
+    RunMeta m;
+    m.worldSize = 2;
+    for (int p = 0; p < params; ++p)
+        m.params.push_back({"p" + std::to_string(p), {4}, 4, p * 4});
+    return m;
+}
+
+static StepRecord stepWith(int64_t step, float loss0, float loss1) {
+    StepRecord s;
+    s.step = step;
+    s.ranks.resize(2);
+    s.ranks[0].loss = loss0;
+    s.ranks[1].loss = loss1;
+    for (auto& r : s.ranks)
+        r.syncedFp = {11, 22, 33};
+    return s;
+}
+
+void TestTelemetry::gradientMismatchEvent() {
+    const auto meta = metaWith(3);
+    EventDetector det(meta);
+    QVERIFY(det.onStep(stepWith(0, 1, 1)).empty());
+    auto s = stepWith(1200, 1, 1);
+    s.ranks[1].syncedFp[1] = 99;
+    const auto events = det.onStep(s);
+    QCOMPARE(events.size(), size_t(1));
+    QCOMPARE(QString::fromStdString(events[0].code), QString("GRADIENT_SYNC"));
+    QVERIFY(QString::fromStdString(events[0].message)
+                .startsWith("GRADIENT_SYNC: Rank 0 and Rank 1 parameter gradient mismatch at step 1200"));
+    QVERIFY(QString::fromStdString(events[0].message).contains("first: p1"));
+    QVERIFY(det.onStep(s).empty()); // reported once per rank pair, not every step
+}
+
+void TestTelemetry::lossFluctuationEvent() {
+    const auto meta = metaWith(3);
+    EventDetector det(meta);
+    for (int i = 0; i < 10; ++i)
+        QVERIFY(det.onStep(stepWith(i, 0.25f, 0.25f)).empty());
+    const auto events = det.onStep(stepWith(10, 1.5f, 1.62f));
+    QCOMPARE(events.size(), size_t(1));
+    QCOMPARE(QString::fromStdString(events[0].message),
+             QString("Loss shows abnormal fluctuation: from 0.25 to 1.56 within 10 steps"));
+}
+
+void TestTelemetry::cleanStepsGiveNoWarnings() {
+    const auto meta = metaWith(3);
+    EventDetector det(meta);
+    std::mt19937 gen(5);
+    std::uniform_real_distribution<float> noise(-0.1f, 0.1f);
+    for (int i = 0; i < 500; ++i) { // a decaying, noisy loss: healthy training
+        const float base = 2.3f * std::exp(-i / 100.f) + 0.1f;
+        QVERIFY(det.onStep(stepWith(i, base + noise(gen), base + noise(gen))).empty());
+    }
+}
+
+QTEST_GUILESS_MAIN(TestTelemetry)
+#include "tst_telemetry.moc"

@@ -1,0 +1,295 @@
+// The proof that data parallelism is real: N ranks x batch b give the gradients and the loss trajectory of
+// one replica on the concatenated batch; a clean run keeps every replica bitwise identical; Stop is prompt.
+#include "cluster/Communicator.h"
+#include "store/RunReader.h"
+#include "train/Replica.h"
+#include "train/Trainer.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+#include <mutex>
+#include <random>
+#include <thread>
+
+using namespace rs;
+
+class TestTraining : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void gradientsMatchSingleReplica_data();
+    void gradientsMatchSingleReplica();
+    void lossTrajectoryMatchesSingleReplica_data();
+    void lossTrajectoryMatchesSingleReplica();
+    void cleanRunKeepsReplicasIdentical_data();
+    void cleanRunKeepsReplicasIdentical();
+    void resnet50HasTheUsualParameterTensors();
+    void stopEndsPromptlyAndFileIsComplete();
+    void preflightRejectsAWrongRankTable();
+
+private:
+    QTemporaryDir m_dir;
+};
+
+namespace {
+
+// Collects what the trainer recorded, as the GUI would.
+struct Recorder : TrainObserver {
+    std::mutex mutex;
+    std::vector<StepRecord> steps;
+    std::vector<WeightRecord> weights;
+    void stepRecorded(const StepRecord& s) override {
+        std::lock_guard lock(mutex);
+        steps.push_back(s);
+    }
+    void weightsRecorded(const WeightRecord& w) override {
+        std::lock_guard lock(mutex);
+        weights.push_back(w);
+    }
+    size_t stepCount() {
+        std::lock_guard lock(mutex);
+        return steps.size();
+    }
+};
+
+std::vector<float> randomImages(int n, uint32_t seed) {
+    std::mt19937 gen(seed);
+    std::normal_distribution<float> d;
+    std::vector<float> v(static_cast<size_t>(n) * 3072);
+    for (auto& x : v)
+        x = d(gen);
+    return v;
+}
+
+} // namespace
+
+void TestTraining::initTestCase() {
+    QVERIFY(m_dir.isValid());
+}
+
+void TestTraining::gradientsMatchSingleReplica_data() {
+    QTest::addColumn<int>("ranks");
+    QTest::addColumn<int>("batch");
+    QTest::addRow("2 x 8") << 2 << 8;
+    QTest::addRow("4 x 4") << 4 << 4;
+    QTest::addRow("8 x 2") << 8 << 2;
+}
+
+void TestTraining::gradientsMatchSingleReplica() {
+    QFETCH(int, ranks);
+    QFETCH(int, batch);
+    const int total = ranks * batch;
+    const auto images = randomImages(total, 11);
+    std::vector<int64_t> labels(total);
+    for (int i = 0; i < total; ++i)
+        labels[i] = (i * 7) % 10;
+
+    ReplicaOptions opt;
+    opt.model = ModelKind::Mlp;
+    opt.initSeed = 42;
+    Replica single(opt);
+    const auto whole = single.forwardBackward(images.data(), labels.data(), total, 1.f);
+    const int64_t n = single.numParams();
+
+    std::vector<std::unique_ptr<Replica>> replicas;
+    for (int r = 0; r < ranks; ++r)
+        replicas.push_back(std::make_unique<Replica>(opt));
+    Communicator comm(ranks, std::chrono::seconds(10));
+    std::vector<float> losses(ranks);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < ranks; ++r)
+        threads.emplace_back([&, r] {
+            setTorchThreads(1);
+            const auto res = replicas[r]->forwardBackward(images.data() + size_t(r) * batch * 3072,
+                                                          labels.data() + r * batch, batch, 1.f);
+            losses[r] = res.loss;
+            comm.allReduce(r, replicas[r]->grads(), static_cast<size_t>(n), DType::F32, ReduceOp::Mean);
+        });
+    for (auto& t : threads)
+        t.join();
+
+    float meanLoss = 0;
+    for (float l : losses)
+        meanLoss += l / ranks;
+    QVERIFY(std::fabs(meanLoss - whole.loss) <= 1e-5f * std::fabs(whole.loss));
+    float maxRef = 0;
+    for (int64_t i = 0; i < n; ++i)
+        maxRef = std::max(maxRef, std::fabs(single.grads()[i]));
+    QVERIFY(maxRef > 0);
+    for (int r = 0; r < ranks; ++r) {
+        QCOMPARE(std::memcmp(replicas[r]->grads(), replicas[0]->grads(), n * 4), 0); // bitwise equal on ranks
+        for (int64_t i = 0; i < n; ++i) {
+            const float a = replicas[r]->grads()[i], b = single.grads()[i];
+            if (std::fabs(a - b) > 1e-5f * maxRef)
+                QFAIL(qPrintable(
+                    QString("rank %1 element %2: %3 vs single replica %4").arg(r).arg(i).arg(a).arg(b)));
+        }
+    }
+}
+
+void TestTraining::lossTrajectoryMatchesSingleReplica_data() {
+    QTest::addColumn<int>("ranks");
+    QTest::addRow("4 ranks") << 4;
+    QTest::addRow("2 ranks") << 2;
+}
+
+void TestTraining::lossTrajectoryMatchesSingleReplica() {
+    QFETCH(int, ranks);
+    const int global = 32;
+    auto run = [&](int w) {
+        TrainConfig cfg;
+        cfg.model = ModelKind::Mlp;
+        cfg.ranks = w;
+        cfg.batchPerRank = global / w;
+        cfg.steps = 12;
+        cfg.precision = Precision::O0;
+        cfg.lossScale = parseLossScale("none");
+        cfg.lr = 0.02f;
+        cfg.evalSamples = 0;
+        cfg.out = m_dir.filePath(QString("traj_%1.h5").arg(w)).toStdString();
+        cfg.overwrite = true;
+        Recorder rec;
+        Trainer trainer(cfg);
+        trainer.setObserver(&rec);
+        const auto summary = trainer.run();
+        [&] { QVERIFY2(summary.completed, summary.stopReason.c_str()); }();
+        std::vector<double> loss;
+        for (const auto& s : rec.steps) {
+            double m = 0;
+            for (const auto& r : s.ranks)
+                m += r.loss / s.ranks.size();
+            loss.push_back(m);
+        }
+        return loss;
+    };
+    const auto multi = run(ranks), single = run(1);
+    QCOMPARE(multi.size(), size_t(12));
+    QCOMPARE(single.size(), size_t(12));
+    QVERIFY(single.back() < single.front()); // it learns
+    for (size_t i = 0; i < multi.size(); ++i)
+        QVERIFY2(std::fabs(multi[i] - single[i]) <= 1e-5 * std::fabs(single[i]),
+                 qPrintable(QString("step %1: %2 ranks %3, one rank %4")
+                                .arg(i)
+                                .arg(ranks)
+                                .arg(multi[i], 0, 'g', 10)
+                                .arg(single[i], 0, 'g', 10)));
+}
+
+void TestTraining::cleanRunKeepsReplicasIdentical_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("precision");
+    QTest::addColumn<int>("ranks");
+    QTest::addRow("smallcnn O2 dynamic, 4 ranks") << "smallcnn"
+                                                  << "O2" << 4;
+    QTest::addRow("mlp O0, 3 ranks") << "mlp"
+                                     << "O0" << 3;
+    QTest::addRow("smallcnn O3, 2 ranks") << "smallcnn"
+                                          << "O3" << 2;
+}
+
+void TestTraining::cleanRunKeepsReplicasIdentical() {
+    QFETCH(QString, model);
+    QFETCH(QString, precision);
+    QFETCH(int, ranks);
+    TrainConfig cfg;
+    cfg.set("model", model.toStdString());
+    cfg.set("precision", precision.toStdString());
+    cfg.set("loss_scale", precision == "O0" ? "none" : "dynamic");
+    cfg.ranks = ranks;
+    cfg.batchPerRank = 8;
+    cfg.steps = 12;
+    cfg.weightEvery = 4;
+    cfg.evalSamples = 64;
+    cfg.out = m_dir.filePath("clean_" + model + precision + ".h5").toStdString();
+    cfg.overwrite = true;
+    Recorder rec;
+    Trainer trainer(cfg);
+    trainer.setObserver(&rec);
+    const auto summary = trainer.run();
+    QVERIFY2(summary.completed, summary.stopReason.c_str());
+    QCOMPARE(rec.steps.size(), size_t(12));
+    for (const auto& s : rec.steps) {
+        QCOMPARE(int(s.ranks.size()), ranks);
+        for (const auto& r : s.ranks) {
+            QCOMPARE(r.syncedFp, s.ranks[0].syncedFp);
+            QCOMPARE(r.skipped, s.ranks[0].skipped);
+            QVERIFY(r.localNorm.size() == s.ranks[0].syncedFp.size());
+        }
+        // Different batches: the local gradients must differ, or the ranks are not data parallel at all.
+        // (Steps where the dynamic loss scale overflowed hold no finite gradient to compare.)
+        if (!s.ranks[0].overflow) QVERIFY(s.ranks[0].localNorm != s.ranks[1].localNorm);
+        QVERIFY(s.ranks[0].sampleIds != s.ranks[1].sampleIds);
+    }
+    QCOMPARE(rec.weights.size(), size_t(4)); // steps 0, 4, 8, 12
+    for (const auto& w : rec.weights)
+        for (const auto& fp : w.fp)
+            QCOMPARE(fp, w.fp[0]);
+
+    const auto reader = RunReader::open(cfg.out);
+    QVERIFY(reader->complete());
+    QCOMPARE(reader->stepCount(), int64_t(12));
+    QCOMPARE(reader->meta().worldSize, ranks);
+    QCOMPARE(reader->readWeights().size(), size_t(4));
+    QCOMPARE(reader->readEvals().size(), size_t(1));
+}
+
+void TestTraining::resnet50HasTheUsualParameterTensors() {
+    ReplicaOptions opt;
+    opt.model = ModelKind::ResNet50;
+    Replica r50(opt);
+    QCOMPARE(r50.params().size(), size_t(161)); // as torchvision's resnet50
+    QCOMPARE(r50.params().front().name, std::string("conv1.weight"));
+    QCOMPARE(r50.params().front().shape, (std::vector<int64_t>{64, 3, 3, 3})); // CIFAR stem: 3x3
+    QVERIFY(r50.numParams() > 23000000 && r50.numParams() < 24000000);
+    opt.model = ModelKind::ResNet18;
+    Replica r18(opt);
+    QCOMPARE(r18.params().size(), size_t(62));
+    QCOMPARE(r18.params()[3].name, std::string("layer1.0.conv1.weight"));
+}
+
+void TestTraining::stopEndsPromptlyAndFileIsComplete() {
+    TrainConfig cfg;
+    cfg.model = ModelKind::SmallCnn;
+    cfg.ranks = 4;
+    cfg.batchPerRank = 16;
+    cfg.steps = 100000;
+    cfg.out = m_dir.filePath("stop.h5").toStdString();
+    cfg.overwrite = true;
+    Recorder rec;
+    Trainer trainer(cfg);
+    trainer.setObserver(&rec);
+    RunSummary summary;
+    std::thread t([&] { summary = trainer.run(); });
+    QTRY_VERIFY_WITH_TIMEOUT(rec.stepCount() >= 3, 60000);
+    QElapsedTimer timer;
+    timer.start();
+    trainer.stop();
+    t.join();
+    QVERIFY2(timer.elapsed() < 1000, qPrintable(QString("stop took %1 ms").arg(timer.elapsed())));
+    QCOMPARE(summary.stopReason, std::string("stopped"));
+    const auto reader = RunReader::open(cfg.out);
+    QVERIFY(reader->complete());
+    QCOMPARE(reader->stepCount(), summary.stepsCompleted);
+    QVERIFY(reader->stepCount() >= 3);
+}
+
+void TestTraining::preflightRejectsAWrongRankTable() {
+    const QString table = QString(RANKSIGHT_TEST_DATA) + "/ranktables/valid_4p.json";
+    TrainConfig cfg;
+    cfg.model = ModelKind::Mlp;
+    cfg.ranks = 2;
+    cfg.rankTable = table.toStdString();
+    cfg.out = m_dir.filePath("never.h5").toStdString();
+    Trainer trainer(cfg);
+    try {
+        trainer.run();
+        QFAIL("a 4-device rank table must not start a 2-rank run");
+    } catch (const TrainError& e) {
+        QVERIFY2(QString(e.what()).contains("valid_4p.json"), e.what());
+    }
+    QVERIFY(!QFile::exists(m_dir.filePath("never.h5")));
+}
+
+QTEST_GUILESS_MAIN(TestTraining)
+#include "tst_training.moc"
