@@ -23,8 +23,8 @@ namespace rs {
 enum class DType { F32, F16 }; // F16 payload: uint16_t IEEE binary16 bits (util/Half.h)
 enum class ReduceOp { Sum, Mean, Max };
 
-const char* dtypeName(DType dtype);  // "fp32", "fp16"
-size_t dtypeSize(DType dtype);       // bytes per element
+const char* dtypeName(DType dtype);    // "fp32", "fp16"
+size_t dtypeSize(DType dtype);         // bytes per element
 const char* reduceOpName(ReduceOp op); // "sum", "mean", "max"
 
 // Not every rank arrived at a collective within the timeout. what():
@@ -34,11 +34,11 @@ public:
     CollectiveTimeout(std::string collective, std::vector<int> missingRanks, int64_t sequence,
                       std::chrono::milliseconds timeout, std::vector<int> failedRanks = {});
 
-    std::string collective;         // "AllReduce", "Broadcast", "AllGather", "Barrier"
-    std::vector<int> missingRanks;  // ranks that had not arrived at call `sequence`, ascending
-    int64_t sequence;               // 1-based index of the collective call on this communicator
+    std::string collective;        // "AllReduce", "Broadcast", "AllGather", "Barrier"
+    std::vector<int> missingRanks; // ranks that had not arrived at call `sequence`, ascending
+    int64_t sequence;              // 1-based index of the collective call on this communicator
     std::chrono::milliseconds timeout;
-    std::vector<int> failedRanks;   // the missing ranks that were marked failed (markFailed)
+    std::vector<int> failedRanks; // the missing ranks that were marked failed (markFailed)
 };
 
 // The communicator was cancelled (Stop). what(): "HCCL AllReduce cancelled (call #17)"
@@ -62,7 +62,8 @@ public:
 
     // In place. count elements of dtype. Rank r reduces elements [r*count/N, (r+1)*count/N) in ring order
     // (r+1)%N, (r+2)%N, ..., r; every rank then copies all chunks. F16 rounds to half after every add, so
-    // sums past 65504 become inf; Mean divides the final sum by N; Max propagates NaN.
+    // sums past 65504 become inf; Mean divides the final sum by N; Max propagates NaN. NaN payloads
+    // are not preserved.
     void allReduce(int rank, void* data, size_t count, DType dtype, ReduceOp op);
     // bytes from root's data into every other rank's data.
     void broadcast(int rank, void* data, size_t bytes, int root);

@@ -55,15 +55,11 @@ bool isIpv4(const std::string& text) {
     while (true) {
         const size_t dot = text.find('.', pos);
         const std::string part = text.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
-        if (part.empty() || part.size() > 3 || (part.size() > 1 && part[0] == '0'))
-            return false;
-        if (!std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; }))
-            return false;
-        if (std::stoi(part) > 255)
-            return false;
+        if (part.empty() || part.size() > 3 || (part.size() > 1 && part[0] == '0')) return false;
+        if (!std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
+        if (std::stoi(part) > 255) return false;
         ++parts;
-        if (dot == std::string::npos)
-            break;
+        if (dot == std::string::npos) break;
         pos = dot + 1;
     }
     return parts == 4;
@@ -172,8 +168,7 @@ private:
             return std::nullopt;
         }
         const std::string s = value.get<std::string>();
-        if (text)
-            *text = s;
+        if (text) *text = s;
         const bool digits =
             !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
         if (!digits) {
@@ -231,8 +226,7 @@ private:
                     fmt::format("expected an array of devices, found {}", describe(devices)));
             return;
         }
-        if (devices.empty())
-            problem(field(where, "device"), "is empty; a server needs at least one device");
+        if (devices.empty()) problem(field(where, "device"), "is empty; a server needs at least one device");
         std::map<int, std::string> deviceIds; // within this server
         for (size_t d = 0; d < devices.size(); ++d) {
             DeviceEntry entry;
@@ -275,8 +269,8 @@ private:
             } else {
                 const auto [it, inserted] = m_deviceIps.emplace(*entry.deviceIp, entry.where);
                 if (!inserted)
-                    problem(where,
-                            fmt::format("duplicate device_ip \"{}\" (also at {})", *entry.deviceIp, it->second));
+                    problem(where, fmt::format("duplicate device_ip \"{}\" (also at {})", *entry.deviceIp,
+                                               it->second));
             }
         }
         if (entry.rankId) {
@@ -297,30 +291,31 @@ private:
                 continue;
             }
             if (*entry.rankId >= n)
-                problem(field(entry.where, "rank_id"),
-                        fmt::format("rank_id \"{}\" is out of range: with {} device{} rank ids must run 0..{}",
-                                    entry.rankText, n, n == 1 ? "" : "s", n - 1));
+                problem(
+                    field(entry.where, "rank_id"),
+                    fmt::format("rank_id \"{}\" is out of range: with {} device{} rank ids must run 0..{}",
+                                entry.rankText, n, n == 1 ? "" : "s", n - 1));
         }
         // An unreadable rank_id is already reported; calling its rank "missing" as well would be noise.
         if (allReadable && n > 0) {
             std::vector<int> missing;
             for (int r = 0; r < n; ++r)
-                if (!m_rankIds.count(r))
-                    missing.push_back(r);
+                if (!m_rankIds.count(r)) missing.push_back(r);
             if (!missing.empty())
-                problem("server_list", fmt::format("rank ids must run 0..{} without gaps; missing rank_id{} {}",
-                                                   n - 1, missing.size() == 1 ? "" : "s", joinInts(missing)));
+                problem("server_list",
+                        fmt::format("rank ids must run 0..{} without gaps; missing rank_id{} {}", n - 1,
+                                    missing.size() == 1 ? "" : "s", joinInts(missing)));
         }
         if (m_expectedRanks >= 0 && n != m_expectedRanks && m_doc.contains("server_list"))
-            problem("server_list", fmt::format("lists {} device{} but the job has {} rank{}", n,
-                                               n == 1 ? "" : "s", m_expectedRanks, m_expectedRanks == 1 ? "" : "s"));
+            problem("server_list",
+                    fmt::format("lists {} device{} but the job has {} rank{}", n, n == 1 ? "" : "s",
+                                m_expectedRanks, m_expectedRanks == 1 ? "" : "s"));
     }
 
     RankTableCheck finish() {
         RankTableCheck check;
         check.problems = std::move(m_problems);
-        if (!check.problems.empty())
-            return check;
+        if (!check.problems.empty()) return check;
         RankTable table;
         table.version = m_version.value_or("1.0");
         for (const DeviceEntry& entry : m_devices)

@@ -14,9 +14,9 @@ constexpr int kDevicesPerAscendServer = 8;
 
 struct RankTableDevice {
     int rankId = 0;
-    int deviceId = 0;      // index of the card within its server, 0..7
-    std::string deviceIp;  // dotted IPv4
-    std::string serverId;  // server_id of the server_list entry holding this device
+    int deviceId = 0;     // index of the card within its server, 0..7
+    std::string deviceIp; // dotted IPv4
+    std::string serverId; // server_id of the server_list entry holding this device
 };
 
 struct RankTable {

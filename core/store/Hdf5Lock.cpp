@@ -36,8 +36,12 @@ Hdf5Guard::Hdf5Guard()
     H5Eset_auto2(H5E_DEFAULT, recordStack, nullptr);
 }
 
-std::string hdf5LastError() { return t_lastError; }
+std::string hdf5LastError() {
+    return t_lastError;
+}
 
-void hdf5ClearLastError() { t_lastError.clear(); }
+void hdf5ClearLastError() {
+    t_lastError.clear();
+}
 
 } // namespace rs

@@ -1,5 +1,7 @@
-// Process-wide guard for HDF5. The C++ API (and, in general, Debian's HDF5 builds) is not safe to call from
-// several threads at once, so every HDF5 call in the process goes under hdf5Mutex(). Hdf5Guard also
+// Process-wide guard for HDF5. Debian's libhdf5 is built thread-safe (one global lock inside the C library),
+// but the C++ and high-level APIs on top of it are not, and a sequence such as extend + write + flush or
+// "call, then read the error stack" must not interleave with another thread's. So every HDF5 call in the
+// process goes under hdf5Mutex() (a recursive mutex: readers call helpers that lock again). Hdf5Guard also
 // replaces HDF5's automatic error printing (to stderr) by a recorder, so errors become exceptions whose
 // message carries the library's innermost reason ("truncated file: eof = ...").
 #pragma once

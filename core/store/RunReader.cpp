@@ -3,14 +3,14 @@
 // left half-written (beyond the key column) are never returned.
 #include "store/RunReader.h"
 
+#include "store/Hdf5Lock.h"
+
 #include <H5Cpp.h>
 #include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
-
-#include "store/Hdf5Lock.h"
 
 namespace rs {
 
@@ -26,24 +26,36 @@ struct Dims {
 
 std::vector<hsize_t> rowDims(Row row, const Dims& d) {
     switch (row) {
-    case Row::Scalar: return {};
-    case Row::R: return {d.R};
-    case Row::RB: return {d.R, d.B};
-    case Row::RP: return {d.R, d.P};
-    case Row::RPK: return {d.R, d.P, d.K};
-    case Row::T: return {d.T};
+    case Row::Scalar:
+        return {};
+    case Row::R:
+        return {d.R};
+    case Row::RB:
+        return {d.R, d.B};
+    case Row::RP:
+        return {d.R, d.P};
+    case Row::RPK:
+        return {d.R, d.P, d.K};
+    case Row::T:
+        return {d.T};
     }
     return {};
 }
 
 const char* rowLegend(Row row) {
     switch (row) {
-    case Row::Scalar: return "";
-    case Row::R: return " [R=world_size]";
-    case Row::RB: return " [R=world_size, B=batch_per_rank]";
-    case Row::RP: return " [R=world_size, P=params]";
-    case Row::RPK: return " [R=world_size, P=params, K=sketch_dim]";
-    case Row::T: return " [T=parameter elements]";
+    case Row::Scalar:
+        return "";
+    case Row::R:
+        return " [R=world_size]";
+    case Row::RB:
+        return " [R=world_size, B=batch_per_rank]";
+    case Row::RP:
+        return " [R=world_size, P=params]";
+    case Row::RPK:
+        return " [R=world_size, P=params, K=sketch_dim]";
+    case Row::T:
+        return " [T=parameter elements]";
     }
     return "";
 }
@@ -54,29 +66,44 @@ H5T_class_t expectedClass(Dtype t) {
     case Dtype::I64:
     case Dtype::U8:
     case Dtype::U32:
-    case Dtype::U64: return H5T_INTEGER;
+    case Dtype::U64:
+        return H5T_INTEGER;
     case Dtype::F32:
-    case Dtype::F64: return H5T_FLOAT;
+    case Dtype::F64:
+        return H5T_FLOAT;
     case Dtype::Str32:
-    case Dtype::Str256: return H5T_STRING;
+    case Dtype::Str256:
+        return H5T_STRING;
     }
     return H5T_NO_CLASS;
 }
 
 const char* className(H5T_class_t c) {
     switch (c) {
-    case H5T_INTEGER: return "integer";
-    case H5T_FLOAT: return "float";
-    case H5T_STRING: return "string";
-    case H5T_COMPOUND: return "compound";
-    case H5T_ENUM: return "enum";
-    case H5T_ARRAY: return "array";
-    case H5T_VLEN: return "vlen";
-    case H5T_OPAQUE: return "opaque";
-    case H5T_BITFIELD: return "bitfield";
-    case H5T_REFERENCE: return "reference";
-    case H5T_TIME: return "time";
-    default: return "unknown";
+    case H5T_INTEGER:
+        return "integer";
+    case H5T_FLOAT:
+        return "float";
+    case H5T_STRING:
+        return "string";
+    case H5T_COMPOUND:
+        return "compound";
+    case H5T_ENUM:
+        return "enum";
+    case H5T_ARRAY:
+        return "array";
+    case H5T_VLEN:
+        return "vlen";
+    case H5T_OPAQUE:
+        return "opaque";
+    case H5T_BITFIELD:
+        return "bitfield";
+    case H5T_REFERENCE:
+        return "reference";
+    case H5T_TIME:
+        return "time";
+    default:
+        return "unknown";
     }
 }
 
@@ -89,15 +116,24 @@ H5::StrType fixedString(size_t bytes) {
 
 H5::DataType memType(Dtype t) {
     switch (t) {
-    case Dtype::I32: return H5::PredType::NATIVE_INT32;
-    case Dtype::I64: return H5::PredType::NATIVE_INT64;
-    case Dtype::U8: return H5::PredType::NATIVE_UINT8;
-    case Dtype::U32: return H5::PredType::NATIVE_UINT32;
-    case Dtype::U64: return H5::PredType::NATIVE_UINT64;
-    case Dtype::F32: return H5::PredType::NATIVE_FLOAT;
-    case Dtype::F64: return H5::PredType::NATIVE_DOUBLE;
-    case Dtype::Str32: return fixedString(rsc::kEventCodeLen);
-    case Dtype::Str256: return fixedString(rsc::kEventMessageLen);
+    case Dtype::I32:
+        return H5::PredType::NATIVE_INT32;
+    case Dtype::I64:
+        return H5::PredType::NATIVE_INT64;
+    case Dtype::U8:
+        return H5::PredType::NATIVE_UINT8;
+    case Dtype::U32:
+        return H5::PredType::NATIVE_UINT32;
+    case Dtype::U64:
+        return H5::PredType::NATIVE_UINT64;
+    case Dtype::F32:
+        return H5::PredType::NATIVE_FLOAT;
+    case Dtype::F64:
+        return H5::PredType::NATIVE_DOUBLE;
+    case Dtype::Str32:
+        return fixedString(rsc::kEventCodeLen);
+    case Dtype::Str256:
+        return fixedString(rsc::kEventMessageLen);
     }
     return H5::PredType::NATIVE_UINT8;
 }
@@ -128,7 +164,9 @@ uint64_t satMul(uint64_t a, uint64_t b) {
     return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
-std::string fixedToString(const char* field, size_t size) { return std::string(field, strnlen(field, size)); }
+std::string fixedToString(const char* field, size_t size) {
+    return std::string(field, strnlen(field, size));
+}
 
 struct RColumn {
     const rsc::Column* spec = nullptr;
@@ -152,7 +190,7 @@ struct RTable {
 struct RunReader::Impl {
     std::string path;
     H5::H5File file;
-    bool swmr = false;       // opened with H5F_ACC_SWMR_READ
+    bool swmr = false;        // opened with H5F_ACC_SWMR_READ
     bool sharedWrite = false; // the file is open for writing in this very process (shares its cache)
     uint64_t fileBytes = 0;
     RunMeta meta;
@@ -177,6 +215,7 @@ struct RunReader::Impl {
     void openTables();
     void readStatus();
     void updateExtents(bool refreshFirst);
+    void checkLastChunks() const;
 
     bool linkExists(const std::string& objPath) const;
     H5::DataSet openDataset(const char* objPath) const;
@@ -252,8 +291,8 @@ std::string RunReader::Impl::stringAttr(const char* name) const {
     H5::Attribute a = attr(name, H5T_STRING);
     H5::StrType type = a.getStrType();
     if (!type.isVariableStr() && type.getSize() > size_t(rsc::kMaxStringBytes))
-        fail(fmt::format("root attribute '{}' is a {}-byte string, at most {} supported", name, type.getSize(),
-                         rsc::kMaxStringBytes));
+        fail(fmt::format("root attribute '{}' is a {}-byte string, at most {} supported", name,
+                         type.getSize(), rsc::kMaxStringBytes));
     std::string value;
     a.read(type, value);
     if (!type.isVariableStr()) value.resize(strnlen(value.c_str(), value.size()));
@@ -282,8 +321,9 @@ void RunReader::Impl::readRoot() {
                              rsc::kFormatName));
         H5::Attribute a = file.openAttribute(rsc::kAttrFormat);
         if (a.getTypeClass() != H5T_STRING)
-            fail(fmt::format("not a RankSight run file (format attribute is of class {}, expected the string '{}')",
-                             className(a.getTypeClass()), rsc::kFormatName));
+            fail(fmt::format(
+                "not a RankSight run file (format attribute is of class {}, expected the string '{}')",
+                className(a.getTypeClass()), rsc::kFormatName));
         const std::string format = stringAttr(rsc::kAttrFormat);
         if (format != rsc::kFormatName)
             fail(fmt::format("not a RankSight run file (found format '{}', expected '{}')", format,
@@ -362,14 +402,15 @@ std::vector<hsize_t> RunReader::Impl::datasetDims(const H5::DataSet& ds) const {
 void RunReader::Impl::checkBytes(const char* objPath, uint64_t logicalBytes, const std::string& claim) const {
     const uint64_t cap = satMul(fileBytes, rsc::kMaxInflation) + rsc::kInflationSlackBytes;
     if (logicalBytes > cap)
-        fail(fmt::format("dataset {} claims {} ({}), more than a {} file can hold: the file is corrupt", objPath,
-                         claim, humanBytes(double(logicalBytes)), humanBytes(double(fileBytes))));
+        fail(fmt::format("dataset {} claims {} ({}), more than a {} file can hold: the file is corrupt",
+                         objPath, claim, humanBytes(double(logicalBytes)), humanBytes(double(fileBytes))));
 }
 
 hsize_t RunReader::Impl::fixedExtent(const char* objPath) const {
     H5::DataSet ds = openDataset(objPath);
     const std::vector<hsize_t> d = datasetDims(ds);
-    if (d.size() != 1) fail(fmt::format("dataset {} has dims {}, expected one dimension", objPath, dimsString(d)));
+    if (d.size() != 1)
+        fail(fmt::format("dataset {} has dims {}, expected one dimension", objPath, dimsString(d)));
     return d[0];
 }
 
@@ -533,8 +574,8 @@ void RunReader::Impl::updateExtents(bool refreshFirst) {
                 std::string expected = fmt::format("({}", t->symbol);
                 for (hsize_t x : c.row)
                     expected += fmt::format(",{}", x);
-                fail(fmt::format("dataset {} has dims {}, expected {}){}", c.spec->path, dimsString(d), expected,
-                                 rowLegend(c.spec->row)));
+                fail(fmt::format("dataset {} has dims {}, expected {}){}", c.spec->path, dimsString(d),
+                                 expected, rowLegend(c.spec->row)));
             }
             checkBytes(c.spec->path, satMul(satMul(d[0], c.rowElems), c.fileElemBytes),
                        fmt::format("{} rows", d[0]));
@@ -542,6 +583,40 @@ void RunReader::Impl::updateExtents(bool refreshFirst) {
             rows = std::min(rows, c.extent);
         }
         t->rows = rows;
+    }
+}
+
+// A killed writer leaves the file flagged for SWMR writing, and HDF5 then skips its own "truncated file"
+// check (the superblock's end-of-file is stale by design). So a truncated copy of a live or killed run opens
+// fine and its missing tail would read as zeros where chunks are not compressed. Chunks are allocated in file
+// order as rows arrive, so checking the chunk that holds each column's last row catches a cut file.
+void RunReader::Impl::checkLastChunks() const {
+    for (const RTable* t : {&steps, &weights, &evals, &events, &dumps, &entries}) {
+        for (const RColumn& c : t->cols) {
+            if (c.extent == 0 || c.rowElems == 0) continue;
+            hid_t dcpl = H5Dget_create_plist(c.ds.getId());
+            std::vector<hsize_t> chunk(c.row.size() + 1, 0);
+            const bool chunked = H5Pget_layout(dcpl) == H5D_CHUNKED &&
+                                 H5Pget_chunk(dcpl, int(chunk.size()), chunk.data()) == int(chunk.size());
+            H5Pclose(dcpl);
+            if (!chunked || chunk[0] == 0) continue;
+            std::vector<hsize_t> offset(chunk.size(), 0);
+            offset[0] = (c.extent - 1) / chunk[0] * chunk[0];
+            unsigned filterMask = 0;
+            haddr_t addr = HADDR_UNDEF;
+            hsize_t size = 0;
+            if (H5Dget_chunk_info_by_coord(c.ds.getId(), offset.data(), &filterMask, &addr, &size) < 0)
+                continue;
+            if (addr == HADDR_UNDEF || addr + size <= fileBytes) continue;
+            // A live writer may have appended since fileBytes was taken; its chunks reach the disk before the
+            // index that points to them, so the file's size now must cover them.
+            std::error_code ec;
+            const uint64_t now = std::filesystem::file_size(path, ec);
+            if (!ec && addr + size <= now) continue;
+            fail(fmt::format("the file is truncated: the last row of {} lies at bytes {}..{}, the file has "
+                             "{} bytes; was it copied or downloaded incompletely?",
+                             c.spec->path, addr, addr + size, ec ? fileBytes : now));
+        }
     }
 }
 
@@ -570,7 +645,8 @@ void RunReader::Impl::readRows(const RColumn& c, hsize_t begin, hsize_t n, void*
     }
 }
 
-template <class T> std::vector<T> RunReader::Impl::readColumn(const RColumn& c, hsize_t begin, hsize_t n) const {
+template <class T>
+std::vector<T> RunReader::Impl::readColumn(const RColumn& c, hsize_t begin, hsize_t n) const {
     std::vector<T> v(n * c.rowElems);
     readRows(c, begin, n, v.data(), memType(c.spec->dtype));
     return v;
@@ -608,13 +684,14 @@ std::unique_ptr<RunReader> RunReader::open(const std::string& path) {
     if (fs::is_directory(st)) d->fail("is a directory, not a run file");
     d->fileBytes = fs::file_size(path, ec);
     if (ec) d->fail(fmt::format("cannot read the file size: {}", ec.message()));
-    if (d->fileBytes == 0) throw RunFileError(fmt::format("{} is not an HDF5 file (the file is empty)", path));
+    if (d->fileBytes == 0)
+        throw RunFileError(fmt::format("{} is not an HDF5 file (the file is empty)", path));
 
     Hdf5Guard guard;
     const htri_t isHdf5 = H5Fis_hdf5(path.c_str());
     if (isHdf5 == 0)
-        throw RunFileError(fmt::format("{} is not an HDF5 file (no HDF5 signature in its {} bytes)", path,
-                                       d->fileBytes));
+        throw RunFileError(
+            fmt::format("{} is not an HDF5 file (no HDF5 signature in its {} bytes)", path, d->fileBytes));
     if (isHdf5 < 0) d->fail(fmt::format("cannot read the file: {}", hdf5LastError()));
     try {
         d->openFile();
@@ -622,6 +699,7 @@ std::unique_ptr<RunReader> RunReader::open(const std::string& path) {
         d->readFixed();
         d->openTables();
         d->updateExtents(false);
+        d->checkLastChunks();
         d->readStatus();
     } catch (const H5::Exception& e) {
         d->fail("reading the run file", e);
@@ -629,9 +707,15 @@ std::unique_ptr<RunReader> RunReader::open(const std::string& path) {
     return std::unique_ptr<RunReader>(new RunReader(std::move(d)));
 }
 
-const std::string& RunReader::path() const { return m_d->path; }
-const RunMeta& RunReader::meta() const { return m_d->meta; }
-int RunReader::formatVersion() const { return m_d->formatVersion; }
+const std::string& RunReader::path() const {
+    return m_d->path;
+}
+const RunMeta& RunReader::meta() const {
+    return m_d->meta;
+}
+int RunReader::formatVersion() const {
+    return m_d->formatVersion;
+}
 
 bool RunReader::complete() const {
     Hdf5Guard guard;
@@ -643,13 +727,15 @@ std::string RunReader::stopReason() const {
     return m_d->stopReason;
 }
 
-int64_t RunReader::totalElements() const { return int64_t(m_d->dims.T); }
+int64_t RunReader::totalElements() const {
+    return int64_t(m_d->dims.T);
+}
 
 bool RunReader::refresh() {
     Hdf5Guard guard;
     Impl& d = *m_d;
     if (!d.swmr) return false;
-    const hsize_t before[] = {d.steps.rows, d.weights.rows, d.evals.rows,
+    const hsize_t before[] = {d.steps.rows,  d.weights.rows, d.evals.rows,
                               d.events.rows, d.dumps.rows,   d.entries.rows};
     const bool wasComplete = d.complete;
     const std::string wasReason = d.stopReason;
@@ -662,10 +748,10 @@ bool RunReader::refresh() {
     }
     d.updateExtents(refreshFirst);
     d.readStatus();
-    const hsize_t after[] = {d.steps.rows, d.weights.rows, d.evals.rows,
+    const hsize_t after[] = {d.steps.rows,  d.weights.rows, d.evals.rows,
                              d.events.rows, d.dumps.rows,   d.entries.rows};
-    return !std::equal(std::begin(before), std::end(before), std::begin(after)) || wasComplete != d.complete ||
-           wasReason != d.stopReason;
+    return !std::equal(std::begin(before), std::end(before), std::begin(after)) ||
+           wasComplete != d.complete || wasReason != d.stopReason;
 }
 
 int64_t RunReader::stepCount() const {
@@ -765,8 +851,8 @@ std::vector<float> RunReader::readStepScalar(const std::string& name, int64_t be
         {"overflow", rsc::kOverflow}, {"skipped", rsc::kSkipped},      {"state", rsc::kState}};
     Hdf5Guard guard;
     const Impl& d = *m_d;
-    const auto it = std::find_if(std::begin(kNames), std::end(kNames),
-                                 [&](const auto& p) { return name == p.first; });
+    const auto it =
+        std::find_if(std::begin(kNames), std::end(kNames), [&](const auto& p) { return name == p.first; });
     if (it == std::end(kNames))
         d.fail(fmt::format("readStepScalar: unknown column '{}' (known: loss, accuracy, loss_scale, step_ms, "
                            "compute_ms, comm_ms, overflow, skipped, state)",

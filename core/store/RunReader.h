@@ -6,13 +6,13 @@
 // Thread-safe: every call takes hdf5Mutex().
 #pragma once
 
+#include "store/RunRecords.h"
+#include "store/RunSchema.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include "store/RunRecords.h"
-#include "store/RunSchema.h"
 
 namespace rs {
 
@@ -41,9 +41,9 @@ public:
     const std::string& path() const;
     const RunMeta& meta() const;
     int formatVersion() const;
-    bool complete() const;      // the writer called close()
+    bool complete() const;          // the writer called close()
     std::string stopReason() const; // "running" while written or after a kill; close()'s reason after
-    int64_t totalElements() const; // floats per flight-recorder entry
+    int64_t totalElements() const;  // floats per flight-recorder entry
 
     // SWMR: re-reads extents and status; true if new rows appeared (in any table) or the status changed.
     bool refresh();
@@ -56,7 +56,8 @@ public:
     int64_t flightDumpCount() const;
 
     // Steps [begin, end). perParam=false reads only the scalar fields (step, epoch, lr and per-rank loss,
-    // accuracy, loss scale, flags, times, sample fingerprint); sampleIds and per-parameter vectors stay empty.
+    // accuracy, loss scale, flags, times, sample fingerprint); sampleIds and per-parameter vectors stay
+    // empty.
     std::vector<StepRecord> readSteps(int64_t begin, int64_t end, bool perParam = true) const;
     std::vector<WeightRecord> readWeights() const;
     std::vector<EvalRecord> readEvals() const;

@@ -4,6 +4,8 @@
 // whose data is not on disk yet, even if the process is killed mid-append).
 #include "store/RunWriter.h"
 
+#include "store/Hdf5Lock.h"
+
 #include <H5Cpp.h>
 #include <algorithm>
 #include <chrono>
@@ -14,8 +16,6 @@
 #include <fmt/format.h>
 #include <limits>
 
-#include "store/Hdf5Lock.h"
-
 namespace rs {
 
 namespace rsc = runschema;
@@ -25,12 +25,15 @@ using rsc::Row;
 namespace {
 
 // Chunking: a chunk holds up to kMaxChunkRows rows, and at most kChunkTargetBytes unless one row is larger.
-// Each flush rewrites (and recompresses) every partially filled chunk, so big rows get one row per chunk:
-// that keeps the per-step cost to compressing the new row once, and lets decimated reads skip chunks.
-static size_t kChunkTargetBytes = getenv("RS_CT") ? atoi(getenv("RS_CT")) : 16 << 10;
+// Every per-step flush rewrites (and recompresses) each partially filled chunk, and the rewritten chunk moves
+// in the file, so multi-row chunks of big rows cost time and space: measured for R=8, P=161, K=16, a 64 KiB
+// target took 1.7x the time and 2.5x the bytes per step of one row per chunk. Big rows (per-parameter data)
+// therefore get one row per chunk, which also lets decimated chart reads skip whole chunks; small rows
+// (per-rank scalars) share chunks of up to 64 steps.
+constexpr size_t kChunkTargetBytes = 4 << 10;
 constexpr hsize_t kMaxChunkRows = 64;
 constexpr size_t kMaxChunkBytes = 1 << 20; // a row larger than this is split along its own dims
-static int kDeflateLevel = getenv("RS_DL") ? atoi(getenv("RS_DL")) : 1;
+constexpr int kDeflateLevel = 1;
 
 struct Dims {
     hsize_t R = 0, B = 0, P = 0, K = 0, T = 0;
@@ -38,12 +41,18 @@ struct Dims {
 
 std::vector<hsize_t> rowDims(Row row, const Dims& d) {
     switch (row) {
-    case Row::Scalar: return {};
-    case Row::R: return {d.R};
-    case Row::RB: return {d.R, d.B};
-    case Row::RP: return {d.R, d.P};
-    case Row::RPK: return {d.R, d.P, d.K};
-    case Row::T: return {d.T};
+    case Row::Scalar:
+        return {};
+    case Row::R:
+        return {d.R};
+    case Row::RB:
+        return {d.R, d.B};
+    case Row::RP:
+        return {d.R, d.P};
+    case Row::RPK:
+        return {d.R, d.P, d.K};
+    case Row::T:
+        return {d.T};
     }
     return {};
 }
@@ -57,30 +66,47 @@ H5::StrType fixedString(size_t bytes) {
 
 H5::DataType fileType(Dtype t) {
     switch (t) {
-    case Dtype::I32: return H5::PredType::STD_I32LE;
-    case Dtype::I64: return H5::PredType::STD_I64LE;
-    case Dtype::U8: return H5::PredType::STD_U8LE;
-    case Dtype::U32: return H5::PredType::STD_U32LE;
-    case Dtype::U64: return H5::PredType::STD_U64LE;
-    case Dtype::F32: return H5::PredType::IEEE_F32LE;
-    case Dtype::F64: return H5::PredType::IEEE_F64LE;
-    case Dtype::Str32: return fixedString(rsc::kEventCodeLen);
-    case Dtype::Str256: return fixedString(rsc::kEventMessageLen);
+    case Dtype::I32:
+        return H5::PredType::STD_I32LE;
+    case Dtype::I64:
+        return H5::PredType::STD_I64LE;
+    case Dtype::U8:
+        return H5::PredType::STD_U8LE;
+    case Dtype::U32:
+        return H5::PredType::STD_U32LE;
+    case Dtype::U64:
+        return H5::PredType::STD_U64LE;
+    case Dtype::F32:
+        return H5::PredType::IEEE_F32LE;
+    case Dtype::F64:
+        return H5::PredType::IEEE_F64LE;
+    case Dtype::Str32:
+        return fixedString(rsc::kEventCodeLen);
+    case Dtype::Str256:
+        return fixedString(rsc::kEventMessageLen);
     }
     return H5::PredType::STD_U8LE;
 }
 
 H5::DataType memType(Dtype t) {
     switch (t) {
-    case Dtype::I32: return H5::PredType::NATIVE_INT32;
-    case Dtype::I64: return H5::PredType::NATIVE_INT64;
-    case Dtype::U8: return H5::PredType::NATIVE_UINT8;
-    case Dtype::U32: return H5::PredType::NATIVE_UINT32;
-    case Dtype::U64: return H5::PredType::NATIVE_UINT64;
-    case Dtype::F32: return H5::PredType::NATIVE_FLOAT;
-    case Dtype::F64: return H5::PredType::NATIVE_DOUBLE;
+    case Dtype::I32:
+        return H5::PredType::NATIVE_INT32;
+    case Dtype::I64:
+        return H5::PredType::NATIVE_INT64;
+    case Dtype::U8:
+        return H5::PredType::NATIVE_UINT8;
+    case Dtype::U32:
+        return H5::PredType::NATIVE_UINT32;
+    case Dtype::U64:
+        return H5::PredType::NATIVE_UINT64;
+    case Dtype::F32:
+        return H5::PredType::NATIVE_FLOAT;
+    case Dtype::F64:
+        return H5::PredType::NATIVE_DOUBLE;
     case Dtype::Str32:
-    case Dtype::Str256: return fileType(t);
+    case Dtype::Str256:
+        return fileType(t);
     }
     return H5::PredType::NATIVE_UINT8;
 }
@@ -237,7 +263,8 @@ void RunWriter::Impl::writeRootAttributes() {
     str(rsc::kAttrEnvironment, meta.environment);
 }
 
-template <class T> void RunWriter::Impl::fixedNumeric(const char* name, Dtype t, const std::vector<T>& values) {
+template <class T>
+void RunWriter::Impl::fixedNumeric(const char* name, Dtype t, const std::vector<T>& values) {
     const hsize_t n = values.size();
     H5::DataSet ds = file.createDataSet(name, fileType(t), H5::DataSpace(1, &n));
     if (n) ds.write(values.data(), memType(t));
@@ -321,22 +348,19 @@ WColumn RunWriter::Impl::createColumn(const rsc::Column& spec) {
         chunkRowBytes *= chunk[i];
     }
     chunk[0] = std::clamp<hsize_t>(kChunkTargetBytes / chunkRowBytes, 1, kMaxChunkRows);
-    // Rows bigger than kMaxChunkBytes: split the row dims, leftmost first.
-    for (size_t i = 1; i < chunk.size() && chunkRowBytes > kMaxChunkBytes;) {
-        if (chunk[i] == 1) {
-            ++i;
-            continue;
-        }
-        chunkRowBytes = chunkRowBytes / chunk[i] * ((chunk[i] + 1) / 2);
-        chunk[i] = (chunk[i] + 1) / 2;
+    // Rows bigger than kMaxChunkBytes (flight tensors, huge sketches): cut the row dims, leftmost first, to
+    // the largest extent that fits (a flight row of T floats gets chunks of min(T, 262144)).
+    for (size_t i = 1; i < chunk.size() && chunkRowBytes > kMaxChunkBytes; ++i) {
+        const size_t others = chunkRowBytes / chunk[i];
+        chunk[i] = std::max<hsize_t>(1, kMaxChunkBytes / others);
+        chunkRowBytes = others * chunk[i];
     }
     const size_t chunkBytes = chunk[0] * chunkRowBytes;
 
     H5::DSetCreatPropList dcpl;
     dcpl.setChunk(int(chunk.size()), chunk.data());
-    if (spec.dtype != Dtype::Str32 && spec.dtype != Dtype::Str256) dcpl.setShuffle();
-    if (kDeflateLevel >= 0) dcpl.setDeflate(kDeflateLevel);
-    if (getenv("RS_NOSHUF")) { dcpl = H5::DSetCreatPropList(); dcpl.setChunk(int(chunk.size()), chunk.data()); if (kDeflateLevel >= 0) dcpl.setDeflate(kDeflateLevel);}
+    if (spec.deflate && spec.dtype != Dtype::Str32 && spec.dtype != Dtype::Str256) dcpl.setShuffle();
+    if (spec.deflate) dcpl.setDeflate(kDeflateLevel);
     // The chunk being filled must stay cached (or every row would re-read and re-inflate it); more is waste.
     H5::DSetAccPropList dapl;
     dapl.setChunkCache(13, chunkBytes + 4096, 1.0);
@@ -393,8 +417,7 @@ void RunWriter::Impl::extendAndWrite(WColumn& c, hsize_t row, hsize_t n, const v
 }
 
 void RunWriter::Impl::flushColumn(WColumn& c) {
-    if (H5Dflush(c.ds.getId()) < 0)
-        invalid(fmt::format("flushing {}: {}", c.path, hdf5LastError()));
+    if (H5Dflush(c.ds.getId()) < 0) invalid(fmt::format("flushing {}: {}", c.path, hdf5LastError()));
 }
 
 void RunWriter::Impl::appendRows(WTable& table, hsize_t n) {
@@ -488,8 +511,8 @@ std::unique_ptr<RunWriter> RunWriter::create(const std::string& path, const RunM
     try {
         H5::FileAccPropList fapl;
         fapl.setLibverBounds(H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
-        d->file = H5::H5File(path, overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5::FileCreatPropList::DEFAULT,
-                             fapl);
+        d->file =
+            H5::H5File(path, overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5::FileCreatPropList::DEFAULT, fapl);
         created = true;
         d->writeRootAttributes();
         for (const char* g : rsc::kGroups)
@@ -710,10 +733,16 @@ void RunWriter::close(const std::string& stopReason) {
     }
 }
 
-const std::string& RunWriter::path() const { return m_d->path; }
+const std::string& RunWriter::path() const {
+    return m_d->path;
+}
 
-int64_t RunWriter::stepsWritten() const { return m_d->stepsWritten; }
+int64_t RunWriter::stepsWritten() const {
+    return m_d->stepsWritten;
+}
 
-const RunMeta& RunWriter::meta() const { return m_d->meta; }
+const RunMeta& RunWriter::meta() const {
+    return m_d->meta;
+}
 
 } // namespace rs

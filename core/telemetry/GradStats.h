@@ -17,7 +17,9 @@ struct TensorStats {
 // g: n scaled gradient values; unscale = 1 / lossScale. When sketch is not null it receives k components of a
 // signed block random projection (signs from sketchSeed and the element index), the same on every rank, so
 // cos(sketch_a, sketch_b) estimates cos(g_a, g_b). Identical tensors give identical sketches.
-TensorStats gradStats(const float* g, int64_t n, float unscale, uint64_t sketchSeed, int k, float* sketch);
+// When copy is not null it receives the n values as read (the flight recorder's copy, at no extra read).
+TensorStats gradStats(const float* g, int64_t n, float unscale, uint64_t sketchSeed, int k, float* sketch,
+                      float* copy = nullptr);
 
 // L2 norm and element sum only, for the synced gradient (unscaled by unscale).
 TensorStats normAndSum(const float* g, int64_t n, float unscale);

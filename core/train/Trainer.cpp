@@ -19,6 +19,7 @@
 #include <ctime>
 #include <deque>
 #include <fmt/format.h>
+#include <malloc.h>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -202,6 +203,10 @@ float Trainer::Impl::learningRate(int64_t step) const {
 
 void Trainer::Impl::setup() {
     cfg.validate();
+    // LibTorch allocates and frees the same large activation buffers every step; glibc would hand each one
+    // back to the kernel (mmap/munmap) and fault it in again. Keep them in the heap instead.
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
     // Pre-flight: the rank table must describe exactly the cards of this run.
     RankTable table;
     if (cfg.rankTable.empty()) {
@@ -293,11 +298,13 @@ void Trainer::Impl::buildCards() {
         if (halfPayload) card->half.resize(static_cast<size_t>(card->replica->numParams()));
         cards.push_back(std::move(card));
     }
-    // Flight recorder depth: as many steps of (local, synced, weights) per card as the budget allows.
-    const int64_t perStepBytes = cards[0]->replica->numParams() * 4 * 3 * cfg.ranks;
+    // Flight recorder depth within the budget. Depth 1 copies only the local gradient each step (the synced
+    // gradient and the weights are still live when a dump is taken); each deeper step copies all three.
+    const int64_t oneCopy = cards[0]->replica->numParams() * 4 * cfg.ranks;
     const int64_t budget = int64_t(cfg.flightBudgetMb) << 20;
-    flightDepth =
-        static_cast<int>(std::min<int64_t>(cfg.flightSteps, perStepBytes > 0 ? budget / perStepBytes : 0));
+    flightDepth = cfg.flightSteps >= 1 && oneCopy <= budget ? 1 : 0;
+    while (flightDepth >= 1 && flightDepth < cfg.flightSteps && (flightDepth + 1) * 3 * oneCopy <= budget)
+        ++flightDepth;
     for (auto& card : cards)
         card->ring.slots.resize(static_cast<size_t>(flightDepth));
 }
@@ -394,7 +401,14 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
     float* g = rep.grads();
     const float unscale = 1.0f / scale;
 
-    // Local gradient, as this card computed it.
+    // Local gradient, as this card computed it. The flight recorder's copy is taken in the same pass.
+    FlightRing::Slot* slot = nullptr;
+    if (!card.ring.slots.empty()) {
+        slot = &card.ring.slots[card.ring.next];
+        card.ring.next = (card.ring.next + 1) % card.ring.slots.size();
+        slot->step = step;
+        slot->local.resize(static_cast<size_t>(N));
+    }
     const bool tele = cfg.telemetry;
     if (tele) {
         const int K = cfg.sketchDim;
@@ -407,7 +421,8 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
         rs.sketch.resize(P * K);
         for (size_t p = 0; p < P; ++p) {
             const auto s = gradStats(g + params[p].offset, params[p].numel, unscale,
-                                     splitmix64(cfg.seed ^ (0x5ce7c4ull + p)), K, rs.sketch.data() + p * K);
+                                     splitmix64(cfg.seed ^ (0x5ce7c4ull + p)), K, rs.sketch.data() + p * K,
+                                     slot && !halfPayload ? slot->local.data() + params[p].offset : nullptr);
             rs.localNorm[p] = static_cast<float>(std::sqrt(s.sumSq));
             rs.localMax[p] = s.maxAbs;
             rs.localSum[p] = s.sum;
@@ -415,14 +430,13 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
             rs.overflowCount[p] = s.overflow;
             rs.underflowCount[p] = s.underflow;
         }
+    } else if (slot && !halfPayload) {
+        std::copy(g, g + N, slot->local.begin());
     }
-    if (halfPayload) rep.roundGradsThroughHalf();
-    FlightRing::Slot* slot = nullptr;
-    if (!card.ring.slots.empty()) {
-        slot = &card.ring.slots[card.ring.next];
-        card.ring.next = (card.ring.next + 1) % card.ring.slots.size();
-        slot->step = step;
-        slot->local.assign(g, g + N);
+    if (halfPayload) {
+        rep.roundGradsThroughHalf();
+        if (slot) // what the card sends is the fp16-rounded gradient
+            slot->local.assign(g, g + N);
     }
 
     // The all-reduce: fp16 payload under O2/O3 (sums past 65504 overflow like hardware), fp32 under O0.

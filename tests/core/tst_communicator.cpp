@@ -39,8 +39,7 @@ std::vector<std::exception_ptr> runRanks(int worldSize, const std::function<void
 }
 
 QString errorText(const std::exception_ptr& e) {
-    if (!e)
-        return QStringLiteral("no exception");
+    if (!e) return QStringLiteral("no exception");
     try {
         std::rethrow_exception(e);
     } catch (const std::exception& ex) {
@@ -60,8 +59,7 @@ bool noErrors(const std::vector<std::exception_ptr>& errors, QString* text) {
 }
 
 template <class E> const E* as(const std::exception_ptr& e, std::optional<E>& holder) {
-    if (!e)
-        return nullptr;
+    if (!e) return nullptr;
     try {
         std::rethrow_exception(e);
     } catch (const E& ex) {
@@ -101,11 +99,9 @@ std::vector<uint8_t> referenceAllReduce(const std::vector<std::vector<uint8_t>>&
                     acc = (std::isnan(acc) || std::isnan(x)) ? NAN : std::max(acc, x);
                 else
                     acc = acc + x;
-                if (dtype == rs::DType::F16)
-                    acc = rs::halfToFloat(rs::floatToHalf(acc));
+                if (dtype == rs::DType::F16) acc = rs::halfToFloat(rs::floatToHalf(acc));
             }
-            if (op == rs::ReduceOp::Mean)
-                acc = acc / static_cast<float>(n);
+            if (op == rs::ReduceOp::Mean) acc = acc / static_cast<float>(n);
             if (dtype == rs::DType::F32) {
                 std::memcpy(out.data() + i * 4, &acc, 4);
             } else {
@@ -137,14 +133,14 @@ std::vector<std::vector<uint8_t>> randomInputs(int worldSize, size_t count, rs::
 }
 
 // Every rank all-reduces its copy of inputs[rank]; returns the per-rank results.
-std::vector<std::vector<uint8_t>> allReduceAll(rs::Communicator& comm, const std::vector<std::vector<uint8_t>>& inputs,
-                                               size_t count, rs::DType dtype, rs::ReduceOp op, QString* error) {
+std::vector<std::vector<uint8_t>> allReduceAll(rs::Communicator& comm,
+                                               const std::vector<std::vector<uint8_t>>& inputs, size_t count,
+                                               rs::DType dtype, rs::ReduceOp op, QString* error) {
     std::vector<std::vector<uint8_t>> buffers = inputs;
     const auto errors = runRanks(comm.worldSize(), [&](int r) {
         comm.allReduce(r, buffers[static_cast<size_t>(r)].data(), count, dtype, op);
     });
-    if (!noErrors(errors, error))
-        return {};
+    if (!noErrors(errors, error)) return {};
     return buffers;
 }
 
@@ -159,14 +155,16 @@ private slots:
         QTest::addColumn<rs::DType>("dtype");
         QTest::addColumn<rs::ReduceOp>("op");
         QTest::addColumn<int>("count");
-        const std::pair<rs::DType, const char*> dtypes[] = {{rs::DType::F32, "fp32"}, {rs::DType::F16, "fp16"}};
+        const std::pair<rs::DType, const char*> dtypes[] = {{rs::DType::F32, "fp32"},
+                                                            {rs::DType::F16, "fp16"}};
         const std::pair<rs::ReduceOp, const char*> ops[] = {
             {rs::ReduceOp::Sum, "sum"}, {rs::ReduceOp::Mean, "mean"}, {rs::ReduceOp::Max, "max"}};
         for (int n = 1; n <= 8; ++n)
             for (const auto& [dtype, dname] : dtypes)
                 for (const auto& [op, oname] : ops)
                     for (int count : {0, 1, 5, 7, 64, 1001, 5000})
-                        QTest::addRow("%d ranks %s %s count %d", n, dname, oname, count) << n << dtype << op << count;
+                        QTest::addRow("%d ranks %s %s count %d", n, dname, oname, count)
+                            << n << dtype << op << count;
     }
 
     void allReduce() {
@@ -175,7 +173,8 @@ private slots:
         QFETCH(rs::ReduceOp, op);
         QFETCH(int, count);
         const size_t n = static_cast<size_t>(count);
-        const auto inputs = randomInputs(worldSize, n, dtype, static_cast<uint32_t>(1000 * worldSize + count));
+        const auto inputs =
+            randomInputs(worldSize, n, dtype, static_cast<uint32_t>(1000 * worldSize + count));
         const auto expected = referenceAllReduce(inputs, n, dtype, op);
 
         rs::Communicator comm(worldSize, 10s);
@@ -253,6 +252,50 @@ private slots:
             QCOMPARE(b[0], one);
     }
 
+    // Halves over the whole finite range (subnormals, ties, sums that overflow to inf and inf - inf = NaN)
+    // give bitwise the specification's result, whatever conversion path the implementation takes.
+    void fp16WholeRange_data() {
+        QTest::addColumn<rs::ReduceOp>("op");
+        QTest::addRow("sum") << rs::ReduceOp::Sum;
+        QTest::addRow("mean") << rs::ReduceOp::Mean;
+        QTest::addRow("max") << rs::ReduceOp::Max;
+    }
+
+    void fp16WholeRange() {
+        QFETCH(rs::ReduceOp, op);
+        const int n = 8;
+        const size_t count = 8 * 4096 + 13; // not a multiple of the vector width either
+        std::mt19937 rng(7);
+        std::uniform_int_distribution<int> exponent(0, 30); // no inf or NaN inputs
+        std::uniform_int_distribution<int> mantissa(0, 1023);
+        std::uniform_int_distribution<int> sign(0, 1);
+        std::vector<std::vector<uint8_t>> inputs(n, std::vector<uint8_t>(count * 2));
+        for (auto& buf : inputs)
+            for (size_t i = 0; i < count; ++i) {
+                // mostly small exponents, so subnormals and exact ties are frequent
+                const int e = (i % 3 == 0) ? exponent(rng) : exponent(rng) % 4;
+                const uint16_t h = static_cast<uint16_t>(sign(rng) << 15 | e << 10 | mantissa(rng));
+                std::memcpy(buf.data() + i * 2, &h, 2);
+            }
+        const auto expected = referenceAllReduce(inputs, count, rs::DType::F16, op);
+        rs::Communicator comm(n, 10s);
+        QString error;
+        const auto results = allReduceAll(comm, inputs, count, rs::DType::F16, op, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        for (size_t i = 0; i < count; ++i) {
+            uint16_t got, want;
+            std::memcpy(&got, results[0].data() + i * 2, 2);
+            std::memcpy(&want, expected.data() + i * 2, 2);
+            if (got != want)
+                QFAIL(qPrintable(QStringLiteral("element %1: got 0x%2, expected 0x%3")
+                                     .arg(i)
+                                     .arg(got, 4, 16, QLatin1Char('0'))
+                                     .arg(want, 4, 16, QLatin1Char('0'))));
+        }
+        for (const auto& r : results)
+            QVERIFY(r == results[0]);
+    }
+
     void fp16Overflow_data() {
         QTest::addColumn<rs::ReduceOp>("op");
         QTest::addColumn<float>("value");
@@ -260,7 +303,8 @@ private slots:
         const float inf = std::numeric_limits<float>::infinity();
         QTest::addRow("sum 4 x 40000 -> inf") << rs::ReduceOp::Sum << 40000.0f << inf;
         QTest::addRow("sum 4 x -40000 -> -inf") << rs::ReduceOp::Sum << -40000.0f << -inf;
-        QTest::addRow("mean 4 x 40000 -> inf (the sum overflowed first)") << rs::ReduceOp::Mean << 40000.0f << inf;
+        QTest::addRow("mean 4 x 40000 -> inf (the sum overflowed first)")
+            << rs::ReduceOp::Mean << 40000.0f << inf;
         QTest::addRow("sum 4 x 16000 fits") << rs::ReduceOp::Sum << 16000.0f << 64000.0f;
         QTest::addRow("max 4 x 40000") << rs::ReduceOp::Max << 40000.0f << 40000.0f;
     }
@@ -352,7 +396,8 @@ private slots:
                 send[static_cast<size_t>(r)].push_back(static_cast<uint8_t>(r * 31 + i * 7 + 1));
                 expected.push_back(send[static_cast<size_t>(r)].back());
             }
-        std::vector<std::vector<uint8_t>> recv(static_cast<size_t>(worldSize), std::vector<uint8_t>(b * worldSize, 0xee));
+        std::vector<std::vector<uint8_t>> recv(static_cast<size_t>(worldSize),
+                                               std::vector<uint8_t>(b * worldSize, 0xee));
         rs::Communicator comm(worldSize, 10s);
         const auto errors = runRanks(worldSize, [&](int r) {
             comm.allGather(r, send[static_cast<size_t>(r)].data(), b, recv[static_cast<size_t>(r)].data());
@@ -372,12 +417,10 @@ private slots:
         std::atomic<int> violations{0};
         const auto errors = runRanks(n, [&](int r) {
             for (int round = 0; round < rounds; ++round) {
-                if (round % n == r)
-                    std::this_thread::sleep_for(2ms);
+                if (round % n == r) std::this_thread::sleep_for(2ms);
                 entered.fetch_add(1);
                 comm.barrier(r);
-                if (entered.load() < (round + 1) * n)
-                    violations.fetch_add(1);
+                if (entered.load() < (round + 1) * n) violations.fetch_add(1);
             }
         });
         QString error;
@@ -398,18 +441,15 @@ private slots:
                 comm.allReduce(r, grad.data(), grad.size(), rs::DType::F32, rs::ReduceOp::Sum);
                 const float sum = float(n * it + n * (n - 1) / 2);
                 for (float g : grad)
-                    if (g != sum)
-                        wrong.fetch_add(1);
+                    if (g != sum) wrong.fetch_add(1);
                 int value = r == it % n ? it : -1;
                 comm.broadcast(r, &value, sizeof value, it % n);
-                if (value != it)
-                    wrong.fetch_add(1);
+                if (value != it) wrong.fetch_add(1);
                 int mine = r * 1000 + it;
                 std::vector<int> all(n);
                 comm.allGather(r, &mine, sizeof mine, all.data());
                 for (int i = 0; i < n; ++i)
-                    if (all[static_cast<size_t>(i)] != i * 1000 + it)
-                        wrong.fetch_add(1);
+                    if (all[static_cast<size_t>(i)] != i * 1000 + it) wrong.fetch_add(1);
                 comm.barrier(r);
             }
         });
@@ -424,8 +464,7 @@ private slots:
         std::vector<long long> elapsed(n, -1);
         const auto start = Clock::now();
         const auto errors = runRanks(n, [&](int r) {
-            if (r == 2)
-                return; // this card never calls
+            if (r == 2) return; // this card never calls
             const auto t0 = Clock::now();
             std::vector<float> grad(100, 1.0f);
             try {
@@ -443,8 +482,11 @@ private slots:
                 continue;
             }
             std::optional<rs::CollectiveTimeout> holder;
-            const rs::CollectiveTimeout* t = as<rs::CollectiveTimeout>(errors[static_cast<size_t>(r)], holder);
-            QVERIFY2(t, qPrintable(QStringLiteral("rank %1: %2").arg(r).arg(errorText(errors[static_cast<size_t>(r)]))));
+            const rs::CollectiveTimeout* t =
+                as<rs::CollectiveTimeout>(errors[static_cast<size_t>(r)], holder);
+            QVERIFY2(
+                t, qPrintable(
+                       QStringLiteral("rank %1: %2").arg(r).arg(errorText(errors[static_cast<size_t>(r)]))));
             QCOMPARE(t->missingRanks, std::vector<int>{2});
             QCOMPARE(t->collective, std::string("AllReduce"));
             QCOMPARE(t->sequence, int64_t(1));
@@ -453,11 +495,12 @@ private slots:
             QVERIFY2(what.contains("rank(s) 2") && what.contains("AllReduce") && what.contains("200 ms") &&
                          what.contains("call #1"),
                      qPrintable(what));
-            if (firstMessage.isEmpty())
-                firstMessage = what;
+            if (firstMessage.isEmpty()) firstMessage = what;
             QCOMPARE(what, firstMessage);
-            QVERIFY2(elapsed[static_cast<size_t>(r)] >= 150 && elapsed[static_cast<size_t>(r)] < 1000,
-                     qPrintable(QStringLiteral("rank %1 threw after %2 ms").arg(r).arg(elapsed[static_cast<size_t>(r)])));
+            QVERIFY2(
+                elapsed[static_cast<size_t>(r)] >= 150 && elapsed[static_cast<size_t>(r)] < 1000,
+                qPrintable(
+                    QStringLiteral("rank %1 threw after %2 ms").arg(r).arg(elapsed[static_cast<size_t>(r)])));
         }
 
         // broken: every later call, by any rank, throws the same timeout at once
@@ -479,12 +522,12 @@ private slots:
         rs::Communicator comm(3, 200ms);
         comm.markFailed(1);
         const auto errors = runRanks(3, [&](int r) {
-            if (r != 1)
-                comm.barrier(r);
+            if (r != 1) comm.barrier(r);
         });
         for (int r : {0, 2}) {
             std::optional<rs::CollectiveTimeout> holder;
-            const rs::CollectiveTimeout* t = as<rs::CollectiveTimeout>(errors[static_cast<size_t>(r)], holder);
+            const rs::CollectiveTimeout* t =
+                as<rs::CollectiveTimeout>(errors[static_cast<size_t>(r)], holder);
             QVERIFY2(t, qPrintable(errorText(errors[static_cast<size_t>(r)])));
             QCOMPARE(t->missingRanks, std::vector<int>{1});
             QCOMPARE(t->failedRanks, std::vector<int>{1});
@@ -499,8 +542,7 @@ private slots:
         const auto errors = runRanks(2, [&](int r) {
             for (int i = 0; i < 5; ++i)
                 comm.barrier(r);
-            if (r == 0)
-                comm.barrier(r); // call #6: rank 1 does not come
+            if (r == 0) comm.barrier(r); // call #6: rank 1 does not come
         });
         QVERIFY(!errors[1]);
         std::optional<rs::CollectiveTimeout> holder;
@@ -535,8 +577,7 @@ private slots:
             comm.cancel();
         });
         const auto errors = runRanks(n, [&](int r) {
-            if (r == 3)
-                return;
+            if (r == 3) return;
             std::vector<float> buf(64, 1.0f);
             std::vector<float> recv(64 * n);
             waiting.fetch_add(1);
@@ -558,13 +599,16 @@ private slots:
         QVERIFY(comm.cancelled());
         for (int r = 0; r < 3; ++r) {
             std::optional<rs::CollectiveCancelled> holder;
-            const rs::CollectiveCancelled* c = as<rs::CollectiveCancelled>(errors[static_cast<size_t>(r)], holder);
+            const rs::CollectiveCancelled* c =
+                as<rs::CollectiveCancelled>(errors[static_cast<size_t>(r)], holder);
             QVERIFY2(c, qPrintable(errorText(errors[static_cast<size_t>(r)])));
             QCOMPARE(QString::fromStdString(c->collective), collective);
             QVERIFY2(QString(c->what()).contains("cancelled"), c->what());
-            const auto latency =
-                std::chrono::duration_cast<std::chrono::milliseconds>(thrownAt[static_cast<size_t>(r)] - cancelledAt);
-            QVERIFY2(latency < 1000ms, qPrintable(QStringLiteral("rank %1 woke %2 ms after cancel").arg(r).arg(latency.count())));
+            const auto latency = std::chrono::duration_cast<std::chrono::milliseconds>(
+                thrownAt[static_cast<size_t>(r)] - cancelledAt);
+            QVERIFY2(
+                latency < 1000ms,
+                qPrintable(QStringLiteral("rank %1 woke %2 ms after cancel").arg(r).arg(latency.count())));
         }
         // later calls throw at once, even by the rank that never came
         const auto t0 = Clock::now();
@@ -602,10 +646,12 @@ private slots:
                     comm.barrier(r);
                 break;
             case 2:
-                comm.allReduce(r, buf.data(), 10, r == 0 ? rs::DType::F32 : rs::DType::F16, rs::ReduceOp::Sum);
+                comm.allReduce(r, buf.data(), 10, r == 0 ? rs::DType::F32 : rs::DType::F16,
+                               rs::ReduceOp::Sum);
                 break;
             case 3:
-                comm.allReduce(r, buf.data(), 10, rs::DType::F32, r == 0 ? rs::ReduceOp::Sum : rs::ReduceOp::Mean);
+                comm.allReduce(r, buf.data(), 10, rs::DType::F32,
+                               r == 0 ? rs::ReduceOp::Sum : rs::ReduceOp::Mean);
                 break;
             case 4:
                 comm.broadcast(r, buf.data(), 16, r);
@@ -619,7 +665,9 @@ private slots:
         for (int r = 0; r < 2; ++r) {
             std::optional<std::logic_error> holder;
             const std::logic_error* e = as<std::logic_error>(errors[static_cast<size_t>(r)], holder);
-            QVERIFY2(e, qPrintable(QStringLiteral("rank %1: %2").arg(r).arg(errorText(errors[static_cast<size_t>(r)]))));
+            QVERIFY2(
+                e, qPrintable(
+                       QStringLiteral("rank %1: %2").arg(r).arg(errorText(errors[static_cast<size_t>(r)]))));
             for (const QString& f : fragments)
                 QVERIFY2(QString(e->what()).contains(f), e->what());
         }
@@ -631,9 +679,12 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rs::Communicator(0));
         rs::Communicator comm(2, 100ms);
         float x = 1.0f;
-        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, comm.allReduce(2, &x, 1, rs::DType::F32, rs::ReduceOp::Sum));
-        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, comm.allReduce(-1, &x, 1, rs::DType::F32, rs::ReduceOp::Sum));
-        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, comm.allReduce(0, nullptr, 1, rs::DType::F32, rs::ReduceOp::Sum));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                                 comm.allReduce(2, &x, 1, rs::DType::F32, rs::ReduceOp::Sum));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                                 comm.allReduce(-1, &x, 1, rs::DType::F32, rs::ReduceOp::Sum));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                                 comm.allReduce(0, nullptr, 1, rs::DType::F32, rs::ReduceOp::Sum));
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, comm.broadcast(0, &x, 4, 2));
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, comm.allGather(0, &x, 4, nullptr));
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, comm.markFailed(5));

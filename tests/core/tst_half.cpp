@@ -15,7 +15,9 @@ quint32 floatBits(float f) {
     return x;
 }
 
-bool isHalfNan(quint16 h) { return (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0; }
+bool isHalfNan(quint16 h) {
+    return (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0;
+}
 
 // The value a half bit pattern stands for, from the IEEE definition (not via Half.h).
 double halfValue(quint16 h) {
@@ -23,9 +25,9 @@ double halfValue(quint16 h) {
     const int exp = (h >> 10) & 0x1f;
     const int mant = h & 0x3ff;
     if (exp == 0x1f)
-        return mant ? std::numeric_limits<double>::quiet_NaN() : sign * std::numeric_limits<double>::infinity();
-    if (exp == 0)
-        return sign * std::ldexp(static_cast<double>(mant), -24);
+        return mant ? std::numeric_limits<double>::quiet_NaN()
+                    : sign * std::numeric_limits<double>::infinity();
+    if (exp == 0) return sign * std::ldexp(static_cast<double>(mant), -24);
     return sign * std::ldexp(static_cast<double>(1024 + mant), exp - 25);
 }
 
@@ -113,7 +115,8 @@ private slots:
             const quint16 back = rs::floatToHalf(f);
             if (isHalfNan(h)) {
                 QVERIFY2(std::isnan(f), qPrintable(QString::number(h, 16)));
-                QVERIFY2(isHalfNan(back) && (back & 0x8000u) == (h & 0x8000u), qPrintable(QString::number(h, 16)));
+                QVERIFY2(isHalfNan(back) && (back & 0x8000u) == (h & 0x8000u),
+                         qPrintable(QString::number(h, 16)));
                 continue;
             }
             if (static_cast<double>(f) != halfValue(h))
@@ -122,7 +125,9 @@ private slots:
                                      .arg(double(f), 0, 'g', 17)
                                      .arg(halfValue(h), 0, 'g', 17)));
             if (back != h)
-                QFAIL(qPrintable(QStringLiteral("0x%1 round-trips to 0x%2").arg(h, 4, 16, QLatin1Char('0')).arg(back, 4, 16, QLatin1Char('0'))));
+                QFAIL(qPrintable(QStringLiteral("0x%1 round-trips to 0x%2")
+                                     .arg(h, 4, 16, QLatin1Char('0'))
+                                     .arg(back, 4, 16, QLatin1Char('0'))));
             ++checked;
         }
         QCOMPARE(checked, 65536 - 2 * 1023); // all but the NaN patterns (1023 payloads, two signs)

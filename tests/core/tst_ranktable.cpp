@@ -8,7 +8,9 @@
 
 namespace {
 
-QString fixture(const char* name) { return QStringLiteral(RANKSIGHT_TEST_DATA "/ranktables/") + QLatin1String(name); }
+QString fixture(const char* name) {
+    return QStringLiteral(RANKSIGHT_TEST_DATA "/ranktables/") + QLatin1String(name);
+}
 
 // A device entry with every field a JSON string.
 QByteArray dev(const char* deviceId, const char* ip, const char* rank) {
@@ -17,20 +19,23 @@ QByteArray dev(const char* deviceId, const char* ip, const char* rank) {
 }
 
 QByteArray fourDevices() {
-    return dev("0", "192.0.2.10", "0") + "," + dev("1", "192.0.2.11", "1") + "," + dev("2", "192.0.2.12", "2") +
-           "," + dev("3", "192.0.2.13", "3");
+    return dev("0", "192.0.2.10", "0") + "," + dev("1", "192.0.2.11", "1") + "," +
+           dev("2", "192.0.2.12", "2") + "," + dev("3", "192.0.2.13", "3");
 }
 
 QByteArray server(const QByteArray& devices, const char* id = "198.51.100.7") {
-    return QByteArray(R"({"server_id": ")") + id + R"(", "device": [)" + devices + R"(], "host_nic_ip": "reserve"})";
+    return QByteArray(R"({"server_id": ")") + id + R"(", "device": [)" + devices +
+           R"(], "host_nic_ip": "reserve"})";
 }
 
 QByteArray table(const QByteArray& servers, const QByteArray& serverCount = R"("1")") {
-    return QByteArray(R"({"version": "1.0", "server_count": )") + serverCount + R"(, "server_list": [)" + servers +
-           R"(], "status": "completed"})";
+    return QByteArray(R"({"version": "1.0", "server_count": )") + serverCount + R"(, "server_list": [)" +
+           servers + R"(], "status": "completed"})";
 }
 
-QByteArray oneServer(const QByteArray& devices) { return table(server(devices)); }
+QByteArray oneServer(const QByteArray& devices) {
+    return table(server(devices));
+}
 
 bool hasProblem(const rs::RankTableCheck& check, const QString& where, const QString& fragment) {
     for (const rs::RankTableProblem& p : check.problems)
@@ -66,7 +71,8 @@ private slots:
     }
 
     void twoServerFileIsValid() {
-        const rs::RankTableCheck check = rs::loadRankTable(fixture("valid_16p_2servers.json").toStdString(), 16);
+        const rs::RankTableCheck check =
+            rs::loadRankTable(fixture("valid_16p_2servers.json").toStdString(), 16);
         QVERIFY2(check.ok(), describe(check).constData());
         QCOMPARE(check.table->serverCount(), 2);
         QCOMPARE(check.table->devices[9].deviceId, 1); // device ids restart on each server
@@ -74,8 +80,8 @@ private slots:
     }
 
     void devicesAreSortedByRank() {
-        const QByteArray json = oneServer(dev("0", "192.0.2.10", "2") + "," + dev("1", "192.0.2.11", "0") + "," +
-                                          dev("2", "192.0.2.12", "1"));
+        const QByteArray json = oneServer(dev("0", "192.0.2.10", "2") + "," + dev("1", "192.0.2.11", "0") +
+                                          "," + dev("2", "192.0.2.12", "1"));
         const rs::RankTableCheck check = rs::parseRankTable(json.toStdString());
         QVERIFY2(check.ok(), describe(check).constData());
         QCOMPARE(check.table->devices[0].deviceId, 1);
@@ -149,35 +155,45 @@ private slots:
         QTest::addColumn<QString>("fragment");
         QTest::addColumn<int>("problemCount");
 
-        QTest::addRow("malformed JSON") << QByteArray("{\"version\": \"1.0\",\n \"server_count\" \"1\"}") << -1
-                                        << "line 2, column 19" << "malformed JSON" << 1;
-        QTest::addRow("truncated JSON") << QByteArray("{\"version\": \"1.0\",\n  \"server_list\": [") << -1
-                                        << "line 2, column 19" << "malformed JSON" << 1;
-        QTest::addRow("empty text") << QByteArray("") << -1 << "line 1, column 1" << "malformed JSON" << 1;
+        QTest::addRow("malformed JSON")
+            << QByteArray("{\"version\": \"1.0\",\n \"server_count\" \"1\"}") << -1 << "line 2, column 19"
+            << "malformed JSON" << 1;
+        QTest::addRow("truncated JSON")
+            << QByteArray("{\"version\": \"1.0\",\n  \"server_list\": [") << -1 << "line 2, column 19"
+            << "malformed JSON" << 1;
+        QTest::addRow("empty text") << QByteArray("") << -1 << "line 1, column 1"
+                                    << "malformed JSON" << 1;
         QTest::addRow("top level is an array") << QByteArray("[1, 2]") << -1 << "top level"
                                                << "expected a JSON object, found an array" << 1;
         QTest::addRow("missing version")
             << QByteArray(R"({"server_count": "1", "server_list": [)" + server(fourDevices()) + "]}") << -1
-            << "version" << "missing field \"version\"" << 1;
+            << "version"
+            << "missing field \"version\"" << 1;
         QTest::addRow("missing server_count")
             << QByteArray(R"({"version": "1.0", "server_list": [)" + server(fourDevices()) + "]}") << -1
-            << "server_count" << "missing field" << 1;
-        QTest::addRow("missing server_list") << QByteArray(R"({"version": "1.0", "server_count": "1"})") << -1
-                                             << "server_list" << "missing field \"server_list\"" << 1;
-        QTest::addRow("missing device")
-            << table(R"({"server_id": "198.51.100.7", "host_nic_ip": "reserve"})") << -1 << "server_list[0].device"
-            << "missing field \"device\"" << 1;
-        QTest::addRow("missing server_id") << table(R"({"device": [)" + dev("0", "192.0.2.10", "0") + "]}") << -1
-                                           << "server_list[0].server_id" << "missing field" << 1;
+            << "server_count"
+            << "missing field" << 1;
+        QTest::addRow("missing server_list")
+            << QByteArray(R"({"version": "1.0", "server_count": "1"})") << -1 << "server_list"
+            << "missing field \"server_list\"" << 1;
+        QTest::addRow("missing device") << table(R"({"server_id": "198.51.100.7", "host_nic_ip": "reserve"})")
+                                        << -1 << "server_list[0].device"
+                                        << "missing field \"device\"" << 1;
+        QTest::addRow("missing server_id") << table(R"({"device": [)" + dev("0", "192.0.2.10", "0") + "]}")
+                                           << -1 << "server_list[0].server_id"
+                                           << "missing field" << 1;
         QTest::addRow("missing device_id")
-            << oneServer(dev("0", "192.0.2.10", "0") + R"(, {"device_ip": "192.0.2.11", "rank_id": "1"})") << -1
-            << "server_list[0].device[1].device_id" << "missing field \"device_id\"" << 1;
+            << oneServer(dev("0", "192.0.2.10", "0") + R"(, {"device_ip": "192.0.2.11", "rank_id": "1"})")
+            << -1 << "server_list[0].device[1].device_id"
+            << "missing field \"device_id\"" << 1;
         QTest::addRow("missing device_ip")
             << oneServer(dev("0", "192.0.2.10", "0") + R"(, {"device_id": "1", "rank_id": "1"})") << -1
-            << "server_list[0].device[1].device_ip" << "missing field \"device_ip\"" << 1;
+            << "server_list[0].device[1].device_ip"
+            << "missing field \"device_ip\"" << 1;
         QTest::addRow("missing rank_id")
-            << oneServer(dev("0", "192.0.2.10", "0") + R"(, {"device_id": "1", "device_ip": "192.0.2.11"})") << -1
-            << "server_list[0].device[1].rank_id" << "missing field \"rank_id\"" << 1;
+            << oneServer(dev("0", "192.0.2.10", "0") + R"(, {"device_id": "1", "device_ip": "192.0.2.11"})")
+            << -1 << "server_list[0].device[1].rank_id"
+            << "missing field \"rank_id\"" << 1;
         QTest::addRow("rank_id is a number")
             << oneServer(dev("0", "192.0.2.10", "0") +
                          R"(, {"device_id": "1", "device_ip": "192.0.2.11", "rank_id": 1})")
@@ -185,21 +201,24 @@ private slots:
             << "is the JSON number 1, but MindSpore writes every number as a string: use \"1\"" << 1;
         QTest::addRow("device_id is a number")
             << oneServer(R"({"device_id": 0, "device_ip": "192.0.2.10", "rank_id": "0"})") << -1
-            << "server_list[0].device[0].device_id" << "MindSpore writes every number as a string" << 1;
+            << "server_list[0].device[0].device_id"
+            << "MindSpore writes every number as a string" << 1;
         QTest::addRow("server_count is a number") << table(server(fourDevices()), "1") << -1 << "server_count"
                                                   << "MindSpore writes every number as a string" << 1;
         QTest::addRow("rank_id is boolean")
             << oneServer(R"({"device_id": "0", "device_ip": "192.0.2.10", "rank_id": true})") << -1
-            << "server_list[0].device[0].rank_id" << "found boolean true" << 1;
-        QTest::addRow("rank_id is negative") << oneServer(dev("0", "192.0.2.10", "-1")) << -1
-                                             << "server_list[0].device[0].rank_id"
-                                             << "\"-1\" is not a non-negative decimal integer" << 1;
-        QTest::addRow("rank_id is not a number") << oneServer(dev("0", "192.0.2.10", "zero")) << -1
-                                                 << "server_list[0].device[0].rank_id"
-                                                 << "\"zero\" is not a non-negative decimal integer" << 1;
+            << "server_list[0].device[0].rank_id"
+            << "found boolean true" << 1;
+        QTest::addRow("rank_id is negative")
+            << oneServer(dev("0", "192.0.2.10", "-1")) << -1 << "server_list[0].device[0].rank_id"
+            << "\"-1\" is not a non-negative decimal integer" << 1;
+        QTest::addRow("rank_id is not a number")
+            << oneServer(dev("0", "192.0.2.10", "zero")) << -1 << "server_list[0].device[0].rank_id"
+            << "\"zero\" is not a non-negative decimal integer" << 1;
         QTest::addRow("device_ip is a number")
             << oneServer(R"({"device_id": "0", "device_ip": 3221225994, "rank_id": "0"})") << -1
-            << "server_list[0].device[0].device_ip" << "expected a string" << 1;
+            << "server_list[0].device[0].device_ip"
+            << "expected a string" << 1;
         QTest::addRow("duplicate rank_id")
             << oneServer(dev("0", "192.0.2.10", "0") + "," + dev("1", "192.0.2.11", "1") + "," +
                          dev("2", "192.0.2.12", "1") + "," + dev("3", "192.0.2.13", "3"))
@@ -207,7 +226,8 @@ private slots:
             << "duplicate rank_id \"1\" (also at server_list[0].device[1])" << 2; // and rank 2 is missing
         QTest::addRow("duplicate rank_id across servers")
             << table(server(dev("0", "192.0.2.10", "0") + "," + dev("1", "192.0.2.11", "1")) + "," +
-                         server(dev("0", "192.0.2.12", "1") + "," + dev("1", "192.0.2.13", "3"), "198.51.100.8"),
+                         server(dev("0", "192.0.2.12", "1") + "," + dev("1", "192.0.2.13", "3"),
+                                "198.51.100.8"),
                      R"("2")")
             << -1 << "server_list[1].device[0].rank_id"
             << "duplicate rank_id \"1\" (also at server_list[0].device[1])" << 2;
@@ -218,14 +238,16 @@ private slots:
             << "duplicate device_id \"1\" in the same server (also at server_list[0].device[1])" << 1;
         QTest::addRow("duplicate device_ip across servers")
             << table(server(dev("0", "192.0.2.10", "0") + "," + dev("1", "192.0.2.11", "1")) + "," +
-                         server(dev("0", "192.0.2.10", "2") + "," + dev("1", "192.0.2.13", "3"), "198.51.100.8"),
+                         server(dev("0", "192.0.2.10", "2") + "," + dev("1", "192.0.2.13", "3"),
+                                "198.51.100.8"),
                      R"("2")")
             << -1 << "server_list[1].device[0].device_ip"
             << "duplicate device_ip \"192.0.2.10\" (also at server_list[0].device[0])" << 1;
         QTest::addRow("duplicate server_id")
-            << table(server(dev("0", "192.0.2.10", "0")) + "," + server(dev("0", "192.0.2.11", "1")), R"("2")")
-            << -1 << "server_list[1].server_id" << "duplicate server_id \"198.51.100.7\" (also at server_list[0])"
-            << 1;
+            << table(server(dev("0", "192.0.2.10", "0")) + "," + server(dev("0", "192.0.2.11", "1")),
+                     R"("2")")
+            << -1 << "server_list[1].server_id"
+            << "duplicate server_id \"198.51.100.7\" (also at server_list[0])" << 1;
         QTest::addRow("rank id out of range")
             << oneServer(dev("0", "192.0.2.10", "0") + "," + dev("1", "192.0.2.11", "1") + "," +
                          dev("2", "192.0.2.12", "2") + "," + dev("3", "192.0.2.13", "5"))
@@ -234,35 +256,40 @@ private slots:
         QTest::addRow("rank id missing")
             << oneServer(dev("0", "192.0.2.10", "0") + "," + dev("1", "192.0.2.11", "1") + "," +
                          dev("2", "192.0.2.12", "2") + "," + dev("3", "192.0.2.13", "5"))
-            << -1 << "server_list" << "rank ids must run 0..3 without gaps; missing rank_id 3" << 2;
+            << -1 << "server_list"
+            << "rank ids must run 0..3 without gaps; missing rank_id 3" << 2;
         QTest::addRow("rank ids start at 1")
             << oneServer(dev("0", "192.0.2.10", "1") + "," + dev("1", "192.0.2.11", "2") + "," +
                          dev("2", "192.0.2.12", "3"))
-            << -1 << "server_list" << "missing rank_id 0" << 2;
-        QTest::addRow("server_count mismatch") << table(server(fourDevices()), R"("2")") << -1 << "server_count"
-                                               << "says \"2\" but server_list has 1 entry" << 1;
-        QTest::addRow("empty server_list") << table("", R"("0")") << -1 << "server_list" << "is empty" << 1;
+            << -1 << "server_list"
+            << "missing rank_id 0" << 2;
+        QTest::addRow("server_count mismatch")
+            << table(server(fourDevices()), R"("2")") << -1 << "server_count"
+            << "says \"2\" but server_list has 1 entry" << 1;
+        QTest::addRow("empty server_list") << table("", R"("0")") << -1 << "server_list"
+                                           << "is empty" << 1;
         QTest::addRow("count != expected ranks") << oneServer(fourDevices()) << 8 << "server_list"
                                                  << "lists 4 devices but the job has 8 ranks" << 1;
         QTest::addRow("more devices than expected") << oneServer(fourDevices()) << 2 << "server_list"
                                                     << "lists 4 devices but the job has 2 ranks" << 1;
-        QTest::addRow("ip octet past 255") << oneServer(dev("0", "192.0.2.300", "0")) << -1
-                                           << "server_list[0].device[0].device_ip"
-                                           << "\"192.0.2.300\" is not a valid IPv4 address" << 1;
-        QTest::addRow("ip with three parts") << oneServer(dev("0", "192.0.2", "0")) << -1
-                                             << "server_list[0].device[0].device_ip" << "not a valid IPv4 address"
-                                             << 1;
-        QTest::addRow("ip is a host name") << oneServer(dev("0", "card0.local", "0")) << -1
-                                           << "server_list[0].device[0].device_ip" << "not a valid IPv4 address"
-                                           << 1;
-        QTest::addRow("ip with empty part") << oneServer(dev("0", "192..2.10", "0")) << -1
-                                            << "server_list[0].device[0].device_ip" << "not a valid IPv4 address"
-                                            << 1;
+        QTest::addRow("ip octet past 255")
+            << oneServer(dev("0", "192.0.2.300", "0")) << -1 << "server_list[0].device[0].device_ip"
+            << "\"192.0.2.300\" is not a valid IPv4 address" << 1;
+        QTest::addRow("ip with three parts")
+            << oneServer(dev("0", "192.0.2", "0")) << -1 << "server_list[0].device[0].device_ip"
+            << "not a valid IPv4 address" << 1;
+        QTest::addRow("ip is a host name")
+            << oneServer(dev("0", "card0.local", "0")) << -1 << "server_list[0].device[0].device_ip"
+            << "not a valid IPv4 address" << 1;
+        QTest::addRow("ip with empty part")
+            << oneServer(dev("0", "192..2.10", "0")) << -1 << "server_list[0].device[0].device_ip"
+            << "not a valid IPv4 address" << 1;
         QTest::addRow("device_id 8 out of range")
             << oneServer(dev("8", "192.0.2.10", "0")) << -1 << "server_list[0].device[0].device_id"
             << "device_id \"8\" is out of range: an Ascend server has 8 devices, device_id 0..7" << 1;
         QTest::addRow("device entry not an object")
-            << oneServer(dev("0", "192.0.2.10", "0") + R"(, "192.0.2.11")") << -1 << "server_list[0].device[1]"
+            << oneServer(dev("0", "192.0.2.10", "0") + R"(, "192.0.2.11")") << -1
+            << "server_list[0].device[1]"
             << "expected a device object, found the string \"192.0.2.11\"" << 1;
     }
 
@@ -306,7 +333,8 @@ private slots:
             {"server_list[0].device[2].device_ip", "\"192.0.2.256\" is not a valid IPv4 address"},
             {"server_list[0].device[3].device_id", "device_id \"9\" is out of range"},
             {"server_list[0].device[3].device_ip", "missing field"},
-            {"server_list[0].device[3].rank_id", "duplicate rank_id \"2\" (also at server_list[0].device[2])"},
+            {"server_list[0].device[3].rank_id",
+             "duplicate rank_id \"2\" (also at server_list[0].device[2])"},
             {"server_list", "lists 4 devices but the job has 8 ranks"},
         };
         for (const auto& [where, fragment] : expected)
@@ -318,7 +346,8 @@ private slots:
         const QStringList lines = QString::fromStdString(check.summary()).split('\n');
         QCOMPARE(lines.size(), qsizetype(check.problems.size()));
         for (size_t i = 0; i < check.problems.size(); ++i)
-            QCOMPARE(lines[i], QString::fromStdString(check.problems[i].where + ": " + check.problems[i].message));
+            QCOMPARE(lines[i],
+                     QString::fromStdString(check.problems[i].where + ": " + check.problems[i].message));
     }
 
     void nonexistentFile() {
@@ -327,7 +356,8 @@ private slots:
         QVERIFY(!check.ok());
         QCOMPARE(check.problems.size(), size_t(1));
         QCOMPARE(check.problems[0].where, path);
-        QVERIFY2(check.problems[0].message.find("no such file") != std::string::npos, check.problems[0].message.c_str());
+        QVERIFY2(check.problems[0].message.find("no such file") != std::string::npos,
+                 check.problems[0].message.c_str());
     }
 
     void directoryIsNotAFile() {

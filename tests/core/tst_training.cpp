@@ -8,6 +8,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
+#include <map>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -27,6 +28,8 @@ private slots:
     void resnet50HasTheUsualParameterTensors();
     void stopEndsPromptlyAndFileIsComplete();
     void preflightRejectsAWrongRankTable();
+    void flightRecorderDumpsOnRequest();
+    void flightRecorderDumpsOnNonFiniteLoss();
 
 private:
     QTemporaryDir m_dir;
@@ -289,6 +292,92 @@ void TestTraining::preflightRejectsAWrongRankTable() {
         QVERIFY2(QString(e.what()).contains("valid_4p.json"), e.what());
     }
     QVERIFY(!QFile::exists(m_dir.filePath("never.h5")));
+}
+
+void TestTraining::flightRecorderDumpsOnRequest() {
+    TrainConfig cfg;
+    cfg.model = ModelKind::SmallCnn;
+    cfg.ranks = 3;
+    cfg.batchPerRank = 8;
+    cfg.steps = 40;
+    cfg.flightSteps = 3;
+    cfg.evalSamples = 0;
+    cfg.out = m_dir.filePath("flight.h5").toStdString();
+    cfg.overwrite = true;
+    Recorder rec;
+    Trainer trainer(cfg);
+    trainer.setObserver(&rec);
+    RunSummary summary;
+    std::thread t([&] { summary = trainer.run(); });
+    QTRY_VERIFY_WITH_TIMEOUT(rec.stepCount() >= 6, 60000);
+    trainer.requestFlightDump();
+    t.join();
+    QVERIFY2(summary.completed, summary.stopReason.c_str());
+
+    const auto reader = RunReader::open(cfg.out);
+    const auto dumps = reader->readFlightDumps();
+    QCOMPARE(dumps.size(), size_t(1));
+    const auto& dump = dumps[0];
+    QCOMPARE(dump.reason, std::string("requested"));
+    QCOMPARE(dump.entries.size(), size_t(3 * 3 * 3)); // ranks x depth x (local, synced, weights)
+    const int64_t n = [&] {
+        int64_t total = 0;
+        for (const auto& p : reader->meta().params)
+            total += p.numel;
+        return total;
+    }();
+    std::map<std::tuple<int64_t, int, int>, const FlightEntry*> byKey;
+    for (const auto& e : dump.entries) {
+        QCOMPARE(int64_t(e.data.size()), n);
+        QVERIFY(e.step <= dump.triggerStep && e.step > dump.triggerStep - 3);
+        byKey[{e.step, e.rank, e.kind}] = &e;
+    }
+    const int64_t s = dump.triggerStep;
+    auto at = [&](int64_t step, int rank, int kind) -> const std::vector<float>& {
+        static const std::vector<float> none;
+        const auto it = byKey.find({step, rank, kind});
+        return it == byKey.end() ? none : it->second->data;
+    };
+    QVERIFY(!at(s, 0, 0).empty());
+    QVERIFY(at(s, 0, 0) != at(s, 1, 0));     // local gradients differ: different batches
+    QCOMPARE(at(s, 0, 1), at(s, 2, 1));      // synced gradients are bitwise equal
+    QCOMPARE(at(s, 0, 2), at(s, 1, 2));      // and so are the weights
+    QVERIFY(at(s - 1, 0, 2) != at(s, 0, 2)); // the ring holds distinct steps
+    bool logged = false;
+    for (const auto& e : reader->readEvents())
+        logged = logged || e.code == "FLIGHT_RECORDER";
+    QVERIFY(logged);
+}
+
+void TestTraining::flightRecorderDumpsOnNonFiniteLoss() {
+    // A learning rate far too large, no loss scale: the loss explodes to inf/nan, as in a real divergence.
+    TrainConfig cfg;
+    cfg.model = ModelKind::Mlp;
+    cfg.ranks = 2;
+    cfg.batchPerRank = 8;
+    cfg.steps = 30;
+    cfg.precision = Precision::O0;
+    cfg.lossScale = parseLossScale("none");
+    cfg.lr = 100.f;
+    cfg.warmupSteps = 0;
+    cfg.lrSchedule = "constant";
+    cfg.evalSamples = 0;
+    cfg.out = m_dir.filePath("diverge.h5").toStdString();
+    cfg.overwrite = true;
+    Trainer trainer(cfg);
+    trainer.run();
+    const auto reader = RunReader::open(cfg.out);
+    const auto dumps = reader->readFlightDumps();
+    QVERIFY(!dumps.empty());
+    QCOMPARE(dumps[0].reason, std::string("non-finite loss"));
+    int64_t firstNonFinite = -1;
+    for (const auto& st : reader->readSteps(0, reader->stepCount(), false))
+        if (firstNonFinite < 0 && !std::isfinite(st.ranks[0].loss)) firstNonFinite = st.step;
+    QCOMPARE(dumps[0].triggerStep, firstNonFinite);
+    bool event = false;
+    for (const auto& e : reader->readEvents())
+        event = event || e.code == "NONFINITE_LOSS";
+    QVERIFY(event);
 }
 
 QTEST_GUILESS_MAIN(TestTraining)
