@@ -92,7 +92,7 @@ struct WeightRecord {
     std::vector<std::vector<uint64_t>> fp;  // [rank][param], bitwise
     std::vector<std::vector<float>> norm;   // [rank][param], L2
     std::vector<uint64_t> bufferFp;         // [rank], all BatchNorm running statistics together
-    std::vector<float> bufferDrift;         // [rank], L2 distance of the buffers to rank 0's
+    std::vector<float> bufferDrift;         // [rank], |norm(buffers_r) - norm(buffers_0)| / norm(buffers_0)
 };
 
 struct EvalRecord {
@@ -115,7 +115,7 @@ struct Event {
 struct FlightEntry {
     int64_t step = 0;
     int rank = 0;
-    uint8_t kind = 0; // 0 local gradient (unscaled), 1 synced gradient, 2 weights
+    uint8_t kind = 0; // 0 local gradient, 1 synced gradient (both scaled by that step's loss scale), 2 weights
     std::vector<float> data; // flat, meta.params layout
 };
 

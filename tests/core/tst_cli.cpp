@@ -2,6 +2,7 @@
 // and the exit codes (0 success, 1 check failed, 2 bad usage or unreadable input).
 #include "store/RunReader.h"
 
+#include <QDir>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -18,6 +19,7 @@ private slots:
     void initTestCase();
     void trainInspectExport();
     void configFileAndOverrides();
+    void trainsOnRealCifarFiles();
     void exitCodes_data();
     void exitCodes();
     void refusesToOverwrite();
@@ -116,6 +118,47 @@ void TestCli::configFileAndOverrides() {
     QCOMPARE(reader->meta().lossScale, std::string("fixed:64"));
     QCOMPARE(reader->stepCount(), int64_t(4));         // the command line wins over the file
     QCOMPARE(reader->readWeights().size(), size_t(3)); // steps 0, 2, 4
+}
+
+void TestCli::trainsOnRealCifarFiles() {
+    // The CIFAR-10 binary format: per record one label byte and 3072 pixel bytes (R, G, B planes).
+    const QString dir = m_dir.filePath("cifar");
+    QVERIFY(QDir().mkpath(dir));
+    const QStringList files = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
+                               "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"};
+    int record = 0;
+    for (const auto& name : files) {
+        QFile f(dir + "/" + name);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        for (int i = 0; i < 40; ++i, ++record) {
+            QByteArray rec(3073, 0);
+            const int label = record % 10;
+            rec[0] = static_cast<char>(label);
+            for (int p = 0; p < 3072; ++p) // a class-dependent gradient with some texture
+                rec[1 + p] = static_cast<char>((label * 25 + (p % 32) * (label % 3 + 1) + p / 1024 * 40) % 256);
+            f.write(rec);
+        }
+    }
+    const QString run = m_dir.filePath("cifar.h5");
+    const auto train = cli({"train", "--model", "mlp", "--ranks", "2", "--batch", "8", "--epochs", "2", "--data",
+                            "cifar10:" + dir, "--precision", "O0", "--out", run, "--quiet"});
+    QVERIFY2(train.code == 0, qPrintable(train.err));
+    const auto reader = RunReader::open(run.toStdString());
+    QCOMPARE(reader->stepCount(), int64_t(2 * (200 / 2 / 8))); // 2 epochs of 12 steps: drop_last
+    QVERIFY(QString::fromStdString(reader->meta().environment).contains("CIFAR-10"));
+    const auto steps = reader->readSteps(0, reader->stepCount(), false);
+    QCOMPARE(steps.back().epoch, int64_t(1));
+    for (const auto& s : steps)
+        for (const auto& r : s.ranks)
+            for (int id : r.sampleIds)
+                QVERIFY(id >= 0 && id < 200);
+
+    // A broken file is named in the error.
+    QFile cut(dir + "/data_batch_3.bin");
+    QVERIFY(cut.resize(3073 * 10 + 100));
+    const auto bad = cli({"train", "--model", "mlp", "--data", "cifar10:" + dir, "--out", m_dir.filePath("bad.h5")});
+    QCOMPARE(bad.code, 2);
+    QVERIFY2(bad.err.contains("data_batch_3.bin"), qPrintable(bad.err));
 }
 
 void TestCli::exitCodes_data() {
