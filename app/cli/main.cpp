@@ -22,7 +22,7 @@ commands:
   export-csv      steps.csv, gradients.csv, events.csv: RUN.h5 --out DIR [--force]
   lint-ranktable  validate a MindSpore hccl.json: FILE [--ranks N] [--json]
   bench           throughput: single replica vs the cluster with telemetry off and on
-                  [--model M] [--ranks N] [--batch PER_RANK] [--steps N] [--precision P] [--json]
+                  [--model M] [--ranks N] [--batch PER_RANK] [--steps N] [--precision P] [--peer] [--json]
 
 exit codes: 0 success, 1 a check failed, 2 bad usage or unreadable input
 )";

@@ -23,6 +23,7 @@ private slots:
     void exitCodes_data();
     void exitCodes();
     void refusesToOverwrite();
+    void benchReportsAllThreeFigures();
     void lintRankTable();
     void ctrlCLeavesACompleteFile();
     void killLeavesAReadableFile();
@@ -135,13 +136,14 @@ void TestCli::trainsOnRealCifarFiles() {
             const int label = record % 10;
             rec[0] = static_cast<char>(label);
             for (int p = 0; p < 3072; ++p) // a class-dependent gradient with some texture
-                rec[1 + p] = static_cast<char>((label * 25 + (p % 32) * (label % 3 + 1) + p / 1024 * 40) % 256);
+                rec[1 + p] =
+                    static_cast<char>((label * 25 + (p % 32) * (label % 3 + 1) + p / 1024 * 40) % 256);
             f.write(rec);
         }
     }
     const QString run = m_dir.filePath("cifar.h5");
-    const auto train = cli({"train", "--model", "mlp", "--ranks", "2", "--batch", "8", "--epochs", "2", "--data",
-                            "cifar10:" + dir, "--precision", "O0", "--out", run, "--quiet"});
+    const auto train = cli({"train", "--model", "mlp", "--ranks", "2", "--batch", "8", "--epochs", "2",
+                            "--data", "cifar10:" + dir, "--precision", "O0", "--out", run, "--quiet"});
     QVERIFY2(train.code == 0, qPrintable(train.err));
     const auto reader = RunReader::open(run.toStdString());
     QCOMPARE(reader->stepCount(), int64_t(2 * (200 / 2 / 8))); // 2 epochs of 12 steps: drop_last
@@ -156,7 +158,8 @@ void TestCli::trainsOnRealCifarFiles() {
     // A broken file is named in the error.
     QFile cut(dir + "/data_batch_3.bin");
     QVERIFY(cut.resize(3073 * 10 + 100));
-    const auto bad = cli({"train", "--model", "mlp", "--data", "cifar10:" + dir, "--out", m_dir.filePath("bad.h5")});
+    const auto bad =
+        cli({"train", "--model", "mlp", "--data", "cifar10:" + dir, "--out", m_dir.filePath("bad.h5")});
     QCOMPARE(bad.code, 2);
     QVERIFY2(bad.err.contains("data_batch_3.bin"), qPrintable(bad.err));
 }
@@ -197,6 +200,17 @@ void TestCli::exitCodes() {
         QVERIFY(r.err.startsWith("ranksight-cli: "));
     }
     QVERIFY(!QFile::exists(m_dir.filePath("x.h5")));
+}
+
+void TestCli::benchReportsAllThreeFigures() {
+    const auto r = cli({"bench", "--model", "mlp", "--ranks", "2", "--batch", "8", "--steps", "3", "--warmup",
+                        "1", "--json"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    for (const char* key : {"single_replica_img_s", "telemetry_off_img_s", "telemetry_on_img_s"})
+        QVERIFY2(j[key].toDouble() > 0, key);
+    QCOMPARE(j["ranks"].toInt(), 2);
+    QCOMPARE(cli({"bench", "--model", "vgg"}).code, 2);
 }
 
 void TestCli::refusesToOverwrite() {
