@@ -210,7 +210,8 @@ void renderSample(int label, Rng& rng, float* planes) {
             for (int i = 0; i < blobCount; ++i) {
                 const Blob& b = blobs[i];
                 const float d2 = ((fx - b.cx) * (fx - b.cx) + (fy - b.cy) * (fy - b.cy)) * b.invR2;
-                if (d2 < 1.0f) c = lerp(c, b.color, b.opacity * (1.0f - d2));
+                if (d2 < 1.0f)
+                    c = lerp(c, b.color, b.opacity * (1.0f - d2));
             }
             const float dx = fx - cx, dy = fy - cy;
             if (std::fabs(dx) < reach && std::fabs(dy) < reach) {
@@ -317,7 +318,8 @@ void readBatchFile(const std::filesystem::path& path, std::vector<uint8_t>& reco
     const std::string name = path.string();
     std::error_code ec;
     const uintmax_t bytes = std::filesystem::file_size(path, ec);
-    if (ec) throw DataError(fmt::format("CIFAR-10 file '{}': cannot read its size: {}", name, ec.message()));
+    if (ec)
+        throw DataError(fmt::format("CIFAR-10 file '{}': cannot read its size: {}", name, ec.message()));
     if (bytes == 0)
         throw DataError(fmt::format("CIFAR-10 file '{}' is empty (0 bytes); expected {}-byte records "
                                     "(1 label byte + {} pixel bytes), 10000 per file",
@@ -351,7 +353,8 @@ void readBatchFile(const std::filesystem::path& path, std::vector<uint8_t>& reco
 } // namespace
 
 std::vector<std::string> Cifar10Dataset::expectedFiles(Split split) {
-    if (split == Split::Test) return {"test_batch.bin"};
+    if (split == Split::Test)
+        return {"test_batch.bin"};
     return {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
             "data_batch_5.bin"};
 }
@@ -371,7 +374,8 @@ std::unique_ptr<Cifar10Dataset> Cifar10Dataset::open(const std::string& dir, Spl
     const std::vector<std::string> files = expectedFiles(split);
     std::vector<std::string> missing;
     for (const std::string& f : files)
-        if (!fs::is_regular_file(fs::path(dir) / f, ec)) missing.push_back(f);
+        if (!fs::is_regular_file(fs::path(dir) / f, ec))
+            missing.push_back(f);
     if (!missing.empty()) {
         // The tarball unpacks into cifar-10-batches-bin/; pointing at its parent is the usual slip.
         const fs::path nested = fs::path(dir) / "cifar-10-batches-bin";
@@ -411,11 +415,13 @@ std::string Cifar10Dataset::describe() const {
 // ---------------------------------------------------------------------------------------------------
 
 std::unique_ptr<Dataset> openDataset(const std::string& spec, Split split, uint64_t seed) {
-    if (spec == "synthetic") return std::make_unique<SyntheticCifar>(split, seed);
+    if (spec == "synthetic")
+        return std::make_unique<SyntheticCifar>(split, seed);
     const std::string prefix = "cifar10:";
     if (spec.rfind(prefix, 0) == 0) {
         const std::string dir = spec.substr(prefix.size());
-        if (dir.empty()) throw DataError("data set 'cifar10:' names no directory; use cifar10:DIR");
+        if (dir.empty())
+            throw DataError("data set 'cifar10:' names no directory; use cifar10:DIR");
         return Cifar10Dataset::open(dir, split);
     }
     throw DataError(fmt::format("unknown data set '{}'; expected 'synthetic' or 'cifar10:DIR'", spec));

@@ -22,7 +22,8 @@ uint64_t uniformBelow(uint64_t& state, uint64_t bound) {
     for (;;) {
         const unsigned __int128 m = static_cast<unsigned __int128>(splitmix64(state)) * bound;
         const auto low = static_cast<uint64_t>(m);
-        if (low >= bound || low >= (0 - bound) % bound) return static_cast<uint64_t>(m >> 64);
+        if (low >= bound || low >= (0 - bound) % bound)
+            return static_cast<uint64_t>(m >> 64);
     }
 }
 
@@ -50,7 +51,8 @@ std::vector<int64_t> DistributedSampler::permutation(int64_t datasetSize, uint64
                                                      bool shuffle) {
     std::vector<int64_t> perm(static_cast<size_t>(datasetSize));
     std::iota(perm.begin(), perm.end(), int64_t{0});
-    if (!shuffle) return perm;
+    if (!shuffle)
+        return perm;
     // Hash seed and epoch separately so neighbouring epochs do not get overlapping splitmix streams.
     uint64_t seedState = seed, epochState = static_cast<uint64_t>(epoch) ^ 0x65706f6368ULL; // "epoch"
     uint64_t state = splitmix64(seedState) ^ splitmix64(epochState);

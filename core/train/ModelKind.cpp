@@ -3,10 +3,14 @@
 namespace rs {
 
 std::optional<ModelKind> parseModelKind(const std::string& name) {
-    if (name == "mlp") return ModelKind::Mlp;
-    if (name == "smallcnn") return ModelKind::SmallCnn;
-    if (name == "resnet18") return ModelKind::ResNet18;
-    if (name == "resnet50") return ModelKind::ResNet50;
+    if (name == "mlp")
+        return ModelKind::Mlp;
+    if (name == "smallcnn")
+        return ModelKind::SmallCnn;
+    if (name == "resnet18")
+        return ModelKind::ResNet18;
+    if (name == "resnet50")
+        return ModelKind::ResNet50;
     return std::nullopt;
 }
 
@@ -25,9 +29,12 @@ std::string modelKindName(ModelKind kind) {
 }
 
 std::optional<Precision> parsePrecision(const std::string& name) {
-    if (name == "O0") return Precision::O0;
-    if (name == "O2") return Precision::O2;
-    if (name == "O3") return Precision::O3;
+    if (name == "O0")
+        return Precision::O0;
+    if (name == "O2")
+        return Precision::O2;
+    if (name == "O3")
+        return Precision::O3;
     return std::nullopt;
 }
 

@@ -17,7 +17,8 @@ struct HalfRound : torch::autograd::Function<HalfRound> {
 // through fp16 where the level computes in fp16; master weights stay fp32 (O2) in the parameter itself.
 torch::Tensor conv(const NetImpl& net, torch::nn::Conv2d& c, const torch::Tensor& x) {
     const auto& o = c->options;
-    if (!net.policy.halfCompute()) return c->forward(x);
+    if (!net.policy.halfCompute())
+        return c->forward(x);
     auto y =
         torch::conv2d(roundHalf(x), roundHalf(c->weight), c->bias.defined() ? roundHalf(c->bias) : c->bias,
                       o.stride(), c10::get<torch::ExpandingArray<2>>(o.padding()), o.dilation(), o.groups());
@@ -25,12 +26,14 @@ torch::Tensor conv(const NetImpl& net, torch::nn::Conv2d& c, const torch::Tensor
 }
 
 torch::Tensor linear(const NetImpl& net, torch::nn::Linear& l, const torch::Tensor& x) {
-    if (!net.policy.halfCompute()) return l->forward(x);
+    if (!net.policy.halfCompute())
+        return l->forward(x);
     return roundHalf(torch::linear(roundHalf(x), roundHalf(l->weight), roundHalf(l->bias)));
 }
 
 torch::Tensor batchNorm(const NetImpl& net, torch::nn::BatchNorm2d& bn, const torch::Tensor& x) {
-    if (!net.policy.halfBatchNorm()) return bn->forward(x);
+    if (!net.policy.halfBatchNorm())
+        return bn->forward(x);
     // O3: BatchNorm in fp16 as well (weights and output); running statistics stay buffers.
     auto y = torch::batch_norm(roundHalf(x), roundHalf(bn->weight), roundHalf(bn->bias), bn->running_mean,
                                bn->running_var, net.is_training(), 0.1, 1e-5, false);
@@ -38,7 +41,8 @@ torch::Tensor batchNorm(const NetImpl& net, torch::nn::BatchNorm2d& bn, const to
 }
 
 torch::Tensor dropout(NetImpl& net, const torch::Tensor& x, double p) {
-    if (!net.is_training() || p <= 0) return x;
+    if (!net.is_training() || p <= 0)
+        return x;
     auto keep = torch::empty_like(x).bernoulli_(1.0 - p, net.dropoutGen);
     return x * keep / (1.0 - p);
 }
@@ -103,6 +107,7 @@ struct BasicBlock : torch::nn::Module {
             downBn = register_module("downsample_bn", torch::nn::BatchNorm2d(planes));
         }
     }
+    torch::nn::BatchNorm2d& lastBn() { return bn2; }
     torch::Tensor forward(NetImpl& net, const torch::Tensor& x) {
         auto y = torch::relu(batchNorm(net, bn1, conv(net, conv1, x)));
         y = batchNorm(net, bn2, conv(net, conv2, y));
@@ -127,6 +132,7 @@ struct Bottleneck : torch::nn::Module {
             downBn = register_module("downsample_bn", torch::nn::BatchNorm2d(planes * kExpansion));
         }
     }
+    torch::nn::BatchNorm2d& lastBn() { return bn3; }
     torch::Tensor forward(NetImpl& net, const torch::Tensor& x) {
         auto y = torch::relu(batchNorm(net, bn1, conv(net, conv1, x)));
         y = torch::relu(batchNorm(net, bn2, conv(net, conv2, y)));
@@ -157,10 +163,16 @@ template <typename Block> struct ResNet : NetImpl {
             }
         }
         fc = register_module("fc", torch::nn::Linear(in, 10));
+        torch::NoGradGuard noGrad;
         for (auto& m : modules(false)) {
             if (auto* c = m->as<torch::nn::Conv2d>())
                 torch::nn::init::kaiming_normal_(c->weight, 0.0, torch::kFanOut, torch::kReLU);
         }
+        // Zero-init the last BatchNorm of every residual branch: each block starts as the identity, which
+        // keeps early training stable at the small per-card batches of an emulated cluster (Goyal et al.,
+        // 2017).
+        for (auto& block : blocks)
+            block->lastBn()->weight.zero_();
     }
     torch::Tensor forward(torch::Tensor x) override {
         x = torch::relu(batchNorm(*this, stemBn, conv(*this, stem, x)));

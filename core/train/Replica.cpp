@@ -12,7 +12,8 @@ std::string displayName(std::string name) {
     if (name.rfind("layer", 0) == 0) {
         const auto us = name.find('_');
         const auto dot = name.find('.');
-        if (us != std::string::npos && us < dot) name[us] = '.';
+        if (us != std::string::npos && us < dot)
+            name[us] = '.';
     }
     return name;
 }
@@ -61,7 +62,8 @@ Replica::Replica(const ReplicaOptions& options)
         d->paramViews.push_back(p);
     }
     for (const auto& item : d->net->named_buffers(true)) {
-        if (item.key().find("num_batches_tracked") != std::string::npos) continue;
+        if (item.key().find("num_batches_tracked") != std::string::npos)
+            continue;
         d->bufferNames.push_back(displayName(item.key()));
         d->buffers.push_back(item.value());
     }

@@ -18,8 +18,10 @@ int64_t toInt(const std::string& key, const std::string& v, int64_t lo, int64_t 
     } catch (const std::exception&) {
         used = 0;
     }
-    if (used == 0 || used != v.size()) throw ConfigError(fmt::format("{}: '{}' is not an integer", key, v));
-    if (x < lo || x > hi) throw ConfigError(fmt::format("{}: {} is out of range [{}, {}]", key, x, lo, hi));
+    if (used == 0 || used != v.size())
+        throw ConfigError(fmt::format("{}: '{}' is not an integer", key, v));
+    if (x < lo || x > hi)
+        throw ConfigError(fmt::format("{}: {} is out of range [{}, {}]", key, x, lo, hi));
     return x;
 }
 
@@ -31,15 +33,18 @@ double toDouble(const std::string& key, const std::string& v, double lo, double 
     } catch (const std::exception&) {
         used = 0;
     }
-    if (used == 0 || used != v.size()) throw ConfigError(fmt::format("{}: '{}' is not a number", key, v));
+    if (used == 0 || used != v.size())
+        throw ConfigError(fmt::format("{}: '{}' is not a number", key, v));
     if (!(x >= lo && x <= hi))
         throw ConfigError(fmt::format("{}: {} is out of range [{}, {}]", key, v, lo, hi));
     return x;
 }
 
 bool toBool(const std::string& key, const std::string& v) {
-    if (v == "true" || v == "1" || v == "on") return true;
-    if (v == "false" || v == "0" || v == "off") return false;
+    if (v == "true" || v == "1" || v == "on")
+        return true;
+    if (v == "false" || v == "0" || v == "off")
+        return false;
     throw ConfigError(fmt::format("{}: '{}' is not a boolean (true/false)", key, v));
 }
 
@@ -84,7 +89,8 @@ std::string lossScaleName(const LossScaleSpec& spec) {
 void TrainConfig::set(const std::string& key, const std::string& v) {
     if (key == "model") {
         auto m = parseModelKind(v);
-        if (!m) throw ConfigError(fmt::format("model: '{}' is not mlp, smallcnn, resnet18 or resnet50", v));
+        if (!m)
+            throw ConfigError(fmt::format("model: '{}' is not mlp, smallcnn, resnet18 or resnet50", v));
         model = *m;
     } else if (key == "ranks") {
         ranks = static_cast<int>(toInt(key, v, 1, 64));
@@ -97,7 +103,8 @@ void TrainConfig::set(const std::string& key, const std::string& v) {
         epochs = toInt(key, v, 1, 100000);
     } else if (key == "precision") {
         auto p = parsePrecision(v);
-        if (!p) throw ConfigError(fmt::format("precision: '{}' is not O0, O2 or O3", v));
+        if (!p)
+            throw ConfigError(fmt::format("precision: '{}' is not O0, O2 or O3", v));
         precision = *p;
     } else if (key == "loss_scale") {
         lossScale = parseLossScale(v);
@@ -108,7 +115,7 @@ void TrainConfig::set(const std::string& key, const std::string& v) {
     } else if (key == "seed") {
         seed = static_cast<uint64_t>(toInt(key, v, 0, INT64_MAX));
     } else if (key == "lr") {
-        lr = static_cast<float>(toDouble(key, v, 0, 100));
+        lr = static_cast<float>(toDouble(key, v, 0, 100)); // 0 keeps the linear scaling rule
     } else if (key == "momentum") {
         momentum = static_cast<float>(toDouble(key, v, 0, 1));
     } else if (key == "weight_decay") {
@@ -157,7 +164,8 @@ TrainConfig TrainConfig::fromJson(const std::string& text, const std::string& wh
     } catch (const Json::parse_error& e) {
         throw ConfigError(fmt::format("{}: malformed JSON at byte {}: {}", where, e.byte, e.what()));
     }
-    if (!j.is_object()) throw ConfigError(fmt::format("{}: the top level must be a JSON object", where));
+    if (!j.is_object())
+        throw ConfigError(fmt::format("{}: the top level must be a JSON object", where));
     TrainConfig c;
     // steps and epochs interact: apply epochs after steps whatever the key order.
     for (const char* key : {"steps", "epochs"}) {
@@ -168,7 +176,8 @@ TrainConfig TrainConfig::fromJson(const std::string& text, const std::string& wh
         }
     }
     for (const auto& [key, value] : j.items()) {
-        if (key == "steps" || key == "epochs") continue;
+        if (key == "steps" || key == "epochs")
+            continue;
         try {
             if (value.is_string())
                 c.set(key, value.get<std::string>());
@@ -185,7 +194,8 @@ TrainConfig TrainConfig::fromJson(const std::string& text, const std::string& wh
 
 TrainConfig TrainConfig::fromFile(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw ConfigError(fmt::format("{}: cannot open the config file", path));
+    if (!in)
+        throw ConfigError(fmt::format("{}: cannot open the config file", path));
     std::ostringstream ss;
     ss << in.rdbuf();
     return fromJson(ss.str(), path);
@@ -204,12 +214,13 @@ std::string TrainConfig::toJson() const {
     j["loss_scale"] = lossScaleName(lossScale);
     j["data"] = data;
     j["seed"] = seed;
-    j["lr"] = lr;
+    j["lr"] = effectiveLr();
     j["momentum"] = momentum;
     j["weight_decay"] = weightDecay;
     j["lr_schedule"] = lrSchedule;
     j["warmup_steps"] = warmupSteps;
-    if (!rankTable.empty()) j["rank_table"] = rankTable;
+    if (!rankTable.empty())
+        j["rank_table"] = rankTable;
     j["broadcast"] = broadcastInit;
     j["gradients_mean"] = gradientsMean;
     j["telemetry"] = telemetry;
@@ -225,8 +236,10 @@ std::string TrainConfig::toJson() const {
 }
 
 void TrainConfig::validate() const {
-    if (writeFile && out.empty()) throw ConfigError("out: no run file given (--out RUN.h5)");
-    if (ranks < 1) throw ConfigError("ranks: must be at least 1");
+    if (writeFile && out.empty())
+        throw ConfigError("out: no run file given (--out RUN.h5)");
+    if (ranks < 1)
+        throw ConfigError("ranks: must be at least 1");
 }
 
 } // namespace rs

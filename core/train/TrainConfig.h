@@ -37,7 +37,7 @@ struct TrainConfig {
     LossScaleSpec lossScale;
     std::string data = "synthetic"; // synthetic | cifar10:DIR
     uint64_t seed = 1;
-    float lr = 0.05f;
+    float lr = 0; // 0: the linear scaling rule, 0.05 x global batch / 128 (0.05 for 4 x 32)
     float momentum = 0.9f;
     float weightDecay = 1e-4f;
     std::string lrSchedule = "cosine"; // constant | cosine
@@ -62,6 +62,9 @@ struct TrainConfig {
     static TrainConfig fromFile(const std::string& path);
     // Applies one key (JSON name) from text, as the command line gives it. Throws ConfigError naming the key.
     void set(const std::string& key, const std::string& value);
+    float effectiveLr() const {
+        return lr > 0 ? lr : 0.05f * static_cast<float>(ranks * batchPerRank) / 128.0f;
+    }
     std::string toJson() const;
     void validate() const; // throws ConfigError
 };

@@ -169,13 +169,17 @@ struct Trainer::Impl {
                 pending.erase(key);
             }
         }
-        if (done) push(std::move(*done));
+        if (done)
+            push(std::move(*done));
     }
 };
 
 Trainer::Trainer(TrainConfig config)
     : d(std::make_unique<Impl>()) {
     d->cfg = std::move(config);
+    // Created here, not in run(), so stop() from another thread never races with its creation.
+    d->comm = std::make_unique<Communicator>(std::max(1, d->cfg.ranks),
+                                             std::chrono::milliseconds(d->cfg.timeoutMs));
 }
 Trainer::~Trainer() = default;
 void Trainer::setObserver(TrainObserver* observer) {
@@ -183,7 +187,7 @@ void Trainer::setObserver(TrainObserver* observer) {
 }
 void Trainer::stop() {
     d->stopRequested = true;
-    if (d->comm) d->comm->cancel();
+    d->comm->cancel();
 }
 void Trainer::requestFlightDump() {
     d->dumpRequested = true;
@@ -193,12 +197,14 @@ const TrainConfig& Trainer::config() const {
 }
 
 float Trainer::Impl::learningRate(int64_t step) const {
+    const float base = cfg.effectiveLr();
     if (step < cfg.warmupSteps)
-        return cfg.lr * static_cast<float>(step + 1) / static_cast<float>(cfg.warmupSteps + 1);
-    if (cfg.lrSchedule == "constant") return cfg.lr;
+        return base * static_cast<float>(step + 1) / static_cast<float>(cfg.warmupSteps + 1);
+    if (cfg.lrSchedule == "constant")
+        return base;
     const double span = std::max<int64_t>(1, totalSteps - cfg.warmupSteps);
     const double t = std::min(1.0, (step - cfg.warmupSteps) / span);
-    return static_cast<float>(cfg.lr * 0.5 * (1.0 + std::cos(M_PI * t)));
+    return static_cast<float>(base * 0.5 * (1.0 + std::cos(M_PI * t)));
 }
 
 void Trainer::Impl::setup() {
@@ -230,7 +236,6 @@ void Trainer::Impl::setup() {
     totalSteps = cfg.epochs > 0 ? cfg.epochs * perEpoch : cfg.steps;
     halfPayload = cfg.precision != Precision::O0;
 
-    comm = std::make_unique<Communicator>(cfg.ranks, std::chrono::milliseconds(cfg.timeoutMs));
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     slots = std::make_unique<ComputeSlots>(cfg.computeThreads > 0 ? cfg.computeThreads : cores);
 
@@ -273,7 +278,8 @@ void Trainer::Impl::setup() {
         c.hbmUsedBytes = hbmUsed;
         meta.cards.push_back(c);
     }
-    if (!cfg.writeFile) return;
+    if (!cfg.writeFile)
+        return;
     try {
         writer = RunWriter::create(cfg.out, meta, cfg.overwrite);
     } catch (const std::exception& e) {
@@ -295,7 +301,8 @@ void Trainer::Impl::buildCards() {
         card->sampler = std::make_unique<DistributedSampler>(train->size(), cfg.ranks, r, cfg.seed);
         card->scaler = std::make_unique<LossScaler>(cfg.lossScale);
         card->momentum.assign(static_cast<size_t>(card->replica->numParams()), 0.f);
-        if (halfPayload) card->half.resize(static_cast<size_t>(card->replica->numParams()));
+        if (halfPayload)
+            card->half.resize(static_cast<size_t>(card->replica->numParams()));
         cards.push_back(std::move(card));
     }
     // Flight recorder depth within the budget. Depth 1 copies only the local gradient each step (the synced
@@ -339,7 +346,8 @@ void Trainer::Impl::recordWeights(Card& card, int64_t step) {
 
 void Trainer::Impl::evaluate(Card& card, int64_t step) {
     const int n = static_cast<int>(std::min<int64_t>(cfg.evalSamples, test->size()));
-    if (n <= 0) return;
+    if (n <= 0)
+        return;
     std::vector<uint8_t> raw;
     std::vector<float> images;
     std::vector<int64_t> labels;
@@ -378,7 +386,8 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
     const int r = card.rank;
 
     const int64_t epoch = step / perEpoch;
-    if (step % perEpoch == 0) card.sampler->setEpoch(epoch);
+    if (step % perEpoch == 0)
+        card.sampler->setEpoch(epoch);
     const int64_t* ids = card.sampler->indices().data() + (step % perEpoch) * B;
     loadBatch(*train, ids, B, raw, images, labels);
 
@@ -468,7 +477,8 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
             rs.syncedFp[p] = fingerprint(t, static_cast<size_t>(params[p].numel) * 4);
         }
     }
-    if (slot) slot->synced.assign(g, g + N);
+    if (slot)
+        slot->synced.assign(g, g + N);
 
     // Overflow status is all-reduced so every rank skips the same steps (NPUAllocFloatStatus + AllReduce).
     float overflow = nonfiniteSynced > 0 ? 1.f : 0.f;
@@ -487,15 +497,19 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
             v[i] = mom * v[i] + g[i] * unscale + wd * w[i];
             w[i] -= lr * v[i];
         }
-        if (cfg.precision == Precision::O3) rep.roundWeightsThroughHalf();
+        if (cfg.precision == Precision::O3)
+            rep.roundWeightsThroughHalf();
     }
-    if (slot) slot->weights.assign(rep.weights(), rep.weights() + N);
+    if (slot)
+        slot->weights.assign(rep.weights(), rep.weights() + N);
 
     // Share a digest: every rank learns at once whether the replicas still agree (anomaly -> flight dump).
     const bool weightStep = (step + 1) % cfg.weightEvery == 0 || step + 1 == totalSteps;
     Digest mine;
-    if (tele) mine.synced = fingerprint(rs.syncedFp.data(), P * 8);
-    if (weightStep) mine.weights = fingerprint(rep.weights(), static_cast<size_t>(N) * 4);
+    if (tele)
+        mine.synced = fingerprint(rs.syncedFp.data(), P * 8);
+    if (weightStep)
+        mine.weights = fingerprint(rep.weights(), static_cast<size_t>(N) * 4);
     mine.nonfinite = !std::isfinite(rs.loss) ? 1u : 0u;
     mine.dumpRequested = dumpRequested.exchange(false) ? 1u : 0u;
     std::vector<Digest> all(W);
@@ -505,9 +519,12 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
     bool anomaly = false, requested = false;
     std::string reason;
     for (const auto& dg : all) {
-        if (dg.synced != all[0].synced) reason = "synced gradient fingerprints differ across ranks";
-        if (dg.weights != all[0].weights) reason = "weight fingerprints differ across ranks";
-        if (dg.nonfinite) reason = "non-finite loss";
+        if (dg.synced != all[0].synced)
+            reason = "synced gradient fingerprints differ across ranks";
+        if (dg.weights != all[0].weights)
+            reason = "weight fingerprints differ across ranks";
+        if (dg.nonfinite)
+            reason = "non-finite loss";
         requested = requested || dg.dumpRequested;
     }
     anomaly = !reason.empty();
@@ -522,7 +539,8 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
         rec.ranks.resize(W);
         rec.ranks[r] = std::move(rs);
     });
-    if (weightStep) recordWeights(card, step + 1);
+    if (weightStep)
+        recordWeights(card, step + 1);
 
     // Dump on the step an anomaly appears (not on every step it persists) and on request. Every rank sees
     // the same digests, so every rank takes the same decision and the gather completes.
@@ -536,7 +554,8 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
             dump.triggerStep = step;
             dump.reason = why;
             for (const auto& s : card.ring.slots) {
-                if (s.step < 0) continue;
+                if (s.step < 0)
+                    continue;
                 dump.entries.push_back({s.step, r, 0, s.local});
                 dump.entries.push_back({s.step, r, 1, s.synced});
                 dump.entries.push_back({s.step, r, 2, s.weights});
@@ -563,7 +582,8 @@ void Trainer::Impl::cardLoop(Card& card) {
             if (cfg.evalEvery > 0 && (step + 1) % cfg.evalEvery == 0 && step + 1 < totalSteps)
                 evaluate(card, step + 1);
         }
-        if (!stopRequested && step == totalSteps) evaluate(card, step);
+        if (!stopRequested && step == totalSteps)
+            evaluate(card, step);
         card.state = static_cast<uint8_t>(stopRequested ? CardState::Stopped : CardState::Ok);
     } catch (const CollectiveCancelled&) {
         card.state = static_cast<uint8_t>(CardState::Stopped);
@@ -585,32 +605,39 @@ void Trainer::Impl::cardLoop(Card& card) {
 void Trainer::Impl::writerLoop() {
     EventDetector detector(meta);
     auto emit = [&](const Event& e) {
-        if (writer) writer->appendEvent(e);
-        if (observer) observer->eventRecorded(e);
+        if (writer)
+            writer->appendEvent(e);
+        if (observer)
+            observer->eventRecorded(e);
     };
     for (;;) {
         WriterItem item;
         {
             std::unique_lock lock(queueMutex);
             queueCv.wait(lock, [&] { return !queue.empty() || queueClosed; });
-            if (queue.empty()) return;
+            if (queue.empty())
+                return;
             item = std::move(queue.front());
             queue.pop_front();
         }
-        if (!writerError.empty()) continue; // keep draining so producers never block; the error ends the run
+        if (!writerError.empty())
+            continue; // keep draining so producers never block; the error ends the run
         try {
             if (auto* step = std::get_if<StepRecord>(&item)) {
-                if (writer) writer->appendStep(*step);
+                if (writer)
+                    writer->appendStep(*step);
                 {
                     std::lock_guard lock(summaryMutex);
                     float mean = 0;
                     for (const auto& rs : step->ranks)
                         mean += rs.loss / static_cast<float>(step->ranks.size());
-                    if (summary.stepsCompleted == 0) summary.lossFirst = mean;
+                    if (summary.stepsCompleted == 0)
+                        summary.lossFirst = mean;
                     summary.lossLast = mean;
                     summary.stepsCompleted = step->step + 1;
                 }
-                if (observer) observer->stepRecorded(*step);
+                if (observer)
+                    observer->stepRecorded(*step);
                 for (const auto& e : detector.onStep(*step))
                     emit(e);
             } else if (auto* w = std::get_if<WeightRecord>(&item)) {
@@ -619,12 +646,15 @@ void Trainer::Impl::writerLoop() {
                         w->bufferDrift[0] > 0
                             ? std::fabs(w->bufferDrift[r] - w->bufferDrift[0]) / w->bufferDrift[0]
                             : 0.f;
-                if (writer) writer->appendWeights(*w);
-                if (observer) observer->weightsRecorded(*w);
+                if (writer)
+                    writer->appendWeights(*w);
+                if (observer)
+                    observer->weightsRecorded(*w);
                 for (const auto& e : detector.onWeights(*w))
                     emit(e);
             } else if (auto* ev = std::get_if<EvalRecord>(&item)) {
-                if (writer) writer->appendEval(*ev);
+                if (writer)
+                    writer->appendEval(*ev);
                 {
                     std::lock_guard lock(summaryMutex);
                     float mean = 0;
@@ -632,11 +662,13 @@ void Trainer::Impl::writerLoop() {
                         mean += a / static_cast<float>(ev->accuracy.size());
                     summary.evalAccuracy = mean;
                 }
-                if (observer) observer->evalRecorded(*ev);
+                if (observer)
+                    observer->evalRecorded(*ev);
             } else if (auto* e = std::get_if<Event>(&item)) {
                 emit(*e);
             } else if (auto* dump = std::get_if<FlightDump>(&item)) {
-                if (writer) writer->appendFlightDump(*dump);
+                if (writer)
+                    writer->appendFlightDump(*dump);
                 emit(Event{
                     dump->triggerStep, -1, Severity::Info, "FLIGHT_RECORDER",
                     fmt::format("Flight recorder wrote the last {} step(s) of full tensors at step {}: {}",
@@ -652,7 +684,8 @@ void Trainer::Impl::writerLoop() {
 
 RunSummary Trainer::run() {
     d->setup();
-    if (d->observer) d->observer->runStarted(d->meta);
+    if (d->observer)
+        d->observer->runStarted(d->meta);
     const auto t0 = Clock::now();
     std::thread writerThread([this] { d->writerLoop(); });
     {
@@ -685,11 +718,13 @@ RunSummary Trainer::run() {
     s.imagesPerSecond =
         seconds > 0 ? s.stepsCompleted * double(d->cfg.ranks) * d->cfg.batchPerRank / seconds : 0;
     try {
-        if (d->writer) d->writer->close(s.stopReason);
+        if (d->writer)
+            d->writer->close(s.stopReason);
     } catch (const std::exception& e) {
         s.stopReason = std::string("error: closing the run file failed: ") + e.what();
     }
-    if (d->observer) d->observer->runFinished(s);
+    if (d->observer)
+        d->observer->runFinished(s);
     return s;
 }
 

@@ -26,6 +26,7 @@ private slots:
     void cleanRunKeepsReplicasIdentical_data();
     void cleanRunKeepsReplicasIdentical();
     void resnet50HasTheUsualParameterTensors();
+    void smallCnnLearnsTheBuiltInDataSet();
     void stopEndsPromptlyAndFileIsComplete();
     void preflightRejectsAWrongRankTable();
     void flightRecorderDumpsOnRequest();
@@ -221,7 +222,8 @@ void TestTraining::cleanRunKeepsReplicasIdentical() {
         }
         // Different batches: the local gradients must differ, or the ranks are not data parallel at all.
         // (Steps where the dynamic loss scale overflowed hold no finite gradient to compare.)
-        if (!s.ranks[0].overflow) QVERIFY(s.ranks[0].localNorm != s.ranks[1].localNorm);
+        if (!s.ranks[0].overflow)
+            QVERIFY(s.ranks[0].localNorm != s.ranks[1].localNorm);
         QVERIFY(s.ranks[0].sampleIds != s.ranks[1].sampleIds);
     }
     QCOMPARE(rec.weights.size(), size_t(4)); // steps 0, 4, 8, 12
@@ -249,6 +251,26 @@ void TestTraining::resnet50HasTheUsualParameterTensors() {
     Replica r18(opt);
     QCOMPARE(r18.params().size(), size_t(62));
     QCOMPARE(r18.params()[3].name, std::string("layer1.0.conv1.weight"));
+}
+
+void TestTraining::smallCnnLearnsTheBuiltInDataSet() {
+    // A healthy run must look healthy: the default data set is learnable, judged on its held-out split.
+    TrainConfig cfg;
+    cfg.model = ModelKind::SmallCnn;
+    cfg.ranks = 2;
+    cfg.batchPerRank = 32;
+    cfg.steps = 100;
+    cfg.precision = Precision::O0;
+    cfg.lossScale = parseLossScale("none");
+    cfg.evalSamples = 1000;
+    cfg.telemetry = false;
+    cfg.writeFile = false;
+    Trainer trainer(cfg);
+    const auto summary = trainer.run();
+    QVERIFY2(summary.completed, summary.stopReason.c_str());
+    QVERIFY2(summary.evalAccuracy > 0.75f,
+             qPrintable(QString("held-out accuracy %1").arg(summary.evalAccuracy)));
+    QVERIFY(summary.lossLast < 0.5f * summary.lossFirst);
 }
 
 void TestTraining::stopEndsPromptlyAndFileIsComplete() {
@@ -300,6 +322,7 @@ void TestTraining::flightRecorderDumpsOnRequest() {
     cfg.ranks = 3;
     cfg.batchPerRank = 8;
     cfg.steps = 40;
+    cfg.lossScale = parseLossScale("dynamic:256"); // no overflow-skipped steps: weights move every step
     cfg.flightSteps = 3;
     cfg.evalSamples = 0;
     cfg.out = m_dir.filePath("flight.h5").toStdString();
@@ -372,7 +395,8 @@ void TestTraining::flightRecorderDumpsOnNonFiniteLoss() {
     QCOMPARE(dumps[0].reason, std::string("non-finite loss"));
     int64_t firstNonFinite = -1;
     for (const auto& st : reader->readSteps(0, reader->stepCount(), false))
-        if (firstNonFinite < 0 && !std::isfinite(st.ranks[0].loss)) firstNonFinite = st.step;
+        if (firstNonFinite < 0 && !std::isfinite(st.ranks[0].loss))
+            firstNonFinite = st.step;
     QCOMPARE(dumps[0].triggerStep, firstNonFinite);
     bool event = false;
     for (const auto& e : reader->readEvents())
