@@ -31,7 +31,8 @@ std::string timeoutMessage(const std::string& collective, const std::vector<int>
                            std::chrono::milliseconds timeout, const std::vector<int>& failed) {
     std::string message = fmt::format("HCCL {} timed out after {} ms waiting for rank(s) {} (call #{})",
                                       collective, timeout.count(), joinRanks(missing), sequence);
-    if (!failed.empty()) message += fmt::format("; rank(s) {} marked failed", joinRanks(failed));
+    if (!failed.empty())
+        message += fmt::format("; rank(s) {} marked failed", joinRanks(failed));
     return message;
 }
 
@@ -112,7 +113,8 @@ bool haveF16c() {
 
 void loadHalves(const uint16_t* in, float* out, size_t m, bool fast) {
 #ifdef RS_COMMUNICATOR_F16C
-    if (fast) return halfToFloatF16c(in, out, m);
+    if (fast)
+        return halfToFloatF16c(in, out, m);
 #endif
     (void)fast;
     for (size_t i = 0; i < m; ++i)
@@ -121,7 +123,8 @@ void loadHalves(const uint16_t* in, float* out, size_t m, bool fast) {
 
 void storeHalves(const float* in, uint16_t* out, size_t m, bool fast) {
 #ifdef RS_COMMUNICATOR_F16C
-    if (fast) return floatToHalfF16c(in, out, m);
+    if (fast)
+        return floatToHalfF16c(in, out, m);
 #endif
     (void)fast;
     for (size_t i = 0; i < m; ++i)
@@ -130,7 +133,8 @@ void storeHalves(const float* in, uint16_t* out, size_t m, bool fast) {
 
 void accumulateHalves(float* acc, const uint16_t* src, size_t m, bool fast) {
 #ifdef RS_COMMUNICATOR_F16C
-    if (fast) return accumulateHalfF16c(acc, src, m);
+    if (fast)
+        return accumulateHalfF16c(acc, src, m);
 #endif
     (void)fast;
     for (size_t i = 0; i < m; ++i)
@@ -216,6 +220,8 @@ Communicator::Communicator(int worldSize, std::chrono::milliseconds timeout)
             fmt::format("Communicator: worldSize must be at least 1, got {}", worldSize));
     m_present.assign(static_cast<size_t>(worldSize), 0);
     m_failed.assign(static_cast<size_t>(worldSize), 0);
+    m_computing.assign(static_cast<size_t>(worldSize), 0);
+    m_computedAt.assign(static_cast<size_t>(worldSize), std::chrono::steady_clock::time_point::min());
     m_sources.assign(static_cast<size_t>(worldSize), nullptr);
 }
 
@@ -282,7 +288,8 @@ void Communicator::broadcast(int rank, void* data, size_t bytes, int root) {
     sync(lock, call, true);
     lock.unlock();
     const void* source = m_sources[static_cast<size_t>(root)];
-    if (rank != root && bytes > 0 && source != data) std::memcpy(data, source, bytes);
+    if (rank != root && bytes > 0 && source != data)
+        std::memcpy(data, source, bytes);
     lock.lock();
     sync(lock, call, false);
     finish(call);
@@ -319,11 +326,13 @@ void Communicator::barrier(int rank) {
 }
 
 void Communicator::sync(std::unique_lock<std::mutex>& lock, Call& call, bool arrival) {
-    if (m_broken) throwBroken();
+    if (m_broken)
+        throwBroken();
     const size_t self = static_cast<size_t>(call.rank);
     if (arrival) {
         call.sequence = m_callsStarted + 1;
-        if (m_cancelled) throw CollectiveCancelled(call.name, call.sequence);
+        if (m_cancelled)
+            throw CollectiveCancelled(call.name, call.sequence);
         if (m_failed[self])
             throw std::logic_error(fmt::format("HCCL {}: rank {} was marked failed and can no longer take "
                                                "part in collectives",
@@ -348,25 +357,43 @@ void Communicator::sync(std::unique_lock<std::mutex>& lock, Call& call, bool arr
         std::fill(m_present.begin(), m_present.end(), 0);
         m_arrived = 0;
         ++m_generation;
-        if (arrival) ++m_callsStarted;
+        if (arrival)
+            ++m_callsStarted;
         m_cv.notify_all();
         return;
     }
     const uint64_t generation = m_generation;
-    const auto deadline = std::chrono::steady_clock::now() + m_timeout;
+    auto deadline = std::chrono::steady_clock::now() + m_timeout;
     for (;;) {
-        const bool timedOut = m_cv.wait_until(lock, deadline) == std::cv_status::timeout;
-        if (m_generation != generation) return;
-        if (m_broken) throwBroken();
+        bool timedOut = m_cv.wait_until(lock, deadline) == std::cv_status::timeout;
+        if (timedOut && m_generation == generation && !m_broken) {
+            // Missing ranks that are computing, or stopped computing recently, are slow, not gone.
+            const auto now = std::chrono::steady_clock::now();
+            auto lastSeen = std::chrono::steady_clock::time_point::min();
+            for (size_t r = 0; r < m_present.size(); ++r)
+                if (!m_present[r])
+                    lastSeen = std::max(lastSeen, m_computing[r] ? now : m_computedAt[r]);
+            if (lastSeen != std::chrono::steady_clock::time_point::min() && lastSeen + m_timeout > now) {
+                deadline = lastSeen + m_timeout;
+                continue;
+            }
+        }
+        if (m_generation != generation)
+            return;
+        if (m_broken)
+            throwBroken();
         // Once every rank has arrived, the remaining synchronisation points only wait for memcpy-sized
         // work, so they are not cancellable: a rank must not free a buffer another rank still reads.
-        if (arrival && m_cancelled) throw CollectiveCancelled(call.name, call.sequence);
+        if (arrival && m_cancelled)
+            throw CollectiveCancelled(call.name, call.sequence);
         if (timedOut) {
             Broken broken{true, "", call.name, {}, {}, call.sequence, m_timeout};
             for (int r = 0; r < m_worldSize; ++r) {
-                if (m_present[static_cast<size_t>(r)]) continue;
+                if (m_present[static_cast<size_t>(r)])
+                    continue;
                 broken.missingRanks.push_back(r);
-                if (m_failed[static_cast<size_t>(r)]) broken.failedRanks.push_back(r);
+                if (m_failed[static_cast<size_t>(r)])
+                    broken.failedRanks.push_back(r);
             }
             broken.message = timeoutMessage(broken.collective, broken.missingRanks, broken.sequence,
                                             broken.timeout, broken.failedRanks);
@@ -377,8 +404,17 @@ void Communicator::sync(std::unique_lock<std::mutex>& lock, Call& call, bool arr
     }
 }
 
+void Communicator::setComputing(int rank, bool computing) {
+    checkRank(rank, "setComputing");
+    std::lock_guard lock(m_mutex);
+    m_computing[static_cast<size_t>(rank)] = computing ? 1 : 0;
+    if (!computing)
+        m_computedAt[static_cast<size_t>(rank)] = std::chrono::steady_clock::now();
+}
+
 void Communicator::finish(const Call& call) {
-    if (m_cancelled) throw CollectiveCancelled(call.name, call.sequence);
+    if (m_cancelled)
+        throw CollectiveCancelled(call.name, call.sequence);
 }
 
 std::optional<std::string> Communicator::mismatch(const Call& first, const Call& other) const {
@@ -416,7 +452,8 @@ void Communicator::reduceChunk(int rank, void* data, size_t count, DType dtype, 
     const size_t r = static_cast<size_t>(rank);
     const size_t begin = r * count / n;
     const size_t end = (r + 1) * count / n;
-    if (begin == end) return;
+    if (begin == end)
+        return;
     std::vector<const void*> ring(n); // (r+1)%N first, this rank last
     for (size_t k = 0; k < n; ++k)
         ring[k] = m_sources[(r + 1 + k) % n];
@@ -432,7 +469,8 @@ void Communicator::gatherChunks(int rank, void* data, size_t count, DType dtype)
     for (size_t j = 0; j < n; ++j) {
         const size_t begin = j * count / n;
         const size_t end = (j + 1) * count / n;
-        if (j == static_cast<size_t>(rank) || begin == end) continue;
+        if (j == static_cast<size_t>(rank) || begin == end)
+            continue;
         std::memcpy(static_cast<char*>(data) + begin * element,
                     static_cast<const char*>(m_sources[j]) + begin * element, (end - begin) * element);
     }

@@ -81,6 +81,11 @@ public:
     // After a timeout or a mismatched call every later call throws the same error at once.
     bool broken() const;
 
+    // Emulated cards share the machine's cores, so a card's compute (and its wait for a core) can take far
+    // longer than on an Ascend card. A rank marked computing is not late: the timeout clock counts only time
+    // during which some missing rank is neither computing nor queued for a core (dead, hung, elsewhere).
+    void setComputing(int rank, bool computing);
+
     // Every wait failing with a timeout, a mismatch, or a cancel throws: CollectiveTimeout,
     // std::logic_error (ranks disagree on the collective, count, dtype, op or root), CollectiveCancelled.
     // Bad arguments (rank or root out of range, null buffer) throw std::invalid_argument.
@@ -126,6 +131,9 @@ private:
     int m_arrived = 0;
     std::vector<char> m_present; // per rank: arrived at the current synchronisation point
     std::vector<char> m_failed;
+    std::vector<char> m_computing; // per rank
+    std::vector<std::chrono::steady_clock::time_point>
+        m_computedAt; // per rank: when it last stopped computing
     int64_t m_callsStarted = 0;
     Call m_current; // the first arrival of the call being assembled
     // Published at the arrival point, read by the other ranks until the call's last synchronisation.

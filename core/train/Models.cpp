@@ -13,6 +13,22 @@ struct HalfRound : torch::autograd::Function<HalfRound> {
     }
 };
 
+struct StopPoint : torch::autograd::Function<StopPoint> {
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x, int64_t flag) {
+        ctx->saved_data["flag"] = flag;
+        if (flag && reinterpret_cast<const std::atomic<bool>*>(flag)->load(std::memory_order_relaxed))
+            throw ComputeStopped();
+        return x.view_as(x);
+    }
+    static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::tensor_list grads) {
+        const int64_t flag = ctx->saved_data["flag"].toInt();
+        if (flag && reinterpret_cast<const std::atomic<bool>*>(flag)->load(std::memory_order_relaxed))
+            throw ComputeStopped();
+        return {grads[0], torch::Tensor()};
+    }
+};
+
 // Convolution / linear / BatchNorm applied with the precision policy: inputs, weights and outputs rounded
 // through fp16 where the level computes in fp16; master weights stay fp32 (O2) in the parameter itself.
 torch::Tensor conv(const NetImpl& net, torch::nn::Conv2d& c, const torch::Tensor& x) {
@@ -85,6 +101,7 @@ struct SmallCnn : NetImpl {
     }
     torch::Tensor forward(torch::Tensor x) override {
         x = torch::max_pool2d(torch::relu(batchNorm(*this, b1, conv(*this, c1, x))), 2); // 16x16
+        x = stopPoint(*this, x);
         x = torch::max_pool2d(torch::relu(batchNorm(*this, b2, conv(*this, c2, x))), 2); // 8x8
         x = torch::relu(batchNorm(*this, b3, conv(*this, c3, x)));
         x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
@@ -177,7 +194,7 @@ template <typename Block> struct ResNet : NetImpl {
     torch::Tensor forward(torch::Tensor x) override {
         x = torch::relu(batchNorm(*this, stemBn, conv(*this, stem, x)));
         for (auto& block : blocks)
-            x = block->forward(*this, x);
+            x = block->forward(*this, stopPoint(*this, x));
         x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
         return linear(*this, fc, x);
     }
@@ -187,6 +204,12 @@ template <typename Block> struct ResNet : NetImpl {
 
 torch::Tensor roundHalf(const torch::Tensor& x) {
     return HalfRound::apply(x);
+}
+
+torch::Tensor stopPoint(const NetImpl& net, const torch::Tensor& x) {
+    if (!net.stopFlag)
+        return x;
+    return StopPoint::apply(x, static_cast<int64_t>(reinterpret_cast<intptr_t>(net.stopFlag)));
 }
 
 std::shared_ptr<NetImpl> makeModel(ModelKind kind, PrecisionPolicy policy, uint64_t dropoutSeed) {

@@ -4,6 +4,7 @@
 
 #include "train/ModelKind.h"
 
+#include <atomic>
 #include <torch/torch.h>
 
 namespace rs {
@@ -23,8 +24,19 @@ torch::Tensor roundHalf(const torch::Tensor& x);
 struct NetImpl : torch::nn::Module {
     PrecisionPolicy policy;
     at::Generator dropoutGen; // per replica: the global generator must not be shared across card threads
+    const std::atomic<bool>* stopFlag = nullptr; // checked between blocks, forward and backward
     virtual torch::Tensor forward(torch::Tensor x) = 0;
 };
+
+// Thrown out of forward or backward when the stop flag is set: Stop need not wait for a whole step.
+class ComputeStopped : public std::runtime_error {
+public:
+    ComputeStopped()
+        : std::runtime_error("stopped during compute") {}
+};
+
+// Identity in both directions, except that it throws ComputeStopped once the net's stop flag is set.
+torch::Tensor stopPoint(const NetImpl& net, const torch::Tensor& x);
 
 // Builds a model from LibTorch's global generator: call serially, after torch::manual_seed.
 std::shared_ptr<NetImpl> makeModel(ModelKind kind, PrecisionPolicy policy, uint64_t dropoutSeed);

@@ -29,6 +29,14 @@ struct Replica::Impl {
     std::vector<torch::Tensor> buffers;
     std::vector<ParamInfo> params;
     std::vector<std::string> bufferNames;
+    const std::atomic<bool>* stopFlag = nullptr;
+
+    // An exception out of autograd arrives as c10::Error; when the stop flag is up it was ours.
+    [[noreturn]] void rethrow() const {
+        if (stopFlag && stopFlag->load())
+            throw ReplicaStopped();
+        throw;
+    }
 };
 
 Replica::Replica(const ReplicaOptions& options)
@@ -36,6 +44,8 @@ Replica::Replica(const ReplicaOptions& options)
     torch::manual_seed(options.initSeed);
     d->policy.level = options.precision;
     d->net = makeModel(options.model, d->policy, options.dropoutSeed);
+    d->net->stopFlag = options.stopFlag;
+    d->stopFlag = options.stopFlag;
 
     int64_t total = 0;
     for (const auto& item : d->net->named_parameters(true)) {
@@ -118,13 +128,15 @@ BatchResult Replica::forwardBackward(const float* images, const int64_t* labels,
     auto y = torch::from_blob(const_cast<int64_t*>(labels), {n}, torch::kLong);
     d->flatGrads.zero_();
     BatchResult r;
-    {
+    try {
         torch::AutoGradMode enable(true);
         auto logits = d->net->forward(x);
         auto loss = torch::nn::functional::cross_entropy(logits, y);
         (loss * lossScale).backward();
         r.loss = loss.item<float>();
         r.correct = logits.argmax(1).eq(y).sum().item<int>();
+    } catch (...) {
+        d->rethrow();
     }
     r.accuracy = n > 0 ? static_cast<float>(r.correct) / n : 0.f;
     return r;
@@ -136,7 +148,13 @@ BatchResult Replica::evaluate(const float* images, const int64_t* labels, int n)
     d->net->eval();
     auto x = torch::from_blob(const_cast<float*>(images), {n, 3, 32, 32});
     auto y = torch::from_blob(const_cast<int64_t*>(labels), {n}, torch::kLong);
-    auto logits = d->net->forward(x);
+    torch::Tensor logits;
+    try {
+        logits = d->net->forward(x);
+    } catch (...) {
+        d->net->train(wasTraining);
+        d->rethrow();
+    }
     BatchResult r;
     r.loss = torch::nn::functional::cross_entropy(logits, y).item<float>();
     r.correct = logits.argmax(1).eq(y).sum().item<int>();

@@ -6,7 +6,9 @@
 #include "store/RunRecords.h"
 #include "train/ModelKind.h"
 
+#include <atomic>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 namespace rs {
@@ -16,6 +18,14 @@ struct ReplicaOptions {
     Precision precision = Precision::O0;
     uint64_t initSeed = 0;    // LibTorch's global generator is seeded with this before the model is built
     uint64_t dropoutSeed = 0; // per-replica dropout stream
+    const std::atomic<bool>* stopFlag = nullptr; // when set, forward/backward abort with ReplicaStopped
+};
+
+// Thrown by forwardBackward/evaluate when the stop flag was raised mid-compute.
+class ReplicaStopped : public std::runtime_error {
+public:
+    ReplicaStopped()
+        : std::runtime_error("stopped during compute") {}
 };
 
 struct BatchResult {

@@ -80,6 +80,23 @@ struct FlightRing {
     size_t next = 0;
 };
 
+// Marks a card as computing (or queued for a core) for the communicator's timeout clock.
+class ComputingGuard {
+public:
+    ComputingGuard(Communicator& comm, int rank)
+        : m_comm(comm)
+        , m_rank(rank) {
+        m_comm.setComputing(rank, true);
+    }
+    ~ComputingGuard() { m_comm.setComputing(m_rank, false); }
+    ComputingGuard(const ComputingGuard&) = delete;
+    ComputingGuard& operator=(const ComputingGuard&) = delete;
+
+private:
+    Communicator& m_comm;
+    int m_rank;
+};
+
 using WriterItem = std::variant<StepRecord, WeightRecord, EvalRecord, Event, FlightDump>;
 
 } // namespace
@@ -297,6 +314,7 @@ void Trainer::Impl::buildCards() {
         opt.precision = cfg.precision;
         opt.initSeed = cfg.seed; // set_seed: every rank initialises alike, and the broadcast makes sure
         opt.dropoutSeed = splitmix64(cfg.seed * 1000003ull + static_cast<uint64_t>(r));
+        opt.stopFlag = &stopRequested;
         card->replica = std::make_unique<Replica>(opt);
         card->sampler = std::make_unique<DistributedSampler>(train->size(), cfg.ranks, r, cfg.seed);
         card->scaler = std::make_unique<LossScaler>(cfg.lossScale);
@@ -360,6 +378,7 @@ void Trainer::Impl::evaluate(Card& card, int64_t step) {
         for (int i = 0; i < m; ++i)
             ids[i] = begin + i;
         loadBatch(*test, ids.data(), m, raw, images, labels);
+        ComputingGuard computing(*comm, card.rank);
         ComputeSlotGuard slot(*slots);
         const auto r = card.replica->evaluate(images.data(), labels.data(), m);
         correct += r.correct;
@@ -400,6 +419,7 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
     double commMs = 0;
     BatchResult res;
     {
+        ComputingGuard computing(*comm, r);
         ComputeSlotGuard slot(*slots);
         const auto tc = Clock::now();
         res = rep.forwardBackward(images.data(), labels.data(), B, scale);
@@ -586,6 +606,8 @@ void Trainer::Impl::cardLoop(Card& card) {
             evaluate(card, step);
         card.state = static_cast<uint8_t>(stopRequested ? CardState::Stopped : CardState::Ok);
     } catch (const CollectiveCancelled&) {
+        card.state = static_cast<uint8_t>(CardState::Stopped);
+    } catch (const ReplicaStopped&) {
         card.state = static_cast<uint8_t>(CardState::Stopped);
     } catch (const CollectiveTimeout& e) {
         card.state = static_cast<uint8_t>(CardState::TimedOut);

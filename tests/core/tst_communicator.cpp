@@ -39,7 +39,8 @@ std::vector<std::exception_ptr> runRanks(int worldSize, const std::function<void
 }
 
 QString errorText(const std::exception_ptr& e) {
-    if (!e) return QStringLiteral("no exception");
+    if (!e)
+        return QStringLiteral("no exception");
     try {
         std::rethrow_exception(e);
     } catch (const std::exception& ex) {
@@ -59,7 +60,8 @@ bool noErrors(const std::vector<std::exception_ptr>& errors, QString* text) {
 }
 
 template <class E> const E* as(const std::exception_ptr& e, std::optional<E>& holder) {
-    if (!e) return nullptr;
+    if (!e)
+        return nullptr;
     try {
         std::rethrow_exception(e);
     } catch (const E& ex) {
@@ -99,9 +101,11 @@ std::vector<uint8_t> referenceAllReduce(const std::vector<std::vector<uint8_t>>&
                     acc = (std::isnan(acc) || std::isnan(x)) ? NAN : std::max(acc, x);
                 else
                     acc = acc + x;
-                if (dtype == rs::DType::F16) acc = rs::halfToFloat(rs::floatToHalf(acc));
+                if (dtype == rs::DType::F16)
+                    acc = rs::halfToFloat(rs::floatToHalf(acc));
             }
-            if (op == rs::ReduceOp::Mean) acc = acc / static_cast<float>(n);
+            if (op == rs::ReduceOp::Mean)
+                acc = acc / static_cast<float>(n);
             if (dtype == rs::DType::F32) {
                 std::memcpy(out.data() + i * 4, &acc, 4);
             } else {
@@ -140,7 +144,8 @@ std::vector<std::vector<uint8_t>> allReduceAll(rs::Communicator& comm,
     const auto errors = runRanks(comm.worldSize(), [&](int r) {
         comm.allReduce(r, buffers[static_cast<size_t>(r)].data(), count, dtype, op);
     });
-    if (!noErrors(errors, error)) return {};
+    if (!noErrors(errors, error))
+        return {};
     return buffers;
 }
 
@@ -417,10 +422,12 @@ private slots:
         std::atomic<int> violations{0};
         const auto errors = runRanks(n, [&](int r) {
             for (int round = 0; round < rounds; ++round) {
-                if (round % n == r) std::this_thread::sleep_for(2ms);
+                if (round % n == r)
+                    std::this_thread::sleep_for(2ms);
                 entered.fetch_add(1);
                 comm.barrier(r);
-                if (entered.load() < (round + 1) * n) violations.fetch_add(1);
+                if (entered.load() < (round + 1) * n)
+                    violations.fetch_add(1);
             }
         });
         QString error;
@@ -441,15 +448,18 @@ private slots:
                 comm.allReduce(r, grad.data(), grad.size(), rs::DType::F32, rs::ReduceOp::Sum);
                 const float sum = float(n * it + n * (n - 1) / 2);
                 for (float g : grad)
-                    if (g != sum) wrong.fetch_add(1);
+                    if (g != sum)
+                        wrong.fetch_add(1);
                 int value = r == it % n ? it : -1;
                 comm.broadcast(r, &value, sizeof value, it % n);
-                if (value != it) wrong.fetch_add(1);
+                if (value != it)
+                    wrong.fetch_add(1);
                 int mine = r * 1000 + it;
                 std::vector<int> all(n);
                 comm.allGather(r, &mine, sizeof mine, all.data());
                 for (int i = 0; i < n; ++i)
-                    if (all[static_cast<size_t>(i)] != i * 1000 + it) wrong.fetch_add(1);
+                    if (all[static_cast<size_t>(i)] != i * 1000 + it)
+                        wrong.fetch_add(1);
                 comm.barrier(r);
             }
         });
@@ -464,7 +474,8 @@ private slots:
         std::vector<long long> elapsed(n, -1);
         const auto start = Clock::now();
         const auto errors = runRanks(n, [&](int r) {
-            if (r == 2) return; // this card never calls
+            if (r == 2)
+                return; // this card never calls
             const auto t0 = Clock::now();
             std::vector<float> grad(100, 1.0f);
             try {
@@ -495,7 +506,8 @@ private slots:
             QVERIFY2(what.contains("rank(s) 2") && what.contains("AllReduce") && what.contains("200 ms") &&
                          what.contains("call #1"),
                      qPrintable(what));
-            if (firstMessage.isEmpty()) firstMessage = what;
+            if (firstMessage.isEmpty())
+                firstMessage = what;
             QCOMPARE(what, firstMessage);
             QVERIFY2(
                 elapsed[static_cast<size_t>(r)] >= 150 && elapsed[static_cast<size_t>(r)] < 1000,
@@ -518,11 +530,52 @@ private slots:
         }
     }
 
+    // Emulated cards share cores: a rank that is computing (or queued for a core) past the timeout is slow,
+    // not gone. Once it stops computing and still does not arrive, the timeout counts from then.
+    void computingRankIsNotLate() {
+        rs::Communicator comm(2, 200ms);
+        const auto errors = runRanks(2, [&](int r) {
+            float v = 1.f;
+            if (r == 1) {
+                comm.setComputing(1, true);
+                std::this_thread::sleep_for(600ms); // three timeouts' worth of "compute"
+                comm.setComputing(1, false);
+            }
+            comm.allReduce(r, &v, 1, rs::DType::F32, rs::ReduceOp::Sum);
+            QCOMPARE(v, 2.f);
+        });
+        for (const auto& e : errors)
+            QVERIFY(!e);
+
+        rs::Communicator dead(2, 200ms);
+        Clock::time_point thrown;
+        const auto t0 = Clock::now();
+        const auto errors2 = runRanks(2, [&](int r) {
+            float v = 1.f;
+            if (r == 1) { // computes for 400 ms, then dies without arriving
+                dead.setComputing(1, true);
+                std::this_thread::sleep_for(400ms);
+                dead.setComputing(1, false);
+                return;
+            }
+            try {
+                dead.allReduce(r, &v, 1, rs::DType::F32, rs::ReduceOp::Sum);
+            } catch (const rs::CollectiveTimeout& e) {
+                thrown = Clock::now();
+                QCOMPARE(e.missingRanks, std::vector<int>{1});
+            }
+        });
+        const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(thrown - t0);
+        QVERIFY2(waited >= 550ms && waited < 2000ms,
+                 qPrintable(QString("timed out after %1 ms").arg(waited.count())));
+    }
+
     void timeoutReportsFailedRank() {
         rs::Communicator comm(3, 200ms);
         comm.markFailed(1);
         const auto errors = runRanks(3, [&](int r) {
-            if (r != 1) comm.barrier(r);
+            if (r != 1)
+                comm.barrier(r);
         });
         for (int r : {0, 2}) {
             std::optional<rs::CollectiveTimeout> holder;
@@ -542,7 +595,8 @@ private slots:
         const auto errors = runRanks(2, [&](int r) {
             for (int i = 0; i < 5; ++i)
                 comm.barrier(r);
-            if (r == 0) comm.barrier(r); // call #6: rank 1 does not come
+            if (r == 0)
+                comm.barrier(r); // call #6: rank 1 does not come
         });
         QVERIFY(!errors[1]);
         std::optional<rs::CollectiveTimeout> holder;
@@ -577,7 +631,8 @@ private slots:
             comm.cancel();
         });
         const auto errors = runRanks(n, [&](int r) {
-            if (r == 3) return;
+            if (r == 3)
+                return;
             std::vector<float> buf(64, 1.0f);
             std::vector<float> recv(64 * n);
             waiting.fetch_add(1);
