@@ -4,6 +4,7 @@
 #include "cluster/Communicator.h"
 
 #include "util/Half.h"
+#include "util/HalfConvert.h"
 
 #include <algorithm>
 #include <cmath>
@@ -67,105 +68,37 @@ void reduceF32(const std::vector<const void*>& ring, float* out, size_t begin, s
     }
 }
 
-// Half <-> float over a block. x86 F16C converts eight lanes at once with the same IEEE rounding as
-// util/Half.h (nearest even, overflow to inf, exact subnormals; only NaN payloads may differ), which
-// makes fp16 AllReduce several times faster than the scalar conversions.
-#if defined(__x86_64__) || defined(__i386__)
-#define RS_COMMUNICATOR_F16C 1
-__attribute__((target("avx,f16c"))) void halfToFloatF16c(const uint16_t* in, float* out, size_t m) {
-    size_t i = 0;
-    for (; i + 8 <= m; i += 8)
-        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
-    for (; i < m; ++i)
-        out[i] = halfToFloat(in[i]);
+void loadHalves(const uint16_t* in, float* out, size_t m) {
+    halvesToFloats(in, out, m);
 }
-
-__attribute__((target("avx,f16c"))) void floatToHalfF16c(const float* in, uint16_t* out, size_t m) {
-    size_t i = 0;
-    for (; i + 8 <= m; i += 8)
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
-                         _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
-    for (; i < m; ++i)
-        out[i] = floatToHalf(in[i]);
-}
-
-// acc[i] = half(acc[i] + src[i]): one fp16 add with the partial sum rounded to half.
-__attribute__((target("avx,f16c"))) void accumulateHalfF16c(float* acc, const uint16_t* src, size_t m) {
-    size_t i = 0;
-    for (; i + 8 <= m; i += 8) {
-        const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
-        const __m256 sum = _mm256_add_ps(_mm256_loadu_ps(acc + i), x);
-        _mm256_storeu_ps(acc + i, _mm256_cvtph_ps(_mm256_cvtps_ph(sum, _MM_FROUND_TO_NEAREST_INT)));
-    }
-    for (; i < m; ++i)
-        acc[i] = roundThroughHalf(acc[i] + halfToFloat(src[i]));
-}
-
-bool haveF16c() {
-    static const bool have = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
-    return have;
-}
-#else
-bool haveF16c() {
-    return false;
-}
-#endif
-
-void loadHalves(const uint16_t* in, float* out, size_t m, bool fast) {
-#ifdef RS_COMMUNICATOR_F16C
-    if (fast)
-        return halfToFloatF16c(in, out, m);
-#endif
-    (void)fast;
-    for (size_t i = 0; i < m; ++i)
-        out[i] = halfToFloat(in[i]);
-}
-
-void storeHalves(const float* in, uint16_t* out, size_t m, bool fast) {
-#ifdef RS_COMMUNICATOR_F16C
-    if (fast)
-        return floatToHalfF16c(in, out, m);
-#endif
-    (void)fast;
-    for (size_t i = 0; i < m; ++i)
-        out[i] = floatToHalf(in[i]);
-}
-
-void accumulateHalves(float* acc, const uint16_t* src, size_t m, bool fast) {
-#ifdef RS_COMMUNICATOR_F16C
-    if (fast)
-        return accumulateHalfF16c(acc, src, m);
-#endif
-    (void)fast;
-    for (size_t i = 0; i < m; ++i)
-        acc[i] = roundThroughHalf(acc[i] + halfToFloat(src[i]));
+void storeHalves(const float* in, uint16_t* out, size_t m) {
+    floatsToHalves(in, out, m);
 }
 
 // Accumulates like fp16 hardware: every partial sum is rounded to half (float holds two halves' sum
 // closely enough that rounding it once more to half is the correctly rounded fp16 sum).
 void reduceF16(const std::vector<const void*>& ring, uint16_t* out, size_t begin, size_t end, ReduceOp op,
                int worldSize) {
-    const bool fast = haveF16c();
     float acc[kBlock];
     float x[kBlock];
     const float divisor = static_cast<float>(worldSize);
     for (size_t b = begin; b < end; b += kBlock) {
         const size_t m = std::min(kBlock, end - b);
-        loadHalves(static_cast<const uint16_t*>(ring[0]) + b, acc, m, fast);
+        loadHalves(static_cast<const uint16_t*>(ring[0]) + b, acc, m);
         for (size_t k = 1; k < ring.size(); ++k) {
             const uint16_t* src = static_cast<const uint16_t*>(ring[k]) + b;
             if (op == ReduceOp::Max) {
-                loadHalves(src, x, m, fast);
+                loadHalves(src, x, m);
                 for (size_t i = 0; i < m; ++i)
                     acc[i] = maxPropagatingNan(acc[i], x[i]);
             } else {
-                accumulateHalves(acc, src, m, fast);
+                accumulateHalves(acc, src, m);
             }
         }
         if (op == ReduceOp::Mean)
             for (size_t i = 0; i < m; ++i)
                 acc[i] /= divisor;
-        storeHalves(acc, out + b, m, fast);
+        storeHalves(acc, out + b, m);
     }
 }
 

@@ -10,10 +10,12 @@ namespace rs {
 namespace fs = std::filesystem;
 
 std::string csvField(const std::string& text) {
-    if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+    if (text.find_first_of(",\"\n\r") == std::string::npos)
+        return text;
     std::string out = "\"";
     for (char c : text) {
-        if (c == '"') out += '"';
+        if (c == '"')
+            out += '"';
         out += c;
     }
     return out + "\"";
@@ -25,13 +27,15 @@ std::ofstream openOut(const fs::path& path, bool overwrite) {
     if (!overwrite && fs::exists(path))
         throw std::runtime_error(fmt::format("{}: already exists (refusing to overwrite)", path.string()));
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(fmt::format("{}: cannot open for writing", path.string()));
+    if (!out)
+        throw std::runtime_error(fmt::format("{}: cannot open for writing", path.string()));
     return out;
 }
 
 void check(std::ofstream& out, const fs::path& path) {
     out.flush();
-    if (!out) throw std::runtime_error(fmt::format("{}: write failed (disk full?)", path.string()));
+    if (!out)
+        throw std::runtime_error(fmt::format("{}: write failed (disk full?)", path.string()));
 }
 
 } // namespace
@@ -39,7 +43,8 @@ void check(std::ofstream& out, const fs::path& path) {
 std::vector<std::string> exportCsv(const RunReader& reader, const std::string& dir, bool overwrite) {
     std::error_code ec;
     fs::create_directories(dir, ec);
-    if (ec) throw std::runtime_error(fmt::format("{}: cannot create the folder: {}", dir, ec.message()));
+    if (ec)
+        throw std::runtime_error(fmt::format("{}: cannot create the folder: {}", dir, ec.message()));
     const auto& meta = reader.meta();
     const fs::path stepsPath = fs::path(dir) / "steps.csv";
     const fs::path gradsPath = fs::path(dir) / "gradients.csv";

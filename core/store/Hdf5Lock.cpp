@@ -13,7 +13,8 @@ herr_t recordFrame(unsigned n, const H5E_error2_t* err, void* data) {
     // frame that has a description.
     (void)n;
     auto* out = static_cast<std::string*>(data);
-    if (err && err->desc && err->desc[0]) *out = err->desc;
+    if (err && err->desc && err->desc[0])
+        *out = err->desc;
     return 0;
 }
 

@@ -42,7 +42,8 @@ RunInspection inspectRun(const RunReader& reader) {
     for (int64_t b = 0; b < in.stepsRecorded; b += kBlock) {
         const auto steps = reader.readSteps(b, std::min(in.stepsRecorded, b + kBlock), true);
         for (const auto& s : steps) {
-            if (s.step == 0 || (&s == &steps.front() && b == 0)) in.lossFirst = meanLoss(s);
+            if (s.step == 0 || (&s == &steps.front() && b == 0))
+                in.lossFirst = meanLoss(s);
             in.lossLast = meanLoss(s);
             bool overflow = false, skipped = false;
             for (const auto& r : s.ranks) {
@@ -65,7 +66,8 @@ RunInspection inspectRun(const RunReader& reader) {
         bool same = true;
         for (const auto& fp : w.fp)
             same = same && fp == w.fp[0];
-        if (!same && !in.firstWeightMismatchStep) in.firstWeightMismatchStep = w.step;
+        if (!same && !in.firstWeightMismatchStep)
+            in.firstWeightMismatchStep = w.step;
         in.weightsIdentical = same;
     }
     const auto evals = reader.readEvals();
@@ -118,7 +120,8 @@ std::string RunInspection::toText() const {
     s += fmt::format("steps           {} of {} recorded ({})\n", stepsRecorded, plannedSteps,
                      complete ? "complete: " + stopReason : "incomplete: the writer did not close the file");
     s += fmt::format("loss            {:.4f} -> {:.4f} (mean over ranks)\n", lossFirst, lossLast);
-    if (evalAccuracy) s += fmt::format("eval accuracy   {:.1f}%\n", *evalAccuracy * 100);
+    if (evalAccuracy)
+        s += fmt::format("eval accuracy   {:.1f}%\n", *evalAccuracy * 100);
     s += fmt::format("weights         {}\n",
                      weightsIdentical ? "identical across ranks" : "DIFFER across ranks");
     s += fmt::format("first mismatch  gradient step {}, weight step {}\n", opt(firstGradMismatchStep),

@@ -28,12 +28,12 @@ struct CardInfo {
 
 // Everything fixed for the whole run; written once when the file is created.
 struct RunMeta {
-    std::string model;         // mlp | smallcnn | resnet18 | resnet50
-    int worldSize = 0;         // ranks
-    int batchPerRank = 0;      // samples per rank per step
-    std::string precision;     // O0 | O2 | O3
-    std::string lossScale;     // none | fixed:V | dynamic
-    std::string data;          // synthetic | cifar10:DIR
+    std::string model;     // mlp | smallcnn | resnet18 | resnet50
+    int worldSize = 0;     // ranks
+    int batchPerRank = 0;  // samples per rank per step
+    std::string precision; // O0 | O2 | O3
+    std::string lossScale; // none | fixed:V | dynamic
+    std::string data;      // synthetic | cifar10:DIR
     uint64_t seed = 0;
     int sketchDim = 0;         // K of the per-parameter random-projection sketch
     int weightEvery = 0;       // weight fingerprints every this many steps (and at step 0)
@@ -52,26 +52,26 @@ enum class CardState : uint8_t { Ok = 0, Dead = 1, TimedOut = 2, Stopped = 3 };
 
 // What one rank did in one step. Per-parameter vectors have meta.params.size() entries.
 struct RankStep {
-    float loss = 0;         // unscaled loss of this rank's batch
-    float accuracy = 0;     // batch accuracy, 0..1
-    float lossScale = 1;    // the loss scale this rank used for this step
-    uint8_t overflow = 0;   // this rank's overflow status after the (synced) check
-    uint8_t skipped = 0;    // 1 when the update was skipped
-    uint8_t state = 0;      // CardState
-    float stepMs = 0;       // wall time of the whole step
-    float computeMs = 0;    // forward + backward
-    float commMs = 0;       // time spent inside collectives (includes waiting for peers)
-    uint64_t sampleFp = 0;  // fingerprint of the sample ids of this step's batch
+    float loss = 0;                 // unscaled loss of this rank's batch
+    float accuracy = 0;             // batch accuracy, 0..1
+    float lossScale = 1;            // the loss scale this rank used for this step
+    uint8_t overflow = 0;           // this rank's overflow status after the (synced) check
+    uint8_t skipped = 0;            // 1 when the update was skipped
+    uint8_t state = 0;              // CardState
+    float stepMs = 0;               // wall time of the whole step
+    float computeMs = 0;            // forward + backward
+    float commMs = 0;               // time spent inside collectives (includes waiting for peers)
+    uint64_t sampleFp = 0;          // fingerprint of the sample ids of this step's batch
     std::vector<int32_t> sampleIds; // batchPerRank ids (-1 padded)
 
     // Local gradient, before the all-reduce, unscaled (divided by lossScale).
-    std::vector<float> localNorm;       // L2 norm
-    std::vector<float> localMax;        // max |g|
-    std::vector<double> localSum;       // element sum (for the all-reduce arithmetic check)
-    std::vector<uint32_t> nonfinite;    // inf/nan count
+    std::vector<float> localNorm;         // L2 norm
+    std::vector<float> localMax;          // max |g|
+    std::vector<double> localSum;         // element sum (for the all-reduce arithmetic check)
+    std::vector<uint32_t> nonfinite;      // inf/nan count
     std::vector<uint32_t> overflowCount;  // elements whose fp16 rounding is inf (scaled gradient)
     std::vector<uint32_t> underflowCount; // nonzero elements whose fp16 rounding is 0
-    std::vector<float> sketch;          // params * sketchDim, random projection (shared seed)
+    std::vector<float> sketch;            // params * sketchDim, random projection (shared seed)
 
     // Synced gradient, after the all-reduce, unscaled.
     std::vector<float> syncedNorm;
@@ -89,10 +89,10 @@ struct StepRecord {
 // Weight fingerprints (every weightEvery steps and at step 0, after the initial broadcast).
 struct WeightRecord {
     int64_t step = 0;
-    std::vector<std::vector<uint64_t>> fp;  // [rank][param], bitwise
-    std::vector<std::vector<float>> norm;   // [rank][param], L2
-    std::vector<uint64_t> bufferFp;         // [rank], all BatchNorm running statistics together
-    std::vector<float> bufferDrift;         // [rank], |norm(buffers_r) - norm(buffers_0)| / norm(buffers_0)
+    std::vector<std::vector<uint64_t>> fp; // [rank][param], bitwise
+    std::vector<std::vector<float>> norm;  // [rank][param], L2
+    std::vector<uint64_t> bufferFp;        // [rank], all BatchNorm running statistics together
+    std::vector<float> bufferDrift;        // [rank], |norm(buffers_r) - norm(buffers_0)| / norm(buffers_0)
 };
 
 struct EvalRecord {
@@ -105,9 +105,9 @@ enum class Severity : uint8_t { Info = 0, Warning = 1, Error = 2 };
 
 struct Event {
     int64_t step = 0;
-    int rank = -1;    // -1: not tied to one rank
+    int rank = -1; // -1: not tied to one rank
     Severity severity = Severity::Info;
-    std::string code; // e.g. GRADIENT_SYNC, LOSS_FLUCTUATION, OVERFLOW, TIMEOUT (<= 31 chars)
+    std::string code;    // e.g. GRADIENT_SYNC, LOSS_FLUCTUATION, OVERFLOW, TIMEOUT (<= 31 chars)
     std::string message; // the line users know (<= 255 chars)
 };
 
@@ -115,7 +115,8 @@ struct Event {
 struct FlightEntry {
     int64_t step = 0;
     int rank = 0;
-    uint8_t kind = 0; // 0 local gradient, 1 synced gradient (both scaled by that step's loss scale), 2 weights
+    uint8_t kind =
+        0; // 0 local gradient, 1 synced gradient (both scaled by that step's loss scale), 2 weights
     std::vector<float> data; // flat, meta.params layout
 };
 

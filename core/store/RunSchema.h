@@ -1,6 +1,6 @@
 // The layout of a RankSight run file (HDF5), in one place so the writer, the reader and
 // docs/run-file.md agree. Every name, dtype and shape of the file is here; docs/run-file.md explains them.
-// No HDF5 types in this header: RunWriter.cpp and RunReader.cpp map Dtype to HDF5 types.
+// No HDF5 types in this header: Hdf5Types.h maps Dtype and Row to HDF5 for RunWriter and RunReader.
 #pragma once
 
 #include "store/RunRecords.h"
@@ -196,7 +196,8 @@ inline constexpr int64_t kInflationSlackBytes = 64 << 20;
 inline int64_t totalElements(std::span<const ParamInfo> params) {
     int64_t total = 0;
     for (const ParamInfo& p : params)
-        if (p.offset + p.numel > total) total = p.offset + p.numel;
+        if (p.offset + p.numel > total)
+            total = p.offset + p.numel;
     return total;
 }
 

@@ -5,6 +5,7 @@
 #include "store/RunWriter.h"
 
 #include "store/Hdf5Lock.h"
+#include "store/Hdf5Types.h"
 
 #include <H5Cpp.h>
 #include <algorithm>
@@ -19,6 +20,17 @@
 namespace rs {
 
 namespace rsc = runschema;
+using h5detail::Dims;
+using h5detail::elementCount;
+using h5detail::fileType;
+using h5detail::fixedString;
+using h5detail::hdf5Detail;
+using h5detail::isString;
+using h5detail::memType;
+using h5detail::putFixedString;
+using h5detail::rowDims;
+using h5detail::runDims;
+using h5detail::shapeString;
 using rsc::Dtype;
 using rsc::Row;
 
@@ -35,98 +47,6 @@ constexpr hsize_t kMaxChunkRows = 64;
 constexpr size_t kMaxChunkBytes = 1 << 20; // a row larger than this is split along its own dims
 constexpr int kDeflateLevel = 1;
 
-struct Dims {
-    hsize_t R = 0, B = 0, P = 0, K = 0, T = 0;
-};
-
-std::vector<hsize_t> rowDims(Row row, const Dims& d) {
-    switch (row) {
-    case Row::Scalar:
-        return {};
-    case Row::R:
-        return {d.R};
-    case Row::RB:
-        return {d.R, d.B};
-    case Row::RP:
-        return {d.R, d.P};
-    case Row::RPK:
-        return {d.R, d.P, d.K};
-    case Row::T:
-        return {d.T};
-    }
-    return {};
-}
-
-H5::StrType fixedString(size_t bytes) {
-    H5::StrType t(H5::PredType::C_S1, std::max<size_t>(bytes, 1));
-    t.setStrpad(H5T_STR_NULLTERM);
-    t.setCset(H5T_CSET_UTF8);
-    return t;
-}
-
-H5::DataType fileType(Dtype t) {
-    switch (t) {
-    case Dtype::I32:
-        return H5::PredType::STD_I32LE;
-    case Dtype::I64:
-        return H5::PredType::STD_I64LE;
-    case Dtype::U8:
-        return H5::PredType::STD_U8LE;
-    case Dtype::U32:
-        return H5::PredType::STD_U32LE;
-    case Dtype::U64:
-        return H5::PredType::STD_U64LE;
-    case Dtype::F32:
-        return H5::PredType::IEEE_F32LE;
-    case Dtype::F64:
-        return H5::PredType::IEEE_F64LE;
-    case Dtype::Str32:
-        return fixedString(rsc::kEventCodeLen);
-    case Dtype::Str256:
-        return fixedString(rsc::kEventMessageLen);
-    }
-    return H5::PredType::STD_U8LE;
-}
-
-H5::DataType memType(Dtype t) {
-    switch (t) {
-    case Dtype::I32:
-        return H5::PredType::NATIVE_INT32;
-    case Dtype::I64:
-        return H5::PredType::NATIVE_INT64;
-    case Dtype::U8:
-        return H5::PredType::NATIVE_UINT8;
-    case Dtype::U32:
-        return H5::PredType::NATIVE_UINT32;
-    case Dtype::U64:
-        return H5::PredType::NATIVE_UINT64;
-    case Dtype::F32:
-        return H5::PredType::NATIVE_FLOAT;
-    case Dtype::F64:
-        return H5::PredType::NATIVE_DOUBLE;
-    case Dtype::Str32:
-    case Dtype::Str256:
-        return fileType(t);
-    }
-    return H5::PredType::NATIVE_UINT8;
-}
-
-// Cuts a string to at most maxBytes bytes without splitting a UTF-8 sequence.
-std::string_view utf8Prefix(std::string_view s, size_t maxBytes) {
-    if (s.size() <= maxBytes) return s;
-    size_t cut = maxBytes;
-    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80)
-        --cut;
-    return s.substr(0, cut);
-}
-
-// Writes s into a fixed-size, NUL-terminated field of `size` bytes.
-void putString(std::byte* field, size_t size, std::string_view s) {
-    std::memset(field, 0, size);
-    const std::string_view cut = utf8Prefix(s, size - 1);
-    std::memcpy(field, cut.data(), cut.size());
-}
-
 std::string utcNowIso() {
     const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
     std::tm tm{};
@@ -134,20 +54,6 @@ std::string utcNowIso() {
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
     return buf;
-}
-
-std::string shapeString(const std::vector<int64_t>& shape) {
-    std::string s;
-    for (size_t i = 0; i < shape.size(); ++i) {
-        if (i) s += 'x';
-        s += std::to_string(shape[i]);
-    }
-    return s;
-}
-
-std::string hdf5Detail(const H5::Exception& e) {
-    const std::string inner = hdf5LastError();
-    return inner.empty() ? e.getDetailMsg() : fmt::format("{}: {}", e.getDetailMsg(), inner);
 }
 
 // One extendible dataset and what it takes to append to it without re-deriving anything per row.
@@ -188,7 +94,8 @@ struct RunWriter::Impl {
         throw RunFileError(fmt::format("{}: {}", path, what));
     }
     void requireOpen(const char* op) const {
-        if (!open) invalid(fmt::format("{} after the writer was closed", op));
+        if (!open)
+            invalid(fmt::format("{} after the writer was closed", op));
     }
 
     // --- creation -------------------------------------------------------------------------------------
@@ -267,7 +174,8 @@ template <class T>
 void RunWriter::Impl::fixedNumeric(const char* name, Dtype t, const std::vector<T>& values) {
     const hsize_t n = values.size();
     H5::DataSet ds = file.createDataSet(name, fileType(t), H5::DataSpace(1, &n));
-    if (n) ds.write(values.data(), memType(t));
+    if (n)
+        ds.write(values.data(), memType(t));
 }
 
 void RunWriter::Impl::fixedStrings(const char* name, const std::vector<std::string>& values) {
@@ -277,10 +185,11 @@ void RunWriter::Impl::fixedStrings(const char* name, const std::vector<std::stri
     const hsize_t n = values.size();
     const H5::StrType type = fixedString(width);
     H5::DataSet ds = file.createDataSet(name, type, H5::DataSpace(1, &n));
-    if (!n) return;
+    if (!n)
+        return;
     std::vector<std::byte> buf(n * width);
     for (size_t i = 0; i < n; ++i)
-        putString(buf.data() + i * width, width, values[i]);
+        putFixedString(buf.data() + i * width, width, values[i]);
     ds.write(buf.data(), type);
 }
 
@@ -331,9 +240,7 @@ WColumn RunWriter::Impl::createColumn(const rsc::Column& spec) {
     c.mem = memType(spec.dtype);
     const std::vector<hsize_t> row = rowDims(spec.row, dims);
     const size_t elemBytes = rsc::dtypeBytes(spec.dtype);
-    c.rowElems = 1;
-    for (hsize_t d : row)
-        c.rowElems *= d;
+    c.rowElems = elementCount(row);
     c.rowBytes = c.rowElems * elemBytes;
 
     c.dims = {0};
@@ -359,8 +266,10 @@ WColumn RunWriter::Impl::createColumn(const rsc::Column& spec) {
 
     H5::DSetCreatPropList dcpl;
     dcpl.setChunk(int(chunk.size()), chunk.data());
-    if (spec.deflate && spec.dtype != Dtype::Str32 && spec.dtype != Dtype::Str256) dcpl.setShuffle();
-    if (spec.deflate) dcpl.setDeflate(kDeflateLevel);
+    if (spec.deflate && !isString(spec.dtype))
+        dcpl.setShuffle();
+    if (spec.deflate)
+        dcpl.setDeflate(kDeflateLevel);
     // The chunk being filled must stay cached (or every row would re-read and re-inflate it); more is waste.
     H5::DSetAccPropList dapl;
     dapl.setChunkCache(13, chunkBytes + 4096, 1.0);
@@ -371,7 +280,8 @@ WColumn RunWriter::Impl::createColumn(const rsc::Column& spec) {
     c.count[0] = 1;
     c.start.assign(c.dims.size(), 0);
     c.oneRow = H5::DataSpace(int(c.count.size()), c.count.data());
-    if (spec.row != Row::T) c.buf.resize(c.rowBytes); // flight rows are written from the records
+    if (spec.row != Row::T)
+        c.buf.resize(c.rowBytes); // flight rows are written from the records
     return c;
 }
 
@@ -389,7 +299,8 @@ void RunWriter::Impl::createTable(WTable& table, std::span<const rsc::Column> co
 // appending
 
 void RunWriter::Impl::writeRows(WColumn& c, hsize_t row, hsize_t n, const void* data) {
-    if (n == 0 || c.rowElems == 0) return;
+    if (n == 0 || c.rowElems == 0)
+        return;
     try {
         H5::DataSpace fileSpace = c.ds.getSpace();
         c.start[0] = row;
@@ -417,7 +328,8 @@ void RunWriter::Impl::extendAndWrite(WColumn& c, hsize_t row, hsize_t n, const v
 }
 
 void RunWriter::Impl::flushColumn(WColumn& c) {
-    if (H5Dflush(c.ds.getId()) < 0) invalid(fmt::format("flushing {}: {}", c.path, hdf5LastError()));
+    if (H5Dflush(c.ds.getId()) < 0)
+        invalid(fmt::format("flushing {}: {}", c.path, hdf5LastError()));
 }
 
 void RunWriter::Impl::appendRows(WTable& table, hsize_t n) {
@@ -437,7 +349,7 @@ void RunWriter::Impl::writeStatus(bool complete, const std::string& reason) {
         const uint8_t flag = complete ? 1 : 0;
         statusComplete.write(&flag, H5::PredType::NATIVE_UINT8);
         std::vector<std::byte> field(rsc::kReasonLen);
-        putString(field.data(), field.size(), reason);
+        putFixedString(field.data(), field.size(), reason);
         statusReason.write(field.data(), fixedString(rsc::kReasonLen));
         H5Dflush(statusComplete.getId());
         H5Dflush(statusReason.getId());
@@ -470,7 +382,8 @@ void putRankVector(std::vector<std::byte>& buf, size_t rank, size_t len, const s
                    OnWrongSize&& wrongSize) {
     std::byte* dst = buf.data() + rank * len * sizeof(T);
     if (v.size() == len) {
-        if (len) std::memcpy(dst, v.data(), len * sizeof(T));
+        if (len)
+            std::memcpy(dst, v.data(), len * sizeof(T));
     } else if (v.empty()) {
         for (size_t i = 0; i < len; ++i)
             std::memcpy(dst + i * sizeof(T), &missing, sizeof(T));
@@ -494,13 +407,10 @@ std::unique_ptr<RunWriter> RunWriter::create(const std::string& path, const RunM
     auto d = std::make_unique<Impl>();
     d->path = path;
     d->meta = meta;
-    if (d->meta.createdUtc.empty()) d->meta.createdUtc = utcNowIso();
+    if (d->meta.createdUtc.empty())
+        d->meta.createdUtc = utcNowIso();
     d->validateMeta();
-    d->dims.R = hsize_t(meta.worldSize);
-    d->dims.B = hsize_t(meta.batchPerRank);
-    d->dims.P = meta.params.size();
-    d->dims.K = hsize_t(meta.sketchDim);
-    d->dims.T = hsize_t(rsc::totalElements(meta.params));
+    d->dims = runDims(meta);
 
     std::error_code ec;
     if (!overwrite && std::filesystem::exists(path, ec))
@@ -531,10 +441,12 @@ std::unique_ptr<RunWriter> RunWriter::create(const std::string& path, const RunM
     } catch (...) {
         // Leave no half-created file behind.
         try {
-            if (created) d->closeAll();
+            if (created)
+                d->closeAll();
         } catch (...) {
         }
-        if (created) std::filesystem::remove(path, ec);
+        if (created)
+            std::filesystem::remove(path, ec);
         try {
             throw;
         } catch (const H5::Exception& e) {
@@ -545,7 +457,8 @@ std::unique_ptr<RunWriter> RunWriter::create(const std::string& path, const RunM
 }
 
 RunWriter::~RunWriter() {
-    if (!m_d || !m_d->open) return;
+    if (!m_d || !m_d->open)
+        return;
     try {
         Hdf5Guard guard;
         m_d->writeStatus(false, "aborted: the writer was destroyed without close()");
@@ -661,8 +574,8 @@ void RunWriter::appendEvent(const Event& ev) {
     put(c[rsc::kVStep].buf, 0, ev.step);
     put(c[rsc::kVRank].buf, 0, int32_t(ev.rank));
     put(c[rsc::kVSeverity].buf, 0, uint8_t(ev.severity));
-    putString(c[rsc::kVCode].buf.data(), rsc::kEventCodeLen, ev.code);
-    putString(c[rsc::kVMessage].buf.data(), rsc::kEventMessageLen, ev.message);
+    putFixedString(c[rsc::kVCode].buf.data(), rsc::kEventCodeLen, ev.code);
+    putFixedString(c[rsc::kVMessage].buf.data(), rsc::kEventMessageLen, ev.message);
     d.appendRows(d.events, 1);
 }
 
@@ -709,7 +622,7 @@ void RunWriter::appendFlightDump(const FlightDump& dump) {
     }
     auto& c = d.dumps.cols;
     put(c[rsc::kDTriggerStep].buf, 0, dump.triggerStep);
-    putString(c[rsc::kDReason].buf.data(), rsc::kReasonLen, dump.reason);
+    putFixedString(c[rsc::kDReason].buf.data(), rsc::kReasonLen, dump.reason);
     d.appendRows(d.dumps, 1);
 }
 

@@ -1,15 +1,25 @@
 #include "train/Models.h"
 
+#include "util/HalfConvert.h"
+
 namespace rs {
 namespace {
 
+// Rounds through fp16 with the fast bulk conversion (LibTorch's own CPU half conversion is scalar).
+torch::Tensor roundedCopy(const torch::Tensor& x) {
+    auto in = x.contiguous();
+    auto out = torch::empty_like(in);
+    roundFloatsThroughHalf(in.data_ptr<float>(), out.data_ptr<float>(), static_cast<size_t>(in.numel()));
+    return out;
+}
+
 struct HalfRound : torch::autograd::Function<HalfRound> {
     static torch::Tensor forward(torch::autograd::AutogradContext*, torch::Tensor x) {
-        return x.to(torch::kHalf).to(torch::kFloat);
+        return roundedCopy(x);
     }
     static torch::autograd::tensor_list backward(torch::autograd::AutogradContext*,
                                                  torch::autograd::tensor_list grads) {
-        return {grads[0].to(torch::kHalf).to(torch::kFloat)};
+        return {roundedCopy(grads[0])};
     }
 };
 

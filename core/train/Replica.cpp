@@ -1,6 +1,7 @@
 #include "train/Replica.h"
 
 #include "train/Models.h"
+#include "util/HalfConvert.h"
 
 #include <torch/version.h>
 
@@ -78,7 +79,7 @@ Replica::Replica(const ReplicaOptions& options)
         d->buffers.push_back(item.value());
     }
     if (options.precision == Precision::O3) // O3 keeps the weights themselves in fp16
-        d->flatWeights.copy_(d->flatWeights.to(torch::kHalf).to(torch::kFloat));
+        roundWeightsThroughHalf();
     d->net->train(true);
 }
 
@@ -168,21 +169,15 @@ void Replica::roundGradsThroughHalf() {
 }
 
 void Replica::gradsToHalf(uint16_t* out) const {
-    torch::from_blob(out, {d->flatGrads.numel()}, torch::kHalf).copy_(d->flatGrads);
+    floatsToHalves(grads(), out, static_cast<size_t>(numParams()));
 }
 
 void Replica::gradsFromHalf(const uint16_t* in) {
-    d->flatGrads.copy_(torch::from_blob(const_cast<uint16_t*>(in), {d->flatGrads.numel()}, torch::kHalf));
+    halvesToFloats(in, grads(), static_cast<size_t>(numParams()));
 }
 
 void Replica::roundWeightsThroughHalf() {
     d->flatWeights.copy_(d->flatWeights.to(torch::kHalf));
-}
-
-void Replica::copyBuffersFrom(const Replica& other) {
-    torch::NoGradGuard noGrad;
-    for (size_t i = 0; i < d->buffers.size() && i < other.d->buffers.size(); ++i)
-        d->buffers[i].copy_(other.d->buffers[i]);
 }
 
 int64_t Replica::activationBytesEstimate(int batch) const {

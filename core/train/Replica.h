@@ -64,8 +64,7 @@ public:
     // fp16 payloads for the all-reduce: vectorised conversion of the flat gradient buffer.
     void gradsToHalf(uint16_t* out) const;
     void gradsFromHalf(const uint16_t* in);
-    void roundWeightsThroughHalf();             // O3 keeps the weights themselves in fp16
-    void copyBuffersFrom(const Replica& other); // BatchNorm running statistics
+    void roundWeightsThroughHalf(); // O3 keeps the weights themselves in fp16
     BatchResult evaluate(const float* images, const int64_t* labels, int n); // eval mode, no gradients
 
     int64_t activationBytesEstimate(int batch) const; // for the HBM estimate of the cards panel

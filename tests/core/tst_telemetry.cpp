@@ -105,14 +105,15 @@ void TestTelemetry::sketchCosineTracksTrueCosine() {
     gradStats(b.data(), n, 1.f, 99, k, sb.data());
     const double est = cosine(sa.data(), sb.data(), k);
     QVERIFY2(std::fabs(est - truth) < 0.3, qPrintable(QString("sketch %1 vs true %2").arg(est).arg(truth)));
-    if (mix == 1.0f) QCOMPARE(sa, sb); // identical tensors, identical sketches: cosine exactly 1
+    if (mix == 1.0f)
+        QCOMPARE(sa, sb); // identical tensors, identical sketches: cosine exactly 1
 }
 
 static RunMeta metaWith(int params) {
     RunMeta m;
     m.worldSize = 2;
     for (int p = 0; p < params; ++p)
-        m.params.push_back({"p" + std::to_string(p), {4}, 4, p * 4});
+        m.params.push_back({std::string("p").append(std::to_string(p)), {4}, 4, p * 4});
     return m;
 }
 
