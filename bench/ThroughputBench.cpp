@@ -4,6 +4,7 @@
 #include "train/Models.h"
 #include "train/Trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -22,7 +23,8 @@ public:
     explicit StepClock(int warmup)
         : m_warmup(warmup) {}
     void stepRecorded(const StepRecord& s) override {
-        if (s.step + 1 == m_warmup) m_start = Clock::now();
+        if (s.step + 1 == m_warmup)
+            m_start = Clock::now();
         m_end = Clock::now();
         m_last = s.step + 1;
     }
@@ -78,7 +80,8 @@ double singleReplicaImgS(const BenchOptions& o, int threads) {
     }
     Clock::time_point start;
     for (int s = 0; s < o.warmup + o.steps; ++s) {
-        if (s == o.warmup) start = Clock::now();
+        if (s == o.warmup)
+            start = Clock::now();
         opt.zero_grad();
         auto loss = torch::nn::functional::cross_entropy(net->forward(images), labels);
         loss.backward();
@@ -88,28 +91,44 @@ double singleReplicaImgS(const BenchOptions& o, int threads) {
     return secs > 0 ? o.steps * double(batch) / secs : 0;
 }
 
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 } // namespace
 
 BenchResult runThroughputBench(const BenchOptions& o, bool progress) {
-    if (!parseModelKind(o.model)) throw std::invalid_argument(fmt::format("unknown model '{}'", o.model));
+    if (!parseModelKind(o.model))
+        throw std::invalid_argument(fmt::format("unknown model '{}'", o.model));
     if (!parsePrecision(o.precision))
         throw std::invalid_argument(fmt::format("unknown precision '{}'", o.precision));
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const auto out =
         (std::filesystem::temp_directory_path() / fmt::format("ranksight-bench-{}.h5", getpid())).string();
-    BenchResult r;
-    auto say = [&](const char* what) {
+    auto say = [&](const char* what, int round) {
         if (progress)
-            std::fprintf(stderr, "bench: %s (%s, %d x %d, %d steps after %d warm-up)...\n", what,
-                         o.model.c_str(), o.ranks, o.batchPerRank, o.steps, o.warmup);
+            std::fprintf(stderr, "bench: round %d/%d: %s (%s, %d x %d, %d steps after %d warm-up)...\n",
+                         round + 1, o.repeat, what, o.model.c_str(), o.ranks, o.batchPerRank, o.steps,
+                         o.warmup);
     };
-    say("single replica");
-    r.singleReplicaImgS = singleReplicaImgS(o, o.threads > 0 ? o.threads : cores);
-    say("cluster, telemetry off");
-    r.telemetryOffImgS = clusterImgS(o, false, out);
-    say("cluster, telemetry and run file on");
-    r.telemetryOnImgS = clusterImgS(o, true, out);
+    // The machine is noisy: the three configurations take turns, round after round, and each figure is the
+    // median of its rounds, so a burst of outside load hits all three alike.
+    std::vector<double> single, off, on;
+    for (int round = 0; round < std::max(1, o.repeat); ++round) {
+        say("single replica", round);
+        single.push_back(singleReplicaImgS(o, o.threads > 0 ? o.threads : cores));
+        say("cluster, telemetry off", round);
+        off.push_back(clusterImgS(o, false, out));
+        say("cluster, telemetry and run file on", round);
+        on.push_back(clusterImgS(o, true, out));
+    }
     std::filesystem::remove(out);
+    BenchResult r;
+    r.singleReplicaImgS = median(single);
+    r.telemetryOffImgS = median(off);
+    r.telemetryOnImgS = median(on);
     return r;
 }
 

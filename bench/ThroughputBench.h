@@ -12,6 +12,7 @@ struct BenchOptions {
     int batchPerRank = 8;
     int steps = 6;
     int warmup = 2;
+    int repeat = 3; // rounds; each figure is the median over rounds
     std::string precision = "O0";
     int threads = 0; // 0: all cores
 };

@@ -49,7 +49,7 @@ double ddpPeerImgS(const BenchOptions& o, std::string& note) {
 } // namespace
 
 int benchCommand(const Args& argv) {
-    const CliArgs args(argv, {"model", "ranks", "batch", "steps", "warmup", "precision", "threads"},
+    const CliArgs args(argv, {"model", "ranks", "batch", "steps", "warmup", "precision", "threads", "repeat"},
                        {"json", "peer"});
     BenchOptions o;
     auto num = [&](const char* name, int& field, int lo, int hi) {
@@ -70,6 +70,7 @@ int benchCommand(const Args& argv) {
     num("steps", o.steps, 1, 100000);
     num("warmup", o.warmup, 1, 1000);
     num("threads", o.threads, 0, 256);
+    num("repeat", o.repeat, 1, 100);
     BenchResult r;
     try {
         r = runThroughputBench(o, !args.flag("json"));
@@ -79,7 +80,8 @@ int benchCommand(const Args& argv) {
     std::string peerNote;
     double peer = 0;
     if (args.flag("peer")) {
-        if (!args.flag("json")) std::fprintf(stderr, "bench: PyTorch DDP (gloo), one process per rank...\n");
+        if (!args.flag("json"))
+            std::fprintf(stderr, "bench: PyTorch DDP (gloo), one process per rank...\n");
         peer = ddpPeerImgS(o, peerNote);
     }
     const double overhead = r.telemetryOffImgS > 0 ? (r.telemetryOffImgS / r.telemetryOnImgS - 1.0) * 100 : 0;
@@ -89,6 +91,7 @@ int benchCommand(const Args& argv) {
                             {"ranks", o.ranks},
                             {"batch_per_rank", o.batchPerRank},
                             {"steps", o.steps},
+                            {"repeat", o.repeat},
                             {"precision", o.precision},
                             {"single_replica_img_s", r.singleReplicaImgS},
                             {"telemetry_off_img_s", r.telemetryOffImgS},
@@ -99,7 +102,8 @@ int benchCommand(const Args& argv) {
             j["ddp_gloo_peer_img_s"] = peer > 0 ? nlohmann::json(peer) : nlohmann::json(nullptr);
             j["telemetry_on_vs_ddp_peer"] =
                 peer > 0 ? nlohmann::json(r.telemetryOnImgS / peer) : nlohmann::json(nullptr);
-            if (!peerNote.empty()) j["ddp_gloo_peer_note"] = peerNote;
+            if (!peerNote.empty())
+                j["ddp_gloo_peer_note"] = peerNote;
         }
         std::printf("%s\n", j.dump(2).c_str());
     } else {

@@ -22,11 +22,13 @@ CliArgs::CliArgs(const std::vector<std::string>& args, const std::set<std::strin
             hasValue = true;
         }
         if (flags.count(name)) {
-            if (hasValue) throw UsageError(fmt::format("option --{} takes no value", name));
+            if (hasValue)
+                throw UsageError(fmt::format("option --{} takes no value", name));
             m_flags.insert(name);
         } else if (valued.count(name)) {
             if (!hasValue) {
-                if (i + 1 >= args.size()) throw UsageError(fmt::format("option --{} needs a value", name));
+                if (i + 1 >= args.size())
+                    throw UsageError(fmt::format("option --{} needs a value", name));
                 val = args[++i];
             }
             m_ordered.emplace_back(name, val);
@@ -39,14 +41,16 @@ CliArgs::CliArgs(const std::vector<std::string>& args, const std::set<std::strin
 std::optional<std::string> CliArgs::value(const std::string& name) const {
     std::optional<std::string> v;
     for (const auto& [k, x] : m_ordered)
-        if (k == name) v = x;
+        if (k == name)
+            v = x;
     return v;
 }
 
 std::vector<std::string> CliArgs::values(const std::string& name) const {
     std::vector<std::string> v;
     for (const auto& [k, x] : m_ordered)
-        if (k == name) v.push_back(x);
+        if (k == name)
+            v.push_back(x);
     return v;
 }
 

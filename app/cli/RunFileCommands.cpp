@@ -27,7 +27,8 @@ std::unique_ptr<RunReader> openRun(const CliArgs& args, const char* cmd) {
 int inspectCommand(const Args& argv) {
     const CliArgs args(argv, {}, {"json"});
     auto reader = openRun(args, "inspect");
-    if (!reader) return 2;
+    if (!reader)
+        return 2;
     try {
         const auto in = inspectRun(*reader);
         std::fputs((args.flag("json") ? in.toJson() + "\n" : in.toText()).c_str(), stdout);
@@ -41,9 +42,11 @@ int inspectCommand(const Args& argv) {
 int exportCsvCommand(const Args& argv) {
     const CliArgs args(argv, {"out"}, {"force"});
     const auto out = args.value("out");
-    if (!out) throw UsageError("--out DIR is required");
+    if (!out)
+        throw UsageError("--out DIR is required");
     auto reader = openRun(args, "export-csv");
-    if (!reader) return 2;
+    if (!reader)
+        return 2;
     try {
         for (const auto& path : exportCsv(*reader, *out, args.flag("force")))
             std::printf("%s\n", path.c_str());

@@ -24,7 +24,8 @@ extern "C" void onSigint(int) {
 }
 
 std::string clock(double seconds) {
-    if (!(seconds >= 0) || seconds > 1e7) return "--:--";
+    if (!(seconds >= 0) || seconds > 1e7)
+        return "--:--";
     const auto s = static_cast<int64_t>(seconds);
     return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
                      : fmt::format("{}:{:02}", s / 60, s % 60);
@@ -47,7 +48,8 @@ public:
                 meta.lossScale.c_str(), static_cast<long long>(meta.plannedSteps));
     }
     void stepRecorded(const StepRecord& s) override {
-        if (m_quiet) return;
+        if (m_quiet)
+            return;
         const double elapsed =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
         const int64_t done = s.step + 1, total = m_meta.plannedSteps;
@@ -69,12 +71,14 @@ public:
         }
     }
     void eventRecorded(const Event& e) override {
-        if (m_quiet || e.severity == Severity::Info) return;
+        if (m_quiet || e.severity == Severity::Info)
+            return;
         std::fprintf(stderr, "%s[%s] %s\n", m_tty ? "\r\x1b[K" : "",
                      e.severity == Severity::Error ? "ERROR" : "WARNING", e.message.c_str());
     }
     void runFinished(const RunSummary&) override {
-        if (!m_quiet && m_tty) std::fprintf(stderr, "\n");
+        if (!m_quiet && m_tty)
+            std::fprintf(stderr, "\n");
     }
 
 private:
@@ -112,9 +116,11 @@ int trainCommand(const Args& argv) {
 
     TrainConfig cfg;
     try {
-        if (auto path = args.value("config")) cfg = TrainConfig::fromFile(*path);
+        if (auto path = args.value("config"))
+            cfg = TrainConfig::fromFile(*path);
         for (const auto& [name, value] : args.ordered()) {
-            if (name == "config") continue;
+            if (name == "config")
+                continue;
             if (name == "set") {
                 const auto eq = value.find('=');
                 if (eq == std::string::npos)

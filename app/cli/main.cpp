@@ -22,14 +22,16 @@ commands:
   export-csv      steps.csv, gradients.csv, events.csv: RUN.h5 --out DIR [--force]
   lint-ranktable  validate a MindSpore hccl.json: FILE [--ranks N] [--json]
   bench           throughput: single replica vs the cluster with telemetry off and on
-                  [--model M] [--ranks N] [--batch PER_RANK] [--steps N] [--precision P] [--peer] [--json]
+                  [--model M] [--ranks N] [--batch PER_RANK] [--steps N] [--repeat R] [--precision P]
+                  [--peer] [--json]
 
 exit codes: 0 success, 1 a check failed, 2 bad usage or unreadable input
 )";
 
 // OpenBLAS reads its thread count once, when the library loads: set it before that by re-executing.
 void pinBlasThreads(char** argv) {
-    if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr) return;
+    if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr)
+        return;
     setenv("OPENBLAS_NUM_THREADS", "1", 1);
     execv("/proc/self/exe", argv);
     // If re-executing fails we still run, just possibly oversubscribed.
@@ -47,11 +49,16 @@ int main(int argc, char** argv) {
     const std::string cmd = argv[1];
     const rs::cli::Args args(argv + 2, argv + argc);
     try {
-        if (cmd == "train") return rs::cli::trainCommand(args);
-        if (cmd == "inspect") return rs::cli::inspectCommand(args);
-        if (cmd == "export-csv") return rs::cli::exportCsvCommand(args);
-        if (cmd == "lint-ranktable") return rs::cli::lintRankTableCommand(args);
-        if (cmd == "bench") return rs::cli::benchCommand(args);
+        if (cmd == "train")
+            return rs::cli::trainCommand(args);
+        if (cmd == "inspect")
+            return rs::cli::inspectCommand(args);
+        if (cmd == "export-csv")
+            return rs::cli::exportCsvCommand(args);
+        if (cmd == "lint-ranktable")
+            return rs::cli::lintRankTableCommand(args);
+        if (cmd == "bench")
+            return rs::cli::benchCommand(args);
         rs::cli::printError(fmt::format("unknown command '{}' (try --help)", cmd));
         return 2;
     } catch (const rs::cli::UsageError& e) {

@@ -204,12 +204,13 @@ void TestCli::exitCodes() {
 
 void TestCli::benchReportsAllThreeFigures() {
     const auto r = cli({"bench", "--model", "mlp", "--ranks", "2", "--batch", "8", "--steps", "3", "--warmup",
-                        "1", "--json"});
+                        "1", "--repeat", "1", "--json"});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     const auto j = QJsonDocument::fromJson(r.out.toUtf8()).object();
     for (const char* key : {"single_replica_img_s", "telemetry_off_img_s", "telemetry_on_img_s"})
         QVERIFY2(j[key].toDouble() > 0, key);
     QCOMPARE(j["ranks"].toInt(), 2);
+    QCOMPARE(j["repeat"].toInt(), 1);
     QCOMPARE(cli({"bench", "--model", "vgg"}).code, 2);
 }
 
