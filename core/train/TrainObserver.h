@@ -1,4 +1,5 @@
-// Receives a run's records as they are written, on the trainer's writer thread (never a card thread).
+// Receives a run's records as they are written. runStarted and runFinished come on the thread that called
+// Trainer::run(); the records come on the trainer's writer thread, in step order, never on a card thread.
 // The GUI's live model implements this; so does the command line's progress bar.
 #pragma once
 

@@ -33,6 +33,7 @@ private slots:
     void flightRecorderDumpsOnNonFiniteLoss();
 
 private:
+    TrainConfig tinyConfig(ModelKind model, int ranks, int batch, int64_t steps, const QString& file) const;
     QTemporaryDir m_dir;
 };
 
@@ -70,6 +71,22 @@ std::vector<float> randomImages(int n, uint32_t seed) {
 
 void TestTraining::initTestCase() {
     QVERIFY(m_dir.isValid());
+}
+
+// The shape of a short test run. A file name means a run file in the test directory, replaced if it exists;
+// an empty one leaves cfg.out unset.
+TrainConfig TestTraining::tinyConfig(ModelKind model, int ranks, int batch, int64_t steps,
+                                     const QString& file) const {
+    TrainConfig cfg;
+    cfg.model = model;
+    cfg.ranks = ranks;
+    cfg.batchPerRank = batch;
+    cfg.steps = steps;
+    if (!file.isEmpty()) {
+        cfg.out = m_dir.filePath(file).toStdString();
+        cfg.overwrite = true;
+    }
+    return cfg;
 }
 
 void TestTraining::gradientsMatchSingleReplica_data() {
@@ -142,17 +159,11 @@ void TestTraining::lossTrajectoryMatchesSingleReplica() {
     QFETCH(int, ranks);
     const int global = 32;
     auto run = [&](int w) {
-        TrainConfig cfg;
-        cfg.model = ModelKind::Mlp;
-        cfg.ranks = w;
-        cfg.batchPerRank = global / w;
-        cfg.steps = 12;
+        TrainConfig cfg = tinyConfig(ModelKind::Mlp, w, global / w, 12, QString("traj_%1.h5").arg(w));
         cfg.precision = Precision::O0;
         cfg.lossScale = parseLossScale("none");
         cfg.lr = 0.02f;
         cfg.evalSamples = 0;
-        cfg.out = m_dir.filePath(QString("traj_%1.h5").arg(w)).toStdString();
-        cfg.overwrite = true;
         Recorder rec;
         Trainer trainer(cfg);
         trainer.setObserver(&rec);
@@ -196,17 +207,12 @@ void TestTraining::cleanRunKeepsReplicasIdentical() {
     QFETCH(QString, model);
     QFETCH(QString, precision);
     QFETCH(int, ranks);
-    TrainConfig cfg;
-    cfg.set("model", model.toStdString());
+    TrainConfig cfg = tinyConfig(parseModelKind(model.toStdString()).value(), ranks, 8, 12,
+                                 "clean_" + model + precision + ".h5");
     cfg.set("precision", precision.toStdString());
     cfg.set("loss_scale", precision == "O0" ? "none" : "dynamic");
-    cfg.ranks = ranks;
-    cfg.batchPerRank = 8;
-    cfg.steps = 12;
     cfg.weightEvery = 4;
     cfg.evalSamples = 64;
-    cfg.out = m_dir.filePath("clean_" + model + precision + ".h5").toStdString();
-    cfg.overwrite = true;
     Recorder rec;
     Trainer trainer(cfg);
     trainer.setObserver(&rec);
@@ -255,11 +261,7 @@ void TestTraining::resnet50HasTheUsualParameterTensors() {
 
 void TestTraining::smallCnnLearnsTheBuiltInDataSet() {
     // A healthy run must look healthy: the default data set is learnable, judged on its held-out split.
-    TrainConfig cfg;
-    cfg.model = ModelKind::SmallCnn;
-    cfg.ranks = 2;
-    cfg.batchPerRank = 32;
-    cfg.steps = 100;
+    TrainConfig cfg = tinyConfig(ModelKind::SmallCnn, 2, 32, 100, {});
     cfg.precision = Precision::O0;
     cfg.lossScale = parseLossScale("none");
     cfg.evalSamples = 1000;
@@ -274,13 +276,7 @@ void TestTraining::smallCnnLearnsTheBuiltInDataSet() {
 }
 
 void TestTraining::stopEndsPromptlyAndFileIsComplete() {
-    TrainConfig cfg;
-    cfg.model = ModelKind::SmallCnn;
-    cfg.ranks = 4;
-    cfg.batchPerRank = 16;
-    cfg.steps = 100000;
-    cfg.out = m_dir.filePath("stop.h5").toStdString();
-    cfg.overwrite = true;
+    const TrainConfig cfg = tinyConfig(ModelKind::SmallCnn, 4, 16, 100000, "stop.h5");
     Recorder rec;
     Trainer trainer(cfg);
     trainer.setObserver(&rec);
@@ -317,16 +313,10 @@ void TestTraining::preflightRejectsAWrongRankTable() {
 }
 
 void TestTraining::flightRecorderDumpsOnRequest() {
-    TrainConfig cfg;
-    cfg.model = ModelKind::SmallCnn;
-    cfg.ranks = 3;
-    cfg.batchPerRank = 8;
-    cfg.steps = 40;
+    TrainConfig cfg = tinyConfig(ModelKind::SmallCnn, 3, 8, 40, "flight.h5");
     cfg.lossScale = parseLossScale("dynamic:256"); // no overflow-skipped steps: weights move every step
     cfg.flightSteps = 3;
     cfg.evalSamples = 0;
-    cfg.out = m_dir.filePath("flight.h5").toStdString();
-    cfg.overwrite = true;
     Recorder rec;
     Trainer trainer(cfg);
     trainer.setObserver(&rec);
@@ -374,19 +364,13 @@ void TestTraining::flightRecorderDumpsOnRequest() {
 
 void TestTraining::flightRecorderDumpsOnNonFiniteLoss() {
     // A learning rate far too large, no loss scale: the loss explodes to inf/nan, as in a real divergence.
-    TrainConfig cfg;
-    cfg.model = ModelKind::Mlp;
-    cfg.ranks = 2;
-    cfg.batchPerRank = 8;
-    cfg.steps = 30;
+    TrainConfig cfg = tinyConfig(ModelKind::Mlp, 2, 8, 30, "diverge.h5");
     cfg.precision = Precision::O0;
     cfg.lossScale = parseLossScale("none");
     cfg.lr = 100.f;
     cfg.warmupSteps = 0;
     cfg.lrSchedule = "constant";
     cfg.evalSamples = 0;
-    cfg.out = m_dir.filePath("diverge.h5").toStdString();
-    cfg.overwrite = true;
     Trainer trainer(cfg);
     trainer.run();
     const auto reader = RunReader::open(cfg.out);
