@@ -327,7 +327,7 @@ void Trainer::Impl::buildCards() {
     // gradient and the weights are still live when a dump is taken); each deeper step copies all three.
     const int64_t oneCopy = cards[0]->replica->numParams() * 4 * cfg.ranks;
     const int64_t budget = int64_t(cfg.flightBudgetMb) << 20;
-    flightDepth = cfg.flightSteps >= 1 && oneCopy <= budget ? 1 : 0;
+    flightDepth = cfg.telemetry && cfg.flightSteps >= 1 && oneCopy <= budget ? 1 : 0; // part of telemetry
     while (flightDepth >= 1 && flightDepth < cfg.flightSteps && (flightDepth + 1) * 3 * oneCopy <= budget)
         ++flightDepth;
     for (auto& card : cards)
