@@ -164,10 +164,6 @@ BatchResult Replica::evaluate(const float* images, const int64_t* labels, int n)
     return r;
 }
 
-void Replica::roundGradsThroughHalf() {
-    d->flatGrads.copy_(d->flatGrads.to(torch::kHalf));
-}
-
 void Replica::gradsToHalf(uint16_t* out) const {
     floatsToHalves(grads(), out, static_cast<size_t>(numParams()));
 }

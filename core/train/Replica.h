@@ -58,10 +58,8 @@ public:
     // images: (n, 3, 32, 32) normalised fp32; labels: (n). Zeroes the gradients, then forward and backward of
     // loss * lossScale. Gradients are left scaled and in fp32 so telemetry can count what fp16 will lose.
     BatchResult forwardBackward(const float* images, const int64_t* labels, int n, float lossScale);
-    // The gradients leave backward in fp16 under O2/O3: round them through half (inf past 65504, 0 below
-    // 2^-25).
-    void roundGradsThroughHalf();
-    // fp16 payloads for the all-reduce: vectorised conversion of the flat gradient buffer.
+    // fp16 payloads for the all-reduce: vectorised conversion of the flat gradient buffer. Under O2/O3 the
+    // gradients leave backward in fp16; this conversion is where that rounding happens.
     void gradsToHalf(uint16_t* out) const;
     void gradsFromHalf(const uint16_t* in);
     void roundWeightsThroughHalf(); // O3 keeps the weights themselves in fp16

@@ -11,6 +11,7 @@
 #include "train/DistributedSampler.h"
 #include "train/LossScaler.h"
 #include "train/Replica.h"
+#include "util/HalfConvert.h"
 
 #include <H5public.h>
 #include <chrono>
@@ -462,11 +463,10 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
     } else if (slot && !halfPayload) {
         std::copy(g, g + N, slot->local.begin());
     }
-    if (halfPayload) {
-        rep.roundGradsThroughHalf();
-        if (slot) // what the card sends is the fp16-rounded gradient
-            slot->local.assign(g, g + N);
-    }
+    // Under O2/O3 the gradient leaves backward in fp16: the conversion to the fp16 payload below does that
+    // rounding, so only the flight recorder needs a rounded fp32 copy of what the card sent.
+    if (halfPayload && slot)
+        roundFloatsThroughHalf(g, slot->local.data(), static_cast<size_t>(N));
 
     // The all-reduce: fp16 payload under O2/O3 (sums past 65504 overflow like hardware), fp32 under O0.
     const ReduceOp op = cfg.gradientsMean ? ReduceOp::Mean : ReduceOp::Sum;
