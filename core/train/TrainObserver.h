@@ -5,6 +5,8 @@
 
 #include "store/RunRecords.h"
 
+#include <vector>
+
 namespace rs {
 
 struct RunSummary {
@@ -13,7 +15,8 @@ struct RunSummary {
     std::string stopReason; // completed | stopped | error: ...
     double imagesPerSecond = 0;
     float lossFirst = 0, lossLast = 0;
-    float evalAccuracy = -1; // mean over ranks of the final held-out accuracy; -1 when none
+    float evalAccuracy = -1;           // mean over ranks of the final held-out accuracy; -1 when none
+    std::vector<CardState> cardStates; // per rank, how each card ended
 };
 
 class TrainObserver {

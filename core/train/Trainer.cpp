@@ -129,7 +129,6 @@ struct Trainer::Impl {
         std::vector<float> momentum;
         std::vector<uint16_t> half;
         FlightRing ring;
-        std::atomic<int64_t> stepsDone{0};
         std::atomic<uint8_t> state{0};
         bool anomalyBefore = false;
         int dumps = 0;
@@ -598,7 +597,6 @@ void Trainer::Impl::cardLoop(Card& card) {
         recordWeights(card, 0);
         for (; step < totalSteps && !stopRequested; ++step) {
             trainStep(card, step, raw, images, labels);
-            card.stepsDone = step + 1;
             if (cfg.evalEvery > 0 && (step + 1) % cfg.evalEvery == 0 && step + 1 < totalSteps)
                 evaluate(card, step + 1);
         }
@@ -730,6 +728,8 @@ RunSummary Trainer::run() {
         std::lock_guard lock(d->summaryMutex);
         s = d->summary;
     }
+    for (const auto& card : d->cards)
+        s.cardStates.push_back(static_cast<CardState>(card->state.load()));
     s.completed = s.stepsCompleted == d->totalSteps && d->cardErrors.empty() && d->writerError.empty();
     if (!d->writerError.empty())
         s.stopReason = "error: writing the run file failed: " + d->writerError;

@@ -218,6 +218,7 @@ void TestTraining::cleanRunKeepsReplicasIdentical() {
     trainer.setObserver(&rec);
     const auto summary = trainer.run();
     QVERIFY2(summary.completed, summary.stopReason.c_str());
+    QCOMPARE(summary.cardStates, std::vector<CardState>(static_cast<size_t>(ranks), CardState::Ok));
     QCOMPARE(rec.steps.size(), size_t(12));
     for (const auto& s : rec.steps) {
         QCOMPARE(int(s.ranks.size()), ranks);
@@ -289,6 +290,7 @@ void TestTraining::stopEndsPromptlyAndFileIsComplete() {
     t.join();
     QVERIFY2(timer.elapsed() < 1000, qPrintable(QString("stop took %1 ms").arg(timer.elapsed())));
     QCOMPARE(summary.stopReason, std::string("stopped"));
+    QCOMPARE(summary.cardStates, std::vector<CardState>(4, CardState::Stopped));
     const auto reader = RunReader::open(cfg.out);
     QVERIFY(reader->complete());
     QCOMPARE(reader->stepCount(), summary.stepsCompleted);
