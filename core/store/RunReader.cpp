@@ -270,17 +270,35 @@ std::vector<float> RunReader::readStepScalar(const std::string& name, int64_t be
     return v;
 }
 
-std::vector<WeightRecord> RunReader::readWeights() const {
+std::vector<int64_t> RunReader::readStepNumbers(int64_t begin, int64_t end) const {
     Hdf5Guard guard;
     const Impl& d = *m_d;
-    const hsize_t n = d.weights.rows;
+    d.checkRange("readStepNumbers", begin, end, d.steps.rows);
+    return d.readColumn<int64_t>(d.steps.cols[rsc::kStep], hsize_t(begin), hsize_t(end - begin));
+}
+
+std::vector<int64_t> RunReader::readWeightSteps() const {
+    Hdf5Guard guard;
+    const Impl& d = *m_d;
+    return d.readColumn<int64_t>(d.weights.cols[rsc::kWStep], 0, d.weights.rows);
+}
+
+std::vector<WeightRecord> RunReader::readWeights() const {
+    return readWeights(0, weightCount());
+}
+
+std::vector<WeightRecord> RunReader::readWeights(int64_t begin, int64_t end) const {
+    Hdf5Guard guard;
+    const Impl& d = *m_d;
+    d.checkRange("readWeights", begin, end, d.weights.rows);
+    const hsize_t b = hsize_t(begin), n = hsize_t(end - begin);
     const size_t R = d.dims.R, P = d.dims.P;
     const auto& c = d.weights.cols;
-    const auto step = d.readColumn<int64_t>(c[rsc::kWStep], 0, n);
-    const auto fp = d.readColumn<uint64_t>(c[rsc::kWFp], 0, n);
-    const auto norm = d.readColumn<float>(c[rsc::kWNorm], 0, n);
-    const auto bufferFp = d.readColumn<uint64_t>(c[rsc::kWBufferFp], 0, n);
-    const auto drift = d.readColumn<float>(c[rsc::kWBufferDrift], 0, n);
+    const auto step = d.readColumn<int64_t>(c[rsc::kWStep], b, n);
+    const auto fp = d.readColumn<uint64_t>(c[rsc::kWFp], b, n);
+    const auto norm = d.readColumn<float>(c[rsc::kWNorm], b, n);
+    const auto bufferFp = d.readColumn<uint64_t>(c[rsc::kWBufferFp], b, n);
+    const auto drift = d.readColumn<float>(c[rsc::kWBufferDrift], b, n);
     std::vector<WeightRecord> out(n);
     for (size_t i = 0; i < n; ++i) {
         WeightRecord& w = out[i];
@@ -317,15 +335,20 @@ std::vector<EvalRecord> RunReader::readEvals() const {
 }
 
 std::vector<Event> RunReader::readEvents() const {
+    return readEvents(0, eventCount());
+}
+
+std::vector<Event> RunReader::readEvents(int64_t begin, int64_t end) const {
     Hdf5Guard guard;
     const Impl& d = *m_d;
-    const hsize_t n = d.events.rows;
+    d.checkRange("readEvents", begin, end, d.events.rows);
+    const hsize_t b = hsize_t(begin), n = hsize_t(end - begin);
     const auto& c = d.events.cols;
-    const auto step = d.readColumn<int64_t>(c[rsc::kVStep], 0, n);
-    const auto rank = d.readColumn<int32_t>(c[rsc::kVRank], 0, n);
-    const auto severity = d.readColumn<uint8_t>(c[rsc::kVSeverity], 0, n);
-    const auto code = d.readStringColumn(c[rsc::kVCode], 0, n);
-    const auto message = d.readStringColumn(c[rsc::kVMessage], 0, n);
+    const auto step = d.readColumn<int64_t>(c[rsc::kVStep], b, n);
+    const auto rank = d.readColumn<int32_t>(c[rsc::kVRank], b, n);
+    const auto severity = d.readColumn<uint8_t>(c[rsc::kVSeverity], b, n);
+    const auto code = d.readStringColumn(c[rsc::kVCode], b, n);
+    const auto message = d.readStringColumn(c[rsc::kVMessage], b, n);
     std::vector<Event> out(n);
     for (size_t i = 0; i < n; ++i) {
         out[i].step = step[i];

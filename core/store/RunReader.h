@@ -60,8 +60,15 @@ public:
     // empty.
     std::vector<StepRecord> readSteps(int64_t begin, int64_t end, bool perParam = true) const;
     std::vector<WeightRecord> readWeights() const;
+    std::vector<WeightRecord> readWeights(int64_t begin, int64_t end) const; // rows [begin, end)
     std::vector<EvalRecord> readEvals() const;
     std::vector<Event> readEvents() const;
+    std::vector<Event> readEvents(int64_t begin, int64_t end) const; // rows [begin, end)
+
+    // Key columns alone, for callers that keep an index of a large run: the step number of step rows
+    // [begin, end), and of every weight-fingerprint row.
+    std::vector<int64_t> readStepNumbers(int64_t begin, int64_t end) const;
+    std::vector<int64_t> readWeightSteps() const;
     std::vector<FlightDump> readFlightDumps() const;
 
     // One per-rank step column for steps [begin, end), row-major: (end - begin) * worldSize floats.
