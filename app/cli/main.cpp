@@ -1,6 +1,7 @@
 // ranksight-cli: train, inspect, export and lint from the command line; the headless half of RankSight.
 #include "CliArgs.h"
 #include "Commands.h"
+#include "util/BlasThreads.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -28,19 +29,10 @@ commands:
 exit codes: 0 success, 1 a check failed, 2 bad usage or unreadable input
 )";
 
-// OpenBLAS reads its thread count once, when the library loads: set it before that by re-executing.
-void pinBlasThreads(char** argv) {
-    if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr)
-        return;
-    setenv("OPENBLAS_NUM_THREADS", "1", 1);
-    execv("/proc/self/exe", argv);
-    // If re-executing fails we still run, just possibly oversubscribed.
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
-    pinBlasThreads(argv);
+    rs::pinBlasThreadsByReexec(argv);
     if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
         !std::strcmp(argv[1], "help")) {
         std::fputs(kUsage, argc < 2 ? stderr : stdout);

@@ -13,7 +13,9 @@ struct XY {
 };
 
 // ys[i * stride + offset] for i in [begin, end) at x = xs[i]. Non-finite values are kept as gaps (NaN) when
-// a bucket holds nothing finite. buckets <= 0 or (end - begin) <= 2 * buckets returns the points unchanged.
+// a bucket holds nothing finite. buckets <= 0 or (end - begin) <= 2 * buckets returns the points unchanged
+// (except that non-finite y become NaN there too). begin/end are clamped to the indices that both xs and ys
+// hold; stride <= 0 or offset < 0 gives an empty result.
 XY minMaxDecimate(const std::vector<int64_t>& xs, const std::vector<float>& ys, int64_t begin, int64_t end,
                   int buckets, int stride = 1, int offset = 0);
 

@@ -72,8 +72,10 @@ public:
     std::shared_ptr<const StepDetail> detail(int64_t step);
     std::shared_ptr<const StepDetail> cachedDetail(int64_t step) const;
 
-    // Fills the model from a delta (RunLoader's results; tests may use it directly).
+    // Fills the model from a delta (RunLoader's results). A delta with generation 0 is a direct fill (tests,
+    // tools): its first delta replaces whatever is shown, and setDetail() supplies the per-parameter detail.
     void applyDelta(RunDelta delta);
+    void setDetail(std::shared_ptr<const StepDetail> detail);
 
 signals:
     void runReset();                                  // another run, or none: drop everything shown
@@ -88,7 +90,9 @@ signals:
     void detailReady(int64_t step);
 
 private:
+    void clearData();
     void onDetail(uint64_t generation, std::shared_ptr<const StepDetail> detail);
+    void onDetailDropped(uint64_t generation, int64_t step);
     void onFailed(uint64_t generation, const QString& message);
     void onProgress(uint64_t generation, int percent);
 

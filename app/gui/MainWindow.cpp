@@ -1,0 +1,419 @@
+// MainWindow: see MainWindow.h.
+#include "MainWindow.h"
+
+#include "RecentFiles.h"
+#include "TrainController.h"
+#include "charts/ChartExport.h"
+#include "charts/LossChart.h"
+#include "charts/OverflowTimeline.h"
+#include "charts/ParamRankHeatmap.h"
+#include "charts/RankHeatmap.h"
+#include "model/RunModel.h"
+#include "model/StepCursor.h"
+#include "panels/CardsPanel.h"
+#include "panels/EventLogPanel.h"
+#include "panels/ReplayControl.h"
+#include "panels/RunPanel.h"
+#include "report/ReportExporter.h"
+#include "train/TrainConfig.h"
+
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QProgressDialog>
+#include <QSettings>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QToolBar>
+
+namespace rs {
+
+namespace {
+bool isRunFile(const QUrl& url) {
+    return url.isLocalFile() && QFileInfo(url.toLocalFile()).isFile();
+}
+} // namespace
+
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent) {
+    setObjectName(QStringLiteral("MainWindow"));
+    setAcceptDrops(true);
+    m_model = new RunModel(this);
+    m_cursor = new StepCursor(this);
+    m_train = new TrainController(this);
+    m_runsDir = QDir::current().absoluteFilePath(QStringLiteral("runs"));
+
+    createCharts();
+    createDocks();
+    createMenus();
+    createStatusBar();
+    wireModel();
+    m_defaultState = saveState();
+    restoreLayout();
+    updateTitle();
+    updateStatus();
+    updateActions();
+}
+
+MainWindow::~MainWindow() = default;
+
+QList<ChartWidget*> MainWindow::charts() const {
+    return {m_loss, m_overflow, m_rankHeatmap, m_paramHeatmap};
+}
+
+void MainWindow::setRunsDir(const QString& dir) {
+    m_runsDir = dir;
+    m_runPanel->setRunsDir(dir);
+}
+
+void MainWindow::createCharts() {
+    m_loss = new LossChart(m_model, m_cursor);
+    m_overflow = new OverflowTimeline(m_model, m_cursor);
+    auto* split = new QSplitter(Qt::Vertical);
+    split->setObjectName(QStringLiteral("chartSplitter"));
+    split->addWidget(m_loss);
+    split->addWidget(m_overflow);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    setCentralWidget(split);
+
+    m_rankHeatmap = new RankHeatmap(m_model, m_cursor);
+    m_paramHeatmap = new ParamRankHeatmap(m_model, m_cursor);
+    connect(m_paramHeatmap, &ParamRankHeatmap::paramClicked, m_rankHeatmap, &RankHeatmap::setParam);
+}
+
+void MainWindow::createDocks() {
+    setDockNestingEnabled(true);
+    auto dock = [this](const QString& title, const QString& name, QWidget* w, Qt::DockWidgetArea area) {
+        auto* d = new QDockWidget(title, this);
+        d->setObjectName(name);
+        d->setWidget(w);
+        addDockWidget(area, d);
+        return d;
+    };
+    m_runPanel = new RunPanel;
+    m_runPanel->setRunsDir(m_runsDir);
+    connect(m_runPanel, &RunPanel::startRequested, this, &MainWindow::startFromPanel);
+    connect(m_runPanel, &RunPanel::stopRequested, this, &MainWindow::stopRun);
+    dock(tr("Run"), QStringLiteral("runDock"), m_runPanel, Qt::LeftDockWidgetArea);
+
+    auto* rank = dock(tr("Rank × rank"), QStringLiteral("rankHeatmapDock"), m_rankHeatmap, Qt::RightDockWidgetArea);
+    auto* param = dock(tr("Layers × ranks"), QStringLiteral("paramHeatmapDock"), m_paramHeatmap,
+                       Qt::RightDockWidgetArea);
+    splitDockWidget(rank, param, Qt::Vertical);
+
+    m_cards = new CardsPanel(m_model, m_cursor);
+    m_events = new EventLogPanel(m_model, m_cursor);
+    auto* cards = dock(tr("Cards"), QStringLiteral("cardsDock"), m_cards, Qt::BottomDockWidgetArea);
+    auto* events = dock(tr("Events"), QStringLiteral("eventsDock"), m_events, Qt::BottomDockWidgetArea);
+    splitDockWidget(cards, events, Qt::Horizontal);
+    resizeDocks({rank, param}, {420, 420}, Qt::Horizontal);
+
+    m_replay = new ReplayControl(m_model, m_cursor);
+    auto* bar = addToolBar(tr("Replay"));
+    bar->setObjectName(QStringLiteral("replayToolBar"));
+    bar->addWidget(m_replay);
+}
+
+void MainWindow::createMenus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    QAction* open = file->addAction(tr("&Open Run…"), this, &MainWindow::openFileDialog, QKeySequence::Open);
+    open->setStatusTip(tr("Open a run file written by RankSight or ranksight-cli (also while it is being written)"));
+    QMenu* recent = file->addMenu(tr("Open &Recent"));
+    m_recent = new RecentFiles(recent, this);
+    connect(m_recent, &RecentFiles::openRequested, this, &MainWindow::openRun);
+    file->addSeparator();
+    m_exportChartMenu = file->addMenu(tr("Export &Chart"));
+    for (ChartWidget* c : charts())
+        m_exportChartMenu->addAction(c->chartTitle() + QStringLiteral("…"), this, [this, c] { exportChartDialog(c); });
+    m_exportReportAction = file->addAction(tr("Export &Bug Report…"), this, &MainWindow::exportReportDialog,
+                                           QKeySequence(Qt::CTRL | Qt::Key_E));
+    m_exportReportAction->setStatusTip(
+        tr("A folder with report.md, every chart as PNG and SVG, steps.csv and the run cut around the first anomaly"));
+    file->addSeparator();
+    file->addAction(tr("&Close Run"), this, [this] { m_model->close(); }, QKeySequence::Close);
+    file->addAction(tr("&Quit"), this, &QWidget::close, QKeySequence::Quit);
+
+    QMenu* run = menuBar()->addMenu(tr("&Run"));
+    m_startAction = run->addAction(tr("&Start"), this, &MainWindow::startFromPanel, QKeySequence(Qt::Key_F5));
+    m_startAction->setStatusTip(tr("Train with the run panel's settings and watch the ranks live"));
+    m_stopAction = run->addAction(tr("S&top"), this, &MainWindow::stopRun, QKeySequence(Qt::SHIFT | Qt::Key_F5));
+    m_stopAction->setStatusTip(tr("Stop the cards within a second; the run file stays complete"));
+    run->addSeparator();
+    m_followAction = run->addAction(tr("&Follow Latest Step"), m_cursor, &StepCursor::followLatest,
+                                    QKeySequence(Qt::Key_End));
+    run->addAction(tr("First Step"), this, [this] { m_cursor->setStep(m_model->firstStep()); },
+                   QKeySequence(Qt::Key_Home));
+
+    auto* toolbar = addToolBar(tr("Main"));
+    toolbar->setObjectName(QStringLiteral("mainToolBar"));
+    toolbar->addAction(open);
+    toolbar->addAction(m_startAction);
+    toolbar->addAction(m_stopAction);
+    toolbar->addAction(m_followAction);
+    insertToolBar(findChild<QToolBar*>(QStringLiteral("replayToolBar")), toolbar);
+
+    m_viewMenu = menuBar()->addMenu(tr("&View"));
+    for (QDockWidget* d : findChildren<QDockWidget*>())
+        m_viewMenu->addAction(d->toggleViewAction());
+    m_viewMenu->addSeparator();
+    m_viewMenu->addAction(tr("&Reset Layout"), this, [this] { restoreState(m_defaultState); });
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About RankSight"), this, [this] {
+        QMessageBox::about(this, tr("About RankSight"),
+                           tr("<b>RankSight %1</b><p>Rank against rank: where and between which ranks "
+                              "data-parallel training drifted apart.</p>")
+                               .arg(QApplication::applicationVersion()));
+    });
+}
+
+void MainWindow::createStatusBar() {
+    m_stateLabel = new QLabel;
+    m_stepLabel = new QLabel;
+    m_progress = new QProgressBar;
+    m_progress->setMaximumWidth(180);
+    m_progress->setRange(0, 100);
+    m_progress->setVisible(false);
+    statusBar()->addWidget(m_stateLabel, 1);
+    statusBar()->addPermanentWidget(m_stepLabel);
+    statusBar()->addPermanentWidget(m_progress);
+}
+
+void MainWindow::wireModel() {
+    connect(m_model, &RunModel::runReset, this, [this] {
+        m_cursor->reset();
+        updateTitle();
+        updateStatus();
+    });
+    connect(m_model, &RunModel::stepsAppended, this, [this] {
+        if (m_cursor->following())
+            m_cursor->advanceTo(m_model->lastStep(), double(m_model->firstStep()), double(m_model->lastStep()));
+        updateStatus();
+    });
+    connect(m_model, &RunModel::statusChanged, this, [this] {
+        updateTitle();
+        updateStatus();
+        updateActions();
+    });
+    connect(m_model, &RunModel::opened, this, [this](const QString& path) {
+        m_recent->add(path);
+        updateActions();
+    });
+    connect(m_model, &RunModel::loadProgress, this, [this](int percent) {
+        m_progress->setValue(percent);
+        m_progress->setVisible(percent < 100);
+    });
+    connect(m_model, &RunModel::openFailed, this, [this](const QString& path, const QString& message) {
+        showError(tr("Cannot open run file"), tr("%1\n\n%2").arg(QDir::toNativeSeparators(path), message));
+    });
+    connect(m_cursor, &StepCursor::stepChanged, this, &MainWindow::updateStatus);
+    connect(m_cursor, &StepCursor::followingChanged, this, &MainWindow::updateActions);
+
+    connect(m_train, &TrainController::runStarted, this, [this](const QString& path) { m_model->open(path); });
+    connect(m_train, &TrainController::runningChanged, this, [this](bool running) {
+        m_runPanel->setRunning(running);
+        updateActions();
+        updateStatus();
+    });
+    connect(m_train, &TrainController::runFinished, this,
+            [this](const QString&, const QString& reason, double imagesPerSecond) {
+                statusBar()->showMessage(
+                    tr("Run ended: %1 (%2 images/s)").arg(reason).arg(imagesPerSecond, 0, 'f', 1), 10000);
+            });
+    connect(m_train, &TrainController::runFailed, this, [this](const QString& path, const QString& message) {
+        showError(tr("The run could not start"), tr("%1\n\n%2").arg(QDir::toNativeSeparators(path), message));
+    });
+}
+
+void MainWindow::restoreLayout() {
+    QSettings s;
+    if (!restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray()))
+        resize(1560, 940);
+    restoreState(s.value(QStringLiteral("window/state")).toByteArray());
+}
+
+void MainWindow::saveLayout() {
+    QSettings s;
+    s.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    s.setValue(QStringLiteral("window/state"), saveState());
+}
+
+void MainWindow::updateTitle() {
+    QString title = QStringLiteral("RankSight");
+    if (!m_model->path().isEmpty()) {
+        title = QStringLiteral("%1 — RankSight").arg(QFileInfo(m_model->path()).fileName());
+        if (m_model->hasRun() && m_model->isLive())
+            title += tr(" [live]");
+    }
+    setWindowTitle(title);
+}
+
+void MainWindow::updateStatus() {
+    QString state;
+    if (m_train->isRunning())
+        state = tr("Training: %1 steps recorded").arg(m_model->stepCount());
+    else if (m_model->isLoading())
+        state = tr("Opening %1…").arg(m_model->runName());
+    else if (!m_model->hasRun())
+        state = tr("No run. Click Start or open a run file (Ctrl+O, or drop one here).");
+    else if (m_model->isLive())
+        state = tr("Watching a run that is being written: %1 steps").arg(m_model->stepCount());
+    else
+        state = tr("%1 steps, %2 ranks, %3 — %4")
+                    .arg(m_model->stepCount())
+                    .arg(m_model->worldSize())
+                    .arg(QString::fromStdString(m_model->meta().model), m_model->stopReason());
+    m_stateLabel->setText(state);
+    m_stepLabel->setText(m_model->hasRun() ? tr("step %1").arg(m_cursor->step()) : QString());
+}
+
+void MainWindow::updateActions() {
+    const bool running = m_train->isRunning();
+    m_startAction->setEnabled(!running);
+    m_stopAction->setEnabled(running);
+    m_exportReportAction->setEnabled(m_model->hasRun() && !m_model->isLoading());
+    m_exportChartMenu->setEnabled(m_model->hasRun());
+    m_followAction->setEnabled(!m_cursor->following());
+}
+
+void MainWindow::showError(const QString& title, const QString& message) {
+    m_lastError = message;
+    if (m_errorBox)
+        m_errorBox->deleteLater();
+    // Window-modal and non-blocking: the error is in front, the app keeps running (and tests keep going).
+    m_errorBox = new QMessageBox(QMessageBox::Warning, title, message, QMessageBox::Ok, this);
+    m_errorBox->setAttribute(Qt::WA_DeleteOnClose);
+    m_errorBox->setWindowModality(Qt::WindowModal);
+    m_errorBox->open();
+    statusBar()->showMessage(title, 10000);
+}
+
+void MainWindow::openRun(const QString& path) {
+    if (m_train->isRunning() && QFileInfo(path) != QFileInfo(m_train->runPath())) {
+        showError(tr("A run is in progress"), tr("Stop the current run before opening another file."));
+        return;
+    }
+    m_model->open(path);
+}
+
+void MainWindow::openFileDialog() {
+    QSettings s;
+    const QString dir = s.value(QStringLiteral("lastOpenDir"), m_runsDir).toString();
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open Run File"), dir,
+                                                      tr("RankSight runs (*.h5 *.hdf5);;All files (*)"));
+    if (path.isEmpty())
+        return;
+    s.setValue(QStringLiteral("lastOpenDir"), QFileInfo(path).absolutePath());
+    openRun(path);
+}
+
+bool MainWindow::startRun(const TrainConfig& config) {
+    QString error;
+    if (!m_train->start(config, &error)) {
+        showError(tr("The run could not start"), error);
+        return false;
+    }
+    statusBar()->showMessage(tr("Starting %1…").arg(QString::fromStdString(config.out)), 5000);
+    return true;
+}
+
+void MainWindow::startFromPanel() {
+    TrainConfig config;
+    QString error;
+    if (!m_runPanel->buildConfig(&config, &error)) {
+        showError(tr("The run settings are not valid"), error);
+        return;
+    }
+    startRun(config);
+}
+
+void MainWindow::stopRun() {
+    m_train->stop();
+    statusBar()->showMessage(tr("Stopping…"), 3000);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    if (m_train->isRunning()) {
+        // Closing mid-run stops the cards and waits (about a second) so the file is complete.
+        statusBar()->showMessage(tr("Stopping the run…"));
+        m_train->stopAndWait();
+    }
+    saveLayout();
+    event->accept();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    const auto urls = event->mimeData()->urls();
+    if (urls.size() == 1 && isRunFile(urls.front()))
+        event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    const auto urls = event->mimeData()->urls();
+    if (urls.size() == 1 && isRunFile(urls.front())) {
+        event->acceptProposedAction();
+        openRun(urls.front().toLocalFile());
+    }
+}
+
+void MainWindow::exportChartDialog(ChartWidget* chart) {
+    const QString suggested =
+        QDir(QSettings().value(QStringLiteral("lastExportDir"), QDir::homePath()).toString())
+            .filePath(QStringLiteral("%1-%2.png").arg(m_model->runName(), chart->chartId()));
+    QString selected;
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export %1").arg(chart->chartTitle()), suggested,
+                                                      tr("PNG image (*.png);;SVG vector image (*.svg);;PDF (*.pdf)"),
+                                                      &selected);
+    if (path.isEmpty())
+        return;
+    QSettings().setValue(QStringLiteral("lastExportDir"), QFileInfo(path).absolutePath());
+    ImageFormat format;
+    if (!imageFormatFromPath(path, &format)) {
+        showError(tr("Export failed"), tr("%1: use a .png, .svg or .pdf file name.").arg(path));
+        return;
+    }
+    QString error;
+    // The save dialog already asked before replacing a file.
+    if (!exportChart(chart, m_model->runName(), path, format, &error, 0, 0, /*overwrite=*/true))
+        showError(tr("Export failed"), error);
+    else
+        statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)), 5000);
+}
+
+bool MainWindow::exportReport(const QString& dir, QString* error) {
+    QProgressDialog progress(tr("Writing the bug report…"), tr("Cancel"), 0, 100, this);
+    progress.setWindowModality(Qt::WindowModal);
+    progress.setMinimumDuration(300);
+    ReportExporter exporter(m_model);
+    connect(&exporter, &ReportExporter::progress, &progress, &QProgressDialog::setValue);
+    return exporter.write(dir, error);
+}
+
+void MainWindow::exportReportDialog() {
+    const QString base = QFileDialog::getExistingDirectory(
+        this, tr("Choose where the bug report folder goes"),
+        QSettings().value(QStringLiteral("lastReportDir"), QDir::homePath()).toString());
+    if (base.isEmpty())
+        return;
+    QSettings().setValue(QStringLiteral("lastReportDir"), base);
+    QString dir = QDir(base).filePath(m_model->runName() + QStringLiteral("-report"));
+    for (int i = 2; QFileInfo::exists(dir); ++i) // never write into an existing folder
+        dir = QDir(base).filePath(QStringLiteral("%1-report-%2").arg(m_model->runName()).arg(i));
+    QString error;
+    if (!exportReport(dir, &error))
+        showError(tr("The bug report could not be written"), error);
+    else
+        statusBar()->showMessage(tr("Bug report written to %1").arg(QDir::toNativeSeparators(dir)), 10000);
+}
+
+} // namespace rs

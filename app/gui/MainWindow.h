@@ -1,0 +1,108 @@
+// The RankSight window: the run panel, the charts and the panels over one RunModel and one StepCursor, the
+// menus (File: open, recent, export; Run: start, stop; View: docks and layout), the status bar, drag and
+// drop of run files, and a remembered layout. Training and file reading run in other threads
+// (TrainController, RunModel's loader); this class only wires them to the widgets.
+#pragma once
+
+#include <QMainWindow>
+#include <QPointer>
+
+class QLabel;
+class QProgressBar;
+class QMessageBox;
+class QMenu;
+class QAction;
+
+namespace rs {
+
+class RunModel;
+class StepCursor;
+class TrainController;
+class RecentFiles;
+class RunPanel;
+class ReplayControl;
+class CardsPanel;
+class EventLogPanel;
+class ChartWidget;
+class LossChart;
+class OverflowTimeline;
+class RankHeatmap;
+class ParamRankHeatmap;
+struct TrainConfig;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    RunModel* model() const { return m_model; }
+    StepCursor* cursor() const { return m_cursor; }
+    TrainController* trainController() const { return m_train; }
+    RunPanel* runPanel() const { return m_runPanel; }
+    QList<ChartWidget*> charts() const;
+    // The message of the last error shown (a dialog the user dismisses; the window stays usable).
+    QString lastError() const { return m_lastError; }
+    QMessageBox* errorBox() const { return m_errorBox; }
+
+    void setRunsDir(const QString& dir); // where Start writes run files by default
+    // Where File > Export bug report writes unless asked: tests set it to skip the folder dialog.
+    bool exportReport(const QString& dir, QString* error);
+
+public slots:
+    void openRun(const QString& path);
+    bool startRun(const TrainConfig& config); // false and an error dialog if it cannot start
+    void startFromPanel();
+    void stopRun();
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+
+private:
+    void createCharts();
+    void createDocks();
+    void createMenus();
+    void createStatusBar();
+    void wireModel();
+    void restoreLayout();
+    void saveLayout();
+    void updateTitle();
+    void updateStatus();
+    void updateActions();
+    void showError(const QString& title, const QString& message);
+    void openFileDialog();
+    void exportChartDialog(ChartWidget* chart);
+    void exportReportDialog();
+
+    RunModel* m_model = nullptr;
+    StepCursor* m_cursor = nullptr;
+    TrainController* m_train = nullptr;
+    RecentFiles* m_recent = nullptr;
+
+    RunPanel* m_runPanel = nullptr;
+    ReplayControl* m_replay = nullptr;
+    CardsPanel* m_cards = nullptr;
+    EventLogPanel* m_events = nullptr;
+    LossChart* m_loss = nullptr;
+    OverflowTimeline* m_overflow = nullptr;
+    RankHeatmap* m_rankHeatmap = nullptr;
+    ParamRankHeatmap* m_paramHeatmap = nullptr;
+
+    QMenu* m_viewMenu = nullptr;
+    QAction* m_startAction = nullptr;
+    QAction* m_stopAction = nullptr;
+    QAction* m_exportReportAction = nullptr;
+    QAction* m_followAction = nullptr;
+    QMenu* m_exportChartMenu = nullptr;
+    QLabel* m_stateLabel = nullptr;
+    QLabel* m_stepLabel = nullptr;
+    QProgressBar* m_progress = nullptr;
+    QPointer<QMessageBox> m_errorBox;
+    QString m_lastError;
+    QString m_runsDir;
+    QByteArray m_defaultState;
+};
+
+} // namespace rs

@@ -1,0 +1,86 @@
+// RunModel's worker: a thread that owns the RunReader, so HDF5 reads (a large file's index, a step's
+// per-parameter detail, polling a file that is still being written) never block the GUI thread. Results go
+// back as RunDelta / StepDetail values through queued calls, tagged with the generation of the open() that
+// asked for them so results of a replaced file are dropped (hotspot's jobtracker pattern).
+#pragma once
+
+#include "model/RunDelta.h"
+#include "model/StepDetail.h"
+
+#include <QObject>
+#include <QString>
+#include <QThread>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+class QTimer;
+
+namespace rs {
+
+class RunReader;
+
+class RunLoader : public QObject {
+    Q_OBJECT
+public:
+    struct Callbacks { // called in the GUI thread (queued)
+        std::function<void(std::shared_ptr<RunDelta>)> delta;
+        std::function<void(uint64_t generation, std::shared_ptr<const StepDetail>)> detail;
+        std::function<void(uint64_t generation, int64_t step)> detailDropped;
+        std::function<void(uint64_t generation, QString message)> failed;
+        std::function<void(uint64_t generation, int percent)> progress;
+    };
+
+    // context: the GUI-thread object the callbacks run on (their lifetime is bound to it).
+    RunLoader(QObject* context, Callbacks callbacks);
+    ~RunLoader() override; // stops the thread; waits for at most one read in progress
+
+    // All asynchronous; thread-safe to call from the GUI thread.
+    void open(uint64_t generation, const QString& path, int pollMs);
+    void close(uint64_t generation);
+    void setPollInterval(int ms);
+    // Reads the detail of one step (row = its row in the file). Requests pile up while the user scrubs:
+    // only the newest few are read, older ones are reported through detailDropped.
+    void requestDetail(uint64_t generation, int64_t step, int64_t row);
+
+    // Rows read per chunk while loading: each chunk becomes one delta, so the first picture comes quickly.
+    static constexpr int64_t kChunkRows = 16384;
+
+private:
+    // Worker-thread side.
+    void doOpen(uint64_t generation, const QString& path);
+    void doClose();
+    void poll();
+    void readNewRows(bool firstLoad);
+    void serveDetails();
+    void fail(const QString& message);
+    void post(std::function<void()> f); // to the GUI thread
+
+    QObject* m_context;
+    Callbacks m_cb;
+    QThread m_thread;
+    QObject* m_worker = nullptr; // lives in m_thread; owns the poll timer
+    QTimer* m_poll = nullptr;
+    int m_pollMs = 200;
+
+    // Worker-thread state.
+    std::unique_ptr<RunReader> m_reader;
+    uint64_t m_generation = 0;
+    QString m_path;
+    bool m_sentFirst = false;
+    int64_t m_stepsRead = 0, m_eventsRead = 0, m_evalsRead = 0, m_weightsRead = 0;
+    std::vector<int64_t> m_weightSteps;
+
+    // Detail requests, shared by both threads.
+    struct DetailRequest {
+        uint64_t generation;
+        int64_t step, row;
+    };
+    std::mutex m_requestMutex;
+    std::vector<DetailRequest> m_requests;
+    static constexpr size_t kMaxQueuedDetails = 3;
+};
+
+} // namespace rs

@@ -1,0 +1,322 @@
+// The cards table model: see CardsModel.h.
+#include "panels/CardsModel.h"
+
+#include "model/RunModel.h"
+#include "model/StepColumn.h"
+#include "model/StepCursor.h"
+
+#include <QBrush>
+#include <QColor>
+#include <QFont>
+#include <cmath>
+
+namespace rs {
+
+namespace {
+
+// ~25 redraws per second at most, whatever the replay speed or the live step rate.
+constexpr int kCoalesceMs = 40;
+constexpr double kMiB = 1024.0 * 1024.0;
+
+const QColor kAlarmColor(0xc6, 0x28, 0x28);   // red: a dead card
+const QColor kWarningColor(0xb2, 0x6a, 0x00); // amber, dark enough to read on white
+
+QString ms(float v) {
+    return std::isfinite(v) ? QString::number(double(v), 'f', 1) : QStringLiteral("-");
+}
+
+bool isBad(CardActivity a) {
+    return a == CardActivity::Dead || a == CardActivity::TimedOut;
+}
+
+} // namespace
+
+CardsModel::CardsModel(RunModel* model, StepCursor* cursor, QObject* parent)
+    : QAbstractTableModel(parent)
+    , m_model(model)
+    , m_cursor(cursor) {
+    m_refreshTimer.setSingleShot(true);
+    m_refreshTimer.setInterval(kCoalesceMs);
+    connect(&m_refreshTimer, &QTimer::timeout, this, &CardsModel::refreshNow);
+    connect(m_model, &RunModel::runReset, this, &CardsModel::onRunReset);
+    connect(m_model, &RunModel::stepsAppended, this, &CardsModel::scheduleRefresh);
+    connect(m_model, &RunModel::statusChanged, this, &CardsModel::scheduleRefresh);
+    connect(m_cursor, &StepCursor::stepChanged, this, &CardsModel::scheduleRefresh);
+    refreshNow();
+}
+
+int CardsModel::rowCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : int(m_rows.size());
+}
+
+int CardsModel::columnCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : ColumnCount;
+}
+
+void CardsModel::scheduleRefresh() {
+    if (!m_refreshTimer.isActive())
+        m_refreshTimer.start();
+}
+
+void CardsModel::onRunReset() {
+    // At once, not coalesced: the rows of the old run must not outlive it.
+    m_refreshTimer.stop();
+    beginResetModel();
+    m_rows.clear();
+    m_shownStep = -1;
+    endResetModel();
+    scheduleRefresh();
+}
+
+void CardsModel::refreshNow() {
+    m_refreshTimer.stop();
+    int64_t step = -1;
+    std::vector<Row> rows = buildRows(&step);
+    m_shownStep = step;
+    if (rows.size() != m_rows.size()) {
+        beginResetModel();
+        m_rows = std::move(rows);
+        endResetModel();
+    } else {
+        m_rows = std::move(rows);
+        if (!m_rows.empty())
+            emit dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
+    }
+    emit refreshed();
+}
+
+std::vector<CardsModel::Row> CardsModel::buildRows(int64_t* shownStep) const {
+    std::vector<Row> rows;
+    if (!m_model->hasRun())
+        return rows;
+    const int64_t row = m_model->rowOf(m_cursor->step());
+    *shownStep = row < 0 ? -1 : m_model->stepAt(row);
+    for (int rank = 0; rank < m_model->worldSize(); ++rank)
+        rows.push_back(buildRow(rank, row));
+    return rows;
+}
+
+CardsModel::Row CardsModel::buildRow(int rank, int64_t row) const {
+    Row r;
+    r.rank = rank;
+    r.deviceId = rank;
+    const auto& cards = m_model->meta().cards;
+    if (rank < int(cards.size())) {
+        const CardInfo& c = cards[size_t(rank)];
+        r.deviceId = c.deviceId;
+        r.deviceIp = QString::fromStdString(c.deviceIp);
+        r.serverId = QString::fromStdString(c.serverId);
+        r.hbmUsedBytes = c.hbmUsedBytes;
+        r.hbmTotalBytes = c.hbmTotalBytes;
+    }
+    if (row < 0)
+        return r; // waiting for data
+    r.stepMs = m_model->value(StepColumn::StepMs, row, rank);
+    r.computeMs = m_model->value(StepColumn::ComputeMs, row, rank);
+    r.commMs = m_model->value(StepColumn::CommMs, row, rank);
+    switch (CardState(int(m_model->value(StepColumn::State, row, rank)))) {
+    case CardState::Dead:
+        r.activity = CardActivity::Dead;
+        break;
+    case CardState::TimedOut:
+        r.activity = CardActivity::TimedOut;
+        break;
+    case CardState::Stopped:
+        r.activity = CardActivity::Stopped;
+        break;
+    case CardState::Ok:
+        // A complete run's last step is where the card finished, not where it is still running.
+        r.activity = m_model->isComplete() && row == m_model->stepCount() - 1 ? CardActivity::Finished
+                                                                              : CardActivity::Running;
+        break;
+    }
+    if (isBad(r.activity))
+        r.badSince = badStreakStart(rank, row);
+    return r;
+}
+
+// The first step of the run of steps, ending at row, in which the rank was in the same bad state: the
+// tooltip says "dead since step 40", which is what a user hunting the cause needs.
+int64_t CardsModel::badStreakStart(int rank, int64_t row) const {
+    const float state = m_model->value(StepColumn::State, row, rank);
+    int64_t first = row;
+    while (first > 0 && m_model->value(StepColumn::State, first - 1, rank) == state)
+        --first;
+    return m_model->stepAt(first);
+}
+
+QString CardsModel::activityName(CardActivity a) {
+    switch (a) {
+    case CardActivity::WaitingForData:
+        return tr("waiting for data");
+    case CardActivity::Running:
+        return tr("running");
+    case CardActivity::Finished:
+        return tr("finished");
+    case CardActivity::Stopped:
+        return tr("stopped");
+    case CardActivity::Dead:
+        return tr("dead");
+    case CardActivity::TimedOut:
+        return tr("timed out");
+    }
+    return {};
+}
+
+QString CardsModel::healthName(CardActivity a) {
+    switch (a) {
+    case CardActivity::WaitingForData:
+        return QStringLiteral("-");
+    case CardActivity::Dead:
+        return QStringLiteral("Alarm");
+    case CardActivity::TimedOut:
+        return QStringLiteral("Warning");
+    default:
+        return QStringLiteral("OK");
+    }
+}
+
+QVariant CardsModel::data(const QModelIndex& index, int role) const {
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid))
+        return {};
+    const Row& r = m_rows[size_t(index.row())];
+    const int column = index.column();
+    switch (role) {
+    case Qt::DisplayRole:
+        return displayText(r, column);
+    case RawRole:
+        return rawValue(r, column);
+    case Qt::ToolTipRole:
+        return cellToolTip(r, column);
+    case Qt::TextAlignmentRole: {
+        const bool number =
+            column == Npu || column == Rank || column == Hbm || column == StepTime || column == CommWait;
+        return QVariant::fromValue(Qt::AlignVCenter | (number ? Qt::AlignRight : Qt::AlignLeft));
+    }
+    case Qt::ForegroundRole:
+        if ((column == Health || column == State) && isBad(r.activity))
+            return QBrush(r.activity == CardActivity::Dead ? kAlarmColor : kWarningColor);
+        return {};
+    case Qt::FontRole:
+        if (column == Health && isBad(r.activity)) {
+            QFont f;
+            f.setBold(true);
+            return f;
+        }
+        return {};
+    default:
+        return {};
+    }
+}
+
+QVariant CardsModel::displayText(const Row& r, int column) const {
+    const bool hasStep = r.activity != CardActivity::WaitingForData;
+    switch (column) {
+    case Npu:
+        return r.deviceId;
+    case Rank:
+        return r.rank;
+    case DeviceIp:
+        return r.deviceIp.isEmpty() ? QStringLiteral("-") : r.deviceIp;
+    case Health:
+        return healthName(r.activity);
+    case Hbm:
+        if (r.hbmTotalBytes <= 0)
+            return QStringLiteral("-");
+        return QStringLiteral("%1 / %2 MB")
+            .arg(std::llround(double(r.hbmUsedBytes) / kMiB))
+            .arg(std::llround(double(r.hbmTotalBytes) / kMiB));
+    case StepTime:
+        return hasStep ? ms(r.stepMs) : QStringLiteral("-");
+    case CommWait:
+        return hasStep ? ms(r.commMs) : QStringLiteral("-");
+    case State:
+        return activityName(r.activity);
+    default:
+        return {};
+    }
+}
+
+QVariant CardsModel::rawValue(const Row& r, int column) const {
+    switch (column) {
+    case Npu:
+        return r.deviceId;
+    case Rank:
+        return r.rank;
+    case DeviceIp:
+        return r.deviceIp;
+    case Hbm:
+        return qlonglong(r.hbmUsedBytes);
+    case StepTime:
+        return r.stepMs;
+    case CommWait:
+        return r.commMs;
+    case Health:
+    case State:
+        return int(r.activity);
+    default:
+        return {};
+    }
+}
+
+QString CardsModel::cellToolTip(const Row& r, int column) const {
+    QString where = tr("NPU %1, rank %2").arg(r.deviceId).arg(r.rank);
+    if (!r.deviceIp.isEmpty())
+        where += tr(", device IP %1 on server %2").arg(r.deviceIp, r.serverId);
+    if (r.activity == CardActivity::WaitingForData)
+        return where + tr("\nNo step recorded yet.");
+    QString text = where + tr("\nStep %1: %2").arg(m_shownStep).arg(activityName(r.activity));
+    if (isBad(r.activity))
+        text += tr(" since step %1 (health %2)").arg(r.badSince).arg(healthName(r.activity));
+    switch (column) {
+    case Hbm:
+        if (r.hbmTotalBytes > 0)
+            text += tr("\nHBM: %1 %% of %2 MB used (estimate: weights, gradients, momentum, activations)")
+                        .arg(100.0 * double(r.hbmUsedBytes) / double(r.hbmTotalBytes), 0, 'f', 1)
+                        .arg(std::llround(double(r.hbmTotalBytes) / kMiB));
+        break;
+    case StepTime:
+    case CommWait:
+        text += tr("\nStep %1 ms = compute %2 ms + communication %3 ms + other")
+                    .arg(ms(r.stepMs), ms(r.computeMs), ms(r.commMs));
+        break;
+    default:
+        break;
+    }
+    return text;
+}
+
+QVariant CardsModel::headerData(int section, Qt::Orientation orientation, int role) const {
+    if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount)
+        return QAbstractTableModel::headerData(section, orientation, role);
+    static const char* const titles[ColumnCount] = {
+        QT_TR_NOOP("NPU"),       QT_TR_NOOP("Rank"),      QT_TR_NOOP("Device IP"),      QT_TR_NOOP("Health"),
+        QT_TR_NOOP("HBM Usage"), QT_TR_NOOP("Step (ms)"), QT_TR_NOOP("Comm wait (ms)"), QT_TR_NOOP("State")};
+    static const char* const tips[ColumnCount] = {
+        QT_TR_NOOP("device_id: the card's index within its server (0..7), as in the rank table and npu-smi"),
+        QT_TR_NOOP("rank_id: the card's place in the data-parallel group (RANK_ID)"),
+        QT_TR_NOOP("device_ip: the card's address for HCCL, from the rank table"),
+        QT_TR_NOOP("npu-smi's health words: OK; Warning when the card timed out in a collective; Alarm when "
+                   "it died"),
+        QT_TR_NOOP("Estimated HBM in use / the card's HBM (Ascend 910: 32 GB): weights, gradients, momentum, "
+                   "activations"),
+        QT_TR_NOOP(
+            "Wall time of the card's whole step at the cursor's step: forward, backward, all-reduce, update"),
+        QT_TR_NOOP(
+            "Time the card spent inside collectives at the cursor's step, including waiting for slower "
+            "peers: one card with little wait while the others wait long is the straggler"),
+        QT_TR_NOOP(
+            "What the card was doing at the cursor's step: running, finished, stopped, dead, timed out, or "
+            "waiting for data")};
+    if (role == Qt::DisplayRole)
+        return tr(titles[section]);
+    if (role == Qt::ToolTipRole)
+        return tr(tips[section]);
+    if (role == Qt::TextAlignmentRole)
+        return QVariant::fromValue(
+            Qt::AlignVCenter |
+            (section == DeviceIp || section == Health || section == State ? Qt::AlignLeft : Qt::AlignRight));
+    return {};
+}
+
+} // namespace rs

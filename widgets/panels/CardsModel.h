@@ -1,0 +1,75 @@
+// The cards table, one row per emulated Ascend card, as `npu-smi info` would show it at the cursor's step:
+// device, rank, IP, health, HBM, step and communication time, state. It keeps a snapshot of the rows so the
+// view always sees a consistent table while the run model grows underneath, and rebuilds it at most once
+// per ~40 ms however often the cursor moves or steps arrive.
+#pragma once
+
+#include "store/RunRecords.h"
+
+#include <QAbstractTableModel>
+#include <QString>
+#include <QTimer>
+#include <cstdint>
+#include <vector>
+
+namespace rs {
+
+class RunModel;
+class StepCursor;
+
+// What the State column says of a card at a step.
+enum class CardActivity { WaitingForData, Running, Finished, Stopped, Dead, TimedOut };
+
+class CardsModel : public QAbstractTableModel {
+    Q_OBJECT
+public:
+    enum Column { Npu, Rank, DeviceIp, Health, Hbm, StepTime, CommWait, State, ColumnCount };
+    // Qt::UserRole gives the raw value of a cell: ints for ids, float ms, int64 bytes, CardActivity as int.
+    static constexpr int RawRole = Qt::UserRole;
+
+    CardsModel(RunModel* model, StepCursor* cursor, QObject* parent = nullptr);
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+    int64_t shownStep() const { return m_shownStep; } // the step the values are of; -1 before any step
+    CardActivity activity(int row) const { return m_rows[size_t(row)].activity; }
+    // Rebuilds from the run model now instead of at the next coalesced update.
+    void refreshNow();
+
+    static QString activityName(CardActivity a);
+    static QString healthName(CardActivity a); // npu-smi's words: OK, Warning, Alarm
+
+signals:
+    void refreshed(); // after each rebuild (the panel's caption follows it)
+
+private:
+    struct Row {
+        int rank = 0;
+        int deviceId = 0;
+        QString deviceIp, serverId;
+        int64_t hbmUsedBytes = 0, hbmTotalBytes = 0;
+        float stepMs = 0, computeMs = 0, commMs = 0;
+        CardActivity activity = CardActivity::WaitingForData;
+        int64_t badSince = -1; // first step of the current dead/timed-out streak
+    };
+
+    void scheduleRefresh();
+    void onRunReset();
+    std::vector<Row> buildRows(int64_t* shownStep) const;
+    Row buildRow(int rank, int64_t row) const;
+    int64_t badStreakStart(int rank, int64_t row) const;
+    QVariant displayText(const Row& r, int column) const;
+    QVariant rawValue(const Row& r, int column) const;
+    QString cellToolTip(const Row& r, int column) const;
+
+    RunModel* m_model;
+    StepCursor* m_cursor;
+    QTimer m_refreshTimer;
+    std::vector<Row> m_rows;
+    int64_t m_shownStep = -1;
+};
+
+} // namespace rs

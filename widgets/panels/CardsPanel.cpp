@@ -1,0 +1,72 @@
+// The cards panel: see CardsPanel.h.
+#include "panels/CardsPanel.h"
+
+#include "panels/CardsModel.h"
+
+#include <QFontDatabase>
+#include <QHeaderView>
+#include <QLabel>
+#include <QTableView>
+#include <QVBoxLayout>
+
+namespace rs {
+
+CardsPanel::CardsPanel(RunModel* model, StepCursor* cursor, QWidget* parent)
+    : QWidget(parent)
+    , m_cards(new CardsModel(model, cursor, this))
+    , m_view(new QTableView(this))
+    , m_caption(new QLabel(this)) {
+    const QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
+    m_view->setModel(m_cards);
+    m_view->setFont(mono);
+    m_view->horizontalHeader()->setFont(mono);
+    m_view->verticalHeader()->hide();
+    m_view->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_view->horizontalHeader()->setStretchLastSection(true);
+    m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_view->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_view->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_view->setAlternatingRowColors(true);
+    m_view->setWordWrap(false);
+    m_view->setToolTip(tr("The emulated Ascend cards at the cursor's step, as npu-smi info shows real ones"));
+    m_caption->setFont(mono);
+    m_caption->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(m_caption);
+    layout->addWidget(m_view);
+
+    connect(m_cards, &CardsModel::refreshed, this, &CardsPanel::updateCaption);
+    connect(m_view, &QTableView::activated, this, [this](const QModelIndex& index) {
+        emit rankActivated(m_cards->data(m_cards->index(index.row(), CardsModel::Rank), CardsModel::RawRole)
+                               .toInt());
+    });
+    updateCaption();
+}
+
+QString CardsPanel::caption() const {
+    return m_caption->text();
+}
+
+void CardsPanel::updateCaption() {
+    const int cards = m_cards->rowCount();
+    if (m_cards->shownStep() < 0) {
+        m_caption->setText(cards == 0 ? tr("No run") : tr("%n card(s), waiting for data", nullptr, cards));
+        return;
+    }
+    int alarms = 0, warnings = 0;
+    for (int row = 0; row < cards; ++row) {
+        alarms += m_cards->activity(row) == CardActivity::Dead;
+        warnings += m_cards->activity(row) == CardActivity::TimedOut;
+    }
+    QString text = tr("Step %1 · %n card(s)", nullptr, cards).arg(m_cards->shownStep());
+    if (alarms > 0)
+        text += tr(" · %n alarm(s)", nullptr, alarms);
+    if (warnings > 0)
+        text += tr(" · %n warning(s)", nullptr, warnings);
+    m_caption->setText(text);
+}
+
+} // namespace rs
