@@ -106,7 +106,8 @@ void MainWindow::createDocks() {
     connect(m_runPanel, &RunPanel::stopRequested, this, &MainWindow::stopRun);
     dock(tr("Run"), QStringLiteral("runDock"), m_runPanel, Qt::LeftDockWidgetArea);
 
-    auto* rank = dock(tr("Rank × rank"), QStringLiteral("rankHeatmapDock"), m_rankHeatmap, Qt::RightDockWidgetArea);
+    auto* rank =
+        dock(tr("Rank × rank"), QStringLiteral("rankHeatmapDock"), m_rankHeatmap, Qt::RightDockWidgetArea);
     auto* param = dock(tr("Layers × ranks"), QStringLiteral("paramHeatmapDock"), m_paramHeatmap,
                        Qt::RightDockWidgetArea);
     splitDockWidget(rank, param, Qt::Vertical);
@@ -127,32 +128,37 @@ void MainWindow::createDocks() {
 void MainWindow::createMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     QAction* open = file->addAction(tr("&Open Run…"), this, &MainWindow::openFileDialog, QKeySequence::Open);
-    open->setStatusTip(tr("Open a run file written by RankSight or ranksight-cli (also while it is being written)"));
+    open->setStatusTip(
+        tr("Open a run file written by RankSight or ranksight-cli (also while it is being written)"));
     QMenu* recent = file->addMenu(tr("Open &Recent"));
     m_recent = new RecentFiles(recent, this);
     connect(m_recent, &RecentFiles::openRequested, this, &MainWindow::openRun);
     file->addSeparator();
     m_exportChartMenu = file->addMenu(tr("Export &Chart"));
     for (ChartWidget* c : charts())
-        m_exportChartMenu->addAction(c->chartTitle() + QStringLiteral("…"), this, [this, c] { exportChartDialog(c); });
+        m_exportChartMenu->addAction(c->chartTitle() + QStringLiteral("…"), this,
+                                     [this, c] { exportChartDialog(c); });
     m_exportReportAction = file->addAction(tr("Export &Bug Report…"), this, &MainWindow::exportReportDialog,
                                            QKeySequence(Qt::CTRL | Qt::Key_E));
-    m_exportReportAction->setStatusTip(
-        tr("A folder with report.md, every chart as PNG and SVG, steps.csv and the run cut around the first anomaly"));
+    m_exportReportAction->setStatusTip(tr("A folder with report.md, every chart as PNG and SVG, steps.csv "
+                                          "and the run cut around the first anomaly"));
     file->addSeparator();
-    file->addAction(tr("&Close Run"), this, [this] { m_model->close(); }, QKeySequence::Close);
+    file->addAction(
+        tr("&Close Run"), this, [this] { m_model->close(); }, QKeySequence::Close);
     file->addAction(tr("&Quit"), this, &QWidget::close, QKeySequence::Quit);
 
     QMenu* run = menuBar()->addMenu(tr("&Run"));
     m_startAction = run->addAction(tr("&Start"), this, &MainWindow::startFromPanel, QKeySequence(Qt::Key_F5));
     m_startAction->setStatusTip(tr("Train with the run panel's settings and watch the ranks live"));
-    m_stopAction = run->addAction(tr("S&top"), this, &MainWindow::stopRun, QKeySequence(Qt::SHIFT | Qt::Key_F5));
+    m_stopAction =
+        run->addAction(tr("S&top"), this, &MainWindow::stopRun, QKeySequence(Qt::SHIFT | Qt::Key_F5));
     m_stopAction->setStatusTip(tr("Stop the cards within a second; the run file stays complete"));
     run->addSeparator();
     m_followAction = run->addAction(tr("&Follow Latest Step"), m_cursor, &StepCursor::followLatest,
                                     QKeySequence(Qt::Key_End));
-    run->addAction(tr("First Step"), this, [this] { m_cursor->setStep(m_model->firstStep()); },
-                   QKeySequence(Qt::Key_Home));
+    run->addAction(
+        tr("First Step"), this, [this] { m_cursor->setStep(m_model->firstStep()); },
+        QKeySequence(Qt::Key_Home));
 
     auto* toolbar = addToolBar(tr("Main"));
     toolbar->setObjectName(QStringLiteral("mainToolBar"));
@@ -197,7 +203,8 @@ void MainWindow::wireModel() {
     });
     connect(m_model, &RunModel::stepsAppended, this, [this] {
         if (m_cursor->following())
-            m_cursor->advanceTo(m_model->lastStep(), double(m_model->firstStep()), double(m_model->lastStep()));
+            m_cursor->advanceTo(m_model->lastStep(), double(m_model->firstStep()),
+                                double(m_model->lastStep()));
         updateStatus();
     });
     connect(m_model, &RunModel::statusChanged, this, [this] {
@@ -219,7 +226,8 @@ void MainWindow::wireModel() {
     connect(m_cursor, &StepCursor::stepChanged, this, &MainWindow::updateStatus);
     connect(m_cursor, &StepCursor::followingChanged, this, &MainWindow::updateActions);
 
-    connect(m_train, &TrainController::runStarted, this, [this](const QString& path) { m_model->open(path); });
+    connect(m_train, &TrainController::runStarted, this,
+            [this](const QString& path) { m_model->open(path); });
     connect(m_train, &TrainController::runningChanged, this, [this](bool running) {
         m_runPanel->setRunning(running);
         updateActions();
@@ -371,9 +379,9 @@ void MainWindow::exportChartDialog(ChartWidget* chart) {
         QDir(QSettings().value(QStringLiteral("lastExportDir"), QDir::homePath()).toString())
             .filePath(QStringLiteral("%1-%2.png").arg(m_model->runName(), chart->chartId()));
     QString selected;
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export %1").arg(chart->chartTitle()), suggested,
-                                                      tr("PNG image (*.png);;SVG vector image (*.svg);;PDF (*.pdf)"),
-                                                      &selected);
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export %1").arg(chart->chartTitle()), suggested,
+        tr("PNG image (*.png);;SVG vector image (*.svg);;PDF (*.pdf)"), &selected);
     if (path.isEmpty())
         return;
     QSettings().setValue(QStringLiteral("lastExportDir"), QFileInfo(path).absolutePath());

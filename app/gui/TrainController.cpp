@@ -6,7 +6,6 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QPointer>
-
 #include <chrono>
 
 namespace rs {
@@ -17,7 +16,8 @@ public:
     explicit Observer(TrainController* owner)
         : m_owner(owner) {}
     void runStarted(const RunMeta&) override {
-        QMetaObject::invokeMethod(m_owner, [o = m_owner] { emit o->runStarted(o->m_path); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            m_owner, [o = m_owner] { emit o->runStarted(o->m_path); }, Qt::QueuedConnection);
     }
 
 private:
@@ -102,7 +102,8 @@ int64_t TrainController::stopAndWait() {
     const auto t0 = std::chrono::steady_clock::now();
     stop();
     join();
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+        .count();
 }
 
 void TrainController::join() {

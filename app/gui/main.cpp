@@ -7,9 +7,42 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QSocketNotifier>
 #include <QTimer>
-
+#include <csignal>
 #include <cstdio>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace {
+
+// Ctrl-C and SIGTERM close the window like the user would (a running training stops, its file stays
+// complete). The handler only writes a byte to a socket pair; the event loop does the rest.
+int g_signalFd[2] = {-1, -1};
+
+void onSignal(int) {
+    const char b = 1;
+    [[maybe_unused]] const auto n = ::write(g_signalFd[0], &b, 1);
+}
+
+void closeOnSignals(QWidget* window) {
+    if (::socketpair(AF_UNIX, SOCK_STREAM, 0, g_signalFd) != 0)
+        return;
+    auto* notifier = new QSocketNotifier(g_signalFd[1], QSocketNotifier::Read, window);
+    QObject::connect(notifier, &QSocketNotifier::activated, window, [window] {
+        char b;
+        [[maybe_unused]] const auto n = ::read(g_signalFd[1], &b, 1);
+        window->close();
+    });
+    struct sigaction sa = {};
+    sa.sa_handler = onSignal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
     rs::pinBlasThreadsByReexec(argv);
@@ -23,11 +56,17 @@ int main(int argc, char** argv) {
         QStringLiteral("Watch data-parallel training rank against rank; replay and explain run files."));
     parser.addHelpOption();
     parser.addVersionOption();
-    parser.addPositionalArgument(QStringLiteral("run"), QStringLiteral("A run file (.h5) to open."), QStringLiteral("[RUN.h5]"));
-    QCommandLineOption start(QStringLiteral("start"), QStringLiteral("Start a run at launch (the run panel's settings, or --config)."));
-    QCommandLineOption config(QStringLiteral("config"), QStringLiteral("Run settings (JSON, the keys of ranksight-cli train --config)."),
-                              QStringLiteral("FILE.json"));
-    QCommandLineOption runsDir(QStringLiteral("runs-dir"), QStringLiteral("Folder for new run files (default: ./runs)."),
+    parser.addPositionalArgument(QStringLiteral("run"), QStringLiteral("A run file (.h5) to open."),
+                                 QStringLiteral("[RUN.h5]"));
+    QCommandLineOption start(
+        QStringLiteral("start"),
+        QStringLiteral("Start a run at launch (the run panel's settings, or --config)."));
+    QCommandLineOption config(
+        QStringLiteral("config"),
+        QStringLiteral("Run settings (JSON, the keys of ranksight-cli train --config)."),
+        QStringLiteral("FILE.json"));
+    QCommandLineOption runsDir(QStringLiteral("runs-dir"),
+                               QStringLiteral("Folder for new run files (default: ./runs)."),
                                QStringLiteral("DIR"));
     parser.addOptions({start, config, runsDir});
     parser.process(app);
@@ -43,6 +82,7 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
+    closeOnSignals(&window);
     window.show();
     const QStringList positional = parser.positionalArguments();
     if (!positional.isEmpty())

@@ -7,7 +7,6 @@
 #include "store/RunRecords.h"
 
 #include <QString>
-
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -21,12 +20,12 @@ struct RunDelta {
     RunMeta meta;
     int formatVersion = 0;
 
-    int64_t firstRow = 0;             // row of the first new step
-    std::vector<int64_t> stepNumbers; // the new steps
+    int64_t firstRow = 0;                                     // row of the first new step
+    std::vector<int64_t> stepNumbers;                         // the new steps
     std::array<std::vector<float>, kStepColumnCount> columns; // new rows x ranks, row-major
-    std::vector<Event> events;        // new events
-    std::vector<EvalRecord> evals;    // new evals
-    std::vector<int64_t> weightSteps; // new weight-fingerprint rows' steps
+    std::vector<Event> events;                                // new events
+    std::vector<EvalRecord> evals;                            // new evals
+    std::vector<int64_t> weightSteps;                         // new weight-fingerprint rows' steps
 
     bool complete = false;
     std::string stopReason;

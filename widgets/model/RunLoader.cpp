@@ -4,7 +4,6 @@
 #include "store/RunReader.h"
 
 #include <QTimer>
-
 #include <algorithm>
 
 namespace rs {

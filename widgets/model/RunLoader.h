@@ -10,7 +10,6 @@
 #include <QObject>
 #include <QString>
 #include <QThread>
-
 #include <functional>
 #include <memory>
 #include <mutex>

@@ -5,7 +5,6 @@
 #include "model/RunLoader.h"
 
 #include <QFileInfo>
-
 #include <algorithm>
 
 namespace rs {
@@ -105,8 +104,9 @@ void RunModel::applyDelta(RunDelta d) {
 
     const size_t R = size_t(m_meta.worldSize);
     const size_t n = d.stepNumbers.size();
-    const bool fits = d.firstRow == stepCount() &&
-                      std::all_of(d.columns.begin(), d.columns.end(), [&](const auto& c) { return c.size() == n * R; });
+    const bool fits =
+        d.firstRow == stepCount() &&
+        std::all_of(d.columns.begin(), d.columns.end(), [&](const auto& c) { return c.size() == n * R; });
     if (n > 0 && fits) {
         m_stepNumbers.insert(m_stepNumbers.end(), d.stepNumbers.begin(), d.stepNumbers.end());
         for (size_t c = 0; c < m_columns.size(); ++c)

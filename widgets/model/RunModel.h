@@ -12,7 +12,6 @@
 
 #include <QObject>
 #include <QString>
-
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -78,10 +77,10 @@ public:
     void setDetail(std::shared_ptr<const StepDetail> detail);
 
 signals:
-    void runReset();                                  // another run, or none: drop everything shown
-    void opened(const QString& path);                 // the first rows are in
+    void runReset();                  // another run, or none: drop everything shown
+    void opened(const QString& path); // the first rows are in
     void openFailed(const QString& path, const QString& message);
-    void loadProgress(int percent);                   // while a large file's index loads
+    void loadProgress(int percent); // while a large file's index loads
     void stepsAppended(int64_t firstRow, int64_t count);
     void eventsAppended(int firstIndex, int count);
     void evalsChanged();

@@ -6,7 +6,17 @@
 
 namespace rs {
 
-enum class StepColumn : int { Loss, Accuracy, LossScale, StepMs, ComputeMs, CommMs, Overflow, Skipped, State };
+enum class StepColumn : int {
+    Loss,
+    Accuracy,
+    LossScale,
+    StepMs,
+    ComputeMs,
+    CommMs,
+    Overflow,
+    Skipped,
+    State
+};
 inline constexpr int kStepColumnCount = 9;
 
 // The RunReader::readStepScalar name of each column, in StepColumn order.

@@ -1,0 +1,251 @@
+// The window as a user drives it (offscreen): Start on a tiny config fills the charts and Stop ends the run
+// within a second with a complete file; closing mid-run keeps the file complete; opening a run shows its
+// steps, ranks and parameters; bad files show an error and leave the window usable; drag and drop; and the
+// `ranksight` binary's --start / SIGTERM path.
+#include "MainWindow.h"
+#include "TrainController.h"
+#include "charts/ChartWidget.h"
+#include "core/RunFileFixtures.h"
+#include "model/RunModel.h"
+#include "model/StepCursor.h"
+#include "store/RunReader.h"
+#include "train/TrainConfig.h"
+
+#include <QElapsedTimer>
+#include <QFile>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProcess>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <csignal>
+#include <qcustomplot.h>
+
+using namespace rs;
+using namespace rs::runfile_fixtures;
+
+namespace {
+
+TrainConfig tinyConfig(const QString& out, int64_t steps) {
+    TrainConfig c;
+    c.model = ModelKind::Mlp;
+    c.ranks = 2;
+    c.batchPerRank = 4;
+    c.steps = steps;
+    c.precision = Precision::O0;
+    c.lossScale = parseLossScale("none");
+    c.evalSamples = 16;
+    c.warmupSteps = 0;
+    c.out = out.toStdString();
+    return c;
+}
+
+std::unique_ptr<RunReader> reopen(const QString& path) {
+    return RunReader::open(path.toStdString());
+}
+
+} // namespace
+
+class TestMainWindow : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+    void startFillsChartsAndStopEndsWithinASecond() {
+        QTemporaryDir dir;
+        MainWindow w;
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        const QString path = dir.filePath("run.h5");
+        QVERIFY(w.startRun(tinyConfig(path, 1000000)));
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->stepCount() >= 5, 60000);
+        QVERIFY(w.windowTitle().contains("run.h5"));
+        QVERIFY(w.windowTitle().contains("live"));
+        // The loss chart drew the live steps (per-rank lines and the mean).
+        QCustomPlot* loss = w.charts().front()->plot();
+        QTRY_VERIFY_WITH_TIMEOUT(loss->graphCount() > 0 && loss->graph(0)->dataCount() > 0, 5000);
+        QVERIFY(w.cursor()->following());
+
+        QElapsedTimer t;
+        t.start();
+        w.stopRun();
+        QTRY_VERIFY_WITH_TIMEOUT(!w.trainController()->isRunning(), 1000);
+        qInfo("stop took %lld ms", t.elapsed());
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->isComplete(), 5000);
+        QCOMPARE(w.model()->stopReason(), QString("stopped"));
+        auto r = reopen(path);
+        QVERIFY(r->complete());
+        QCOMPARE(r->stepCount(), w.model()->stepCount());
+        QVERIFY(!w.windowTitle().contains("live"));
+    }
+
+    void closingMidRunKeepsTheFileComplete() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("closed.h5");
+        {
+            MainWindow w;
+            w.show();
+            QVERIFY(w.startRun(tinyConfig(path, 1000000)));
+            QTRY_VERIFY_WITH_TIMEOUT(w.model()->stepCount() >= 3, 60000);
+            QVERIFY(w.close());
+        }
+        auto r = reopen(path);
+        QVERIFY(r->complete());
+        QCOMPARE(QString::fromStdString(r->stopReason()), QString("stopped"));
+        QVERIFY(r->stepCount() >= 3);
+    }
+
+    void startRefusesToOverwrite() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("exists.h5");
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("keep me");
+        f.close();
+        MainWindow w;
+        w.show();
+        QVERIFY(!w.startRun(tinyConfig(path, 10)));
+        QVERIFY(w.lastError().contains("exists.h5"));
+        QVERIFY(!w.trainController()->isRunning());
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(f.readAll(), QByteArray("keep me"));
+    }
+
+    void openShowsStepsRanksAndParameters() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("fixture.h5");
+        const RunMeta meta = makeMeta(3, 5, 4, 8);
+        writeRun(path, meta, 40);
+        MainWindow w;
+        w.show();
+        w.openRun(path);
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->hasRun() && !w.model()->isLoading(), 10000);
+        QCOMPARE(w.model()->stepCount(), int64_t(40));
+        QCOMPARE(w.model()->worldSize(), 3);
+        QCOMPARE(w.model()->paramCount(), 5);
+        for (int p = 0; p < 5; ++p)
+            QCOMPARE(w.model()->meta().params[size_t(p)].name, meta.params[size_t(p)].name);
+        QVERIFY(w.model()->isComplete());
+        QVERIFY(w.windowTitle().startsWith("fixture.h5"));
+        QCOMPARE(w.cursor()->step(),
+                 int64_t(39)); // a replay starts at the last step, like a finished live run
+    }
+
+    void badFilesShowAnErrorAndTheWindowStaysUsable_data() {
+        QTest::addColumn<QByteArray>("content");
+        QTest::addColumn<QString>("expected");
+        QTest::addRow("not hdf5") << QByteArray("this is not a run file\n") << "HDF5";
+        QTest::addRow("empty") << QByteArray() << "HDF5";
+        QTest::addRow("truncated") << QByteArray("truncate") << "";
+    }
+    void badFilesShowAnErrorAndTheWindowStaysUsable() {
+        QFETCH(QByteArray, content);
+        QFETCH(QString, expected);
+        QTemporaryDir dir;
+        const QString bad = dir.filePath("bad.h5");
+        if (content == "truncate") {
+            writeRun(bad, makeMeta(2, 3, 4, 4), 30);
+            QFile f(bad);
+            QVERIFY(f.resize(f.size() / 3));
+        } else {
+            QFile f(bad);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(content);
+        }
+        MainWindow w;
+        w.show();
+        w.openRun(bad);
+        QTRY_VERIFY_WITH_TIMEOUT(!w.lastError().isEmpty(), 10000);
+        QVERIFY2(w.lastError().contains("bad.h5"), qPrintable(w.lastError()));
+        if (!expected.isEmpty())
+            QVERIFY2(w.lastError().contains(expected), qPrintable(w.lastError()));
+        QVERIFY(w.errorBox() && w.errorBox()->isVisible());
+        QVERIFY(!w.model()->hasRun());
+        w.errorBox()->accept();
+
+        // Still usable: a good file opens afterwards.
+        const QString good = dir.filePath("good.h5");
+        writeRun(good, makeMeta(2, 3, 4, 4), 12);
+        w.openRun(good);
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->hasRun() && w.model()->stepCount() == 12, 10000);
+    }
+
+    void dropOpensTheFile() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("dropped.h5");
+        writeRun(path, makeMeta(2, 3, 4, 4), 7);
+        MainWindow w;
+        w.show();
+        QMimeData mime;
+        mime.setUrls({QUrl::fromLocalFile(path)});
+        QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(&w, &enter);
+        QVERIFY(enter.isAccepted());
+        QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(&w, &drop);
+        QTRY_COMPARE_WITH_TIMEOUT(w.model()->stepCount(), int64_t(7), 10000);
+    }
+
+    void watchesAFileAnotherWriterIsStillWriting() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("growing.h5");
+        const RunMeta meta = makeMeta(2, 3, 4, 4);
+        auto writer = RunWriter::create(path.toStdString(), meta);
+        for (int s = 0; s < 5; ++s)
+            writer->appendStep(makeStep(meta, s));
+        MainWindow w;
+        w.show();
+        w.openRun(path);
+        QTRY_COMPARE_WITH_TIMEOUT(w.model()->stepCount(), int64_t(5), 10000);
+        QVERIFY(w.model()->isLive());
+        for (int s = 5; s < 25; ++s)
+            writer->appendStep(makeStep(meta, s));
+        QTRY_COMPARE_WITH_TIMEOUT(w.model()->stepCount(), int64_t(25), 10000);
+        QCOMPARE(w.cursor()->step(), int64_t(24)); // following the live run
+        writer->close("completed");
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->isComplete(), 10000);
+    }
+
+    void appStartsARunAtLaunchAndStopsCleanlyOnSigterm() {
+        QTemporaryDir dir;
+        const QString config = dir.filePath("tiny.json");
+        {
+            QFile f(config);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(
+                R"({"model":"mlp","ranks":2,"batch":4,"steps":1000000,"precision":"O0","loss_scale":"none",
+                        "eval_samples":16})");
+        }
+        QProcess app;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("XDG_CONFIG_HOME", dir.filePath("config")); // keep the user's settings out of it
+        app.setProcessEnvironment(env);
+        app.start(RANKSIGHT_GUI, {"--start", "--config", config, "--runs-dir", dir.filePath("runs")});
+        QVERIFY(app.waitForStarted());
+        QString run;
+        QTRY_VERIFY_WITH_TIMEOUT(
+            [&] {
+                const auto files = QDir(dir.filePath("runs")).entryList({"*.h5"});
+                if (files.isEmpty())
+                    return false;
+                run = dir.filePath("runs/" + files.front());
+                try {
+                    return reopen(run)->stepCount() >= 3;
+                } catch (const std::exception&) {
+                    return false;
+                }
+            }(),
+            60000);
+        ::kill(pid_t(app.processId()), SIGTERM);
+        QVERIFY(app.waitForFinished(10000));
+        QCOMPARE(app.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(app.exitCode(), 0);
+        auto r = reopen(run);
+        QVERIFY(r->complete());
+        QCOMPARE(QString::fromStdString(r->stopReason()), QString("stopped"));
+    }
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "tst_mainwindow.moc"
