@@ -80,7 +80,7 @@ void CardsModel::refreshNow() {
     } else {
         m_rows = std::move(rows);
         if (!m_rows.empty())
-            emit dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
+            emit dataChanged(index(0, 0), index(int(m_rows.size()) - 1, ColumnCount - 1));
     }
     emit refreshed();
 }

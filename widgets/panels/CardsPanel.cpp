@@ -11,6 +11,15 @@
 
 namespace rs {
 
+namespace {
+
+// "1 card", "4 cards": English plurals without shipping a translation file for them.
+QString counted(int n, const char* noun) {
+    return QStringLiteral("%1 %2%3").arg(n).arg(QLatin1String(noun)).arg(n == 1 ? "" : "s");
+}
+
+} // namespace
+
 CardsPanel::CardsPanel(RunModel* model, StepCursor* cursor, QWidget* parent)
     : QWidget(parent)
     , m_cards(new CardsModel(model, cursor, this))
@@ -40,8 +49,8 @@ CardsPanel::CardsPanel(RunModel* model, StepCursor* cursor, QWidget* parent)
 
     connect(m_cards, &CardsModel::refreshed, this, &CardsPanel::updateCaption);
     connect(m_view, &QTableView::activated, this, [this](const QModelIndex& index) {
-        emit rankActivated(m_cards->data(m_cards->index(index.row(), CardsModel::Rank), CardsModel::RawRole)
-                               .toInt());
+        emit rankActivated(
+            m_cards->data(m_cards->index(index.row(), CardsModel::Rank), CardsModel::RawRole).toInt());
     });
     updateCaption();
 }
@@ -53,7 +62,8 @@ QString CardsPanel::caption() const {
 void CardsPanel::updateCaption() {
     const int cards = m_cards->rowCount();
     if (m_cards->shownStep() < 0) {
-        m_caption->setText(cards == 0 ? tr("No run") : tr("%n card(s), waiting for data", nullptr, cards));
+        m_caption->setText(cards == 0 ? tr("No run")
+                                      : tr("%1, waiting for data").arg(counted(cards, "card")));
         return;
     }
     int alarms = 0, warnings = 0;
@@ -61,11 +71,11 @@ void CardsPanel::updateCaption() {
         alarms += m_cards->activity(row) == CardActivity::Dead;
         warnings += m_cards->activity(row) == CardActivity::TimedOut;
     }
-    QString text = tr("Step %1 · %n card(s)", nullptr, cards).arg(m_cards->shownStep());
+    QString text = tr("Step %1 · %2").arg(m_cards->shownStep()).arg(counted(cards, "card"));
     if (alarms > 0)
-        text += tr(" · %n alarm(s)", nullptr, alarms);
+        text += QStringLiteral(" · ") + counted(alarms, "alarm");
     if (warnings > 0)
-        text += tr(" · %n warning(s)", nullptr, warnings);
+        text += QStringLiteral(" · ") + counted(warnings, "warning");
     m_caption->setText(text);
 }
 

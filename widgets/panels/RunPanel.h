@@ -1,0 +1,116 @@
+// The run form: what to train and where to write it (a preset or a custom setup: model, cards, batch,
+// length, precision, loss scale, data, seed, rank table, run file), with Start and Stop. It produces a
+// TrainConfig; keys the form does not show (lr, eval_every, ...) come from the preset or the config last
+// set. Every field explains itself in MindSpore terms, and an invalid value is named in an inline error
+// that keeps Start from proceeding.
+#pragma once
+
+#include "train/TrainConfig.h"
+
+#include <QString>
+#include <QWidget>
+
+class QComboBox;
+class QDoubleSpinBox;
+class QFormLayout;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSettings;
+class QSpinBox;
+
+namespace rs {
+
+class RunPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit RunPanel(QWidget* parent = nullptr);
+
+    // The config the form describes, or false and a message naming the field at fault.
+    bool buildConfig(TrainConfig* out, QString* error) const;
+    TrainConfig config() const; // throws ConfigError with buildConfig's message
+    // Shows a config (the combo says Custom); out empty: the run file name is generated.
+    void setConfig(const TrainConfig& config);
+    // "seed" or "quick", from the built-in presets; false (and nothing changes) for another name.
+    bool loadPreset(const QString& name);
+    QString presetName() const; // "seed", "quick" or "custom"
+
+    // Where generated run file names go: <runsDir>/<preset>-<yyyyMMdd-HHmmss>.h5. Created if missing.
+    void setRunsDir(const QString& dir);
+    QString runsDir() const { return m_runsDir; }
+
+    void setRunning(bool running); // disables the form and Start, enables Stop
+    bool isRunning() const { return m_running; }
+    QString errorText() const; // the inline error shown, empty when the form is valid
+
+    void saveState(QSettings& settings) const;
+    void restoreState(QSettings& settings);
+
+signals:
+    void startRequested(); // only when the form is valid; read config() then
+    void stopRequested();
+
+private:
+    struct FieldError {
+        QWidget* field = nullptr; // the form row at fault
+        QString message;
+    };
+
+    void buildForm(QFormLayout* form);
+    void buildSetupRows(QFormLayout* form);    // preset, model, cards, batch, length
+    void buildNumericsRows(QFormLayout* form); // precision, loss scale
+    void buildInputRows(QFormLayout* form);    // data, seed
+    void buildOutputRows(QFormLayout* form);   // rank table, run file
+    QWidget* withButton(QWidget* field, QPushButton* button);
+    void addRow(QFormLayout* form, const QString& label, QWidget* field, const QString& tip);
+    void connectEdits();
+    void applyConfig(const TrainConfig& config);
+    FieldError validate(TrainConfig* config) const;
+    FieldError validateFiles(const TrainConfig& config) const;
+    void revalidate();
+    void onFieldEdited();
+    void onPresetChosen();
+    void onLossScaleModeChanged();
+    void updateDataFolderRow();
+    void onStartClicked();
+    void browseDataDir();
+    void browseRankTable();
+    void browseOut();
+    void setPresetCombo(const QString& name);
+    void regenerateOut();
+    QString autoOutPath() const;
+
+    TrainConfig m_base; // keys the form does not show
+    QString m_runsDir;
+    bool m_running = false;
+    bool m_applying = false; // fields change from code, not from the user: stay on the preset
+    bool m_outAuto = true;   // the run file name is generated until the user picks one
+    float m_fixedScale = 128.0f, m_dynamicInit = 16777216.0f; // the value each loss-scale mode remembers
+
+    QWidget* m_formBox = nullptr;
+    QFormLayout* m_form = nullptr;
+    QComboBox* m_preset = nullptr;
+    QComboBox* m_model = nullptr;
+    QSpinBox* m_ranks = nullptr;
+    QSpinBox* m_batch = nullptr;
+    QSpinBox* m_length = nullptr;
+    QComboBox* m_lengthUnit = nullptr;
+    QComboBox* m_precision = nullptr;
+    QComboBox* m_lossMode = nullptr;
+    QDoubleSpinBox* m_lossValue = nullptr;
+    QComboBox* m_dataSource = nullptr;
+    QLineEdit* m_dataDir = nullptr;
+    QPushButton* m_dataBrowse = nullptr;
+    QWidget* m_dataDirRow = nullptr; // the folder and its Browse button, shown for CIFAR-10
+    QLineEdit* m_seed = nullptr;
+    QLineEdit* m_rankTable = nullptr;
+    QLineEdit* m_out = nullptr;
+    QWidget *m_lengthRow = nullptr, *m_lossRow = nullptr, *m_dataRow = nullptr, *m_rankTableRow = nullptr,
+            *m_outRow = nullptr;
+    QLabel* m_error = nullptr;
+    QPushButton* m_start = nullptr;
+    QPushButton* m_stop = nullptr;
+    QWidget* m_errorField = nullptr;
+};
+
+} // namespace rs
