@@ -121,13 +121,13 @@ void sliceRun(const std::string& src, const std::string& dst, int64_t firstStep,
 }
 
 int64_t firstAnomalyStep(const std::vector<Event>& events) {
-    static constexpr std::string_view kAnomalyCodes[] = {"GRADIENT_SYNC",  "WEIGHT_SYNC",      "SKIP_MISMATCH",
-                                                         "NONFINITE_LOSS", "LOSS_FLUCTUATION", "TIMEOUT"};
+    static constexpr std::string_view kAnomalyCodes[] = {
+        "GRADIENT_SYNC", "WEIGHT_SYNC", "SKIP_MISMATCH", "NONFINITE_LOSS", "LOSS_FLUCTUATION", "TIMEOUT"};
     int64_t first = -1;
     for (const Event& e : events) {
-        const bool anomaly = e.severity == Severity::Warning || e.severity == Severity::Error ||
-                             std::find(std::begin(kAnomalyCodes), std::end(kAnomalyCodes), e.code) !=
-                                 std::end(kAnomalyCodes);
+        const bool anomaly =
+            e.severity == Severity::Warning || e.severity == Severity::Error ||
+            std::find(std::begin(kAnomalyCodes), std::end(kAnomalyCodes), e.code) != std::end(kAnomalyCodes);
         // The smallest step, not the first row: events of one step may be appended out of step order.
         if (anomaly && e.step >= 0 && (first < 0 || e.step < first))
             first = e.step;

@@ -79,10 +79,10 @@ XY minMaxDecimate(const std::vector<int64_t>& xs, const std::vector<float>& ys, 
 }
 
 std::pair<int64_t, int64_t> visibleRange(const std::vector<int64_t>& xs, double lower, double upper) {
-    const auto first = std::lower_bound(xs.begin(), xs.end(), lower,
-                                        [](int64_t x, double v) { return double(x) < v; });
-    const auto last = std::upper_bound(xs.begin(), xs.end(), upper,
-                                       [](double v, int64_t x) { return v < double(x); });
+    const auto first =
+        std::lower_bound(xs.begin(), xs.end(), lower, [](int64_t x, double v) { return double(x) < v; });
+    const auto last =
+        std::upper_bound(xs.begin(), xs.end(), upper, [](double v, int64_t x) { return v < double(x); });
     const int64_t size = int64_t(xs.size());
     const int64_t begin = std::max<int64_t>(0, int64_t(first - xs.begin()) - 1);
     const int64_t end = std::min<int64_t>(size, int64_t(last - xs.begin()) + 1);

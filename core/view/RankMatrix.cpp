@@ -124,7 +124,7 @@ SketchView sketchView(const RankStep& r, size_t P, size_t K, ParamRange pr) {
 
 Matrix sketchCosine(int R, const RunMeta& meta, const StepRecord& step, ParamRange pr) {
     const size_t P = meta.params.size(), K = size_t(std::max(meta.sketchDim, 0));
-    std::vector<SketchView> views(size_t(R));
+    std::vector<SketchView> views(static_cast<size_t>(R));
     for (int r = 0; r < R && size_t(r) < step.ranks.size(); ++r)
         views[size_t(r)] = sketchView(step.ranks[size_t(r)], P, K, pr);
     return fillPairs(R, [&](int i, int j) {
@@ -161,7 +161,7 @@ std::vector<int32_t> validIds(const std::vector<int32_t>& ids) {
 }
 
 Matrix shardOverlap(int R, const StepRecord& step) {
-    std::vector<std::vector<int32_t>> ids(size_t(R));
+    std::vector<std::vector<int32_t>> ids(static_cast<size_t>(R));
     for (int r = 0; r < R && size_t(r) < step.ranks.size(); ++r)
         ids[size_t(r)] = validIds(step.ranks[size_t(r)].sampleIds);
     std::vector<int32_t> common;

@@ -21,8 +21,11 @@ RunMeta makeMeta(int ranks) {
     m.worldSize = ranks;
     m.batchPerRank = 4;
     m.sketchDim = K;
-    for (int p = 0; p < P; ++p)
-        m.params.push_back(ParamInfo{"p" + std::to_string(p), {1}, 1, p});
+    for (int p = 0; p < P; ++p) {
+        std::string name = "p"; // not "p" + ...: GCC 12 -O3 warns falsely (-Wrestrict) on that
+        name += std::to_string(p);
+        m.params.push_back(ParamInfo{name, {1}, 1, p});
+    }
     return m;
 }
 
@@ -129,9 +132,9 @@ void TestRankMatrix::cells_data() {
     QTest::addRow("cosine p1 same") << sc << 1 << 0 << 2 << 1.0;
     QTest::addRow("cosine p0 rank 1 rotated") << sc << 0 << 0 << 1 << 0.6;
     QTest::addRow("cosine p0 divergent rank agrees") << sc << 0 << 0 << 3 << 1.0;
-    QTest::addRow("cosine all 0-3") << sc << -1 << 0 << 3 << 0.5;        // (1,0,0,1,1,1).(1,0,0,-1,1,1)/4
+    QTest::addRow("cosine all 0-3") << sc << -1 << 0 << 3 << 0.5; // (1,0,0,1,1,1).(1,0,0,-1,1,1)/4
     QTest::addRow("cosine all 0-1") << sc << -1 << 0 << 1 << 3.0 / std::sqrt(28.0); // 6 / (2 sqrt 28)
-    QTest::addRow("cosine all 1-3") << sc << -1 << 1 << 3 << 2.0 / std::sqrt(28.0);  // 4 / (2 sqrt 28)
+    QTest::addRow("cosine all 1-3") << sc << -1 << 1 << 3 << 2.0 / std::sqrt(28.0); // 4 / (2 sqrt 28)
     QTest::addRow("cosine diagonal") << sc << -1 << 1 << 1 << 1.0;
     QTest::addRow("weights all divergent") << wm << -1 << 3 << 0 << 2.0;
     QTest::addRow("weights all healthy") << wm << -1 << 1 << 2 << 0.0;
@@ -219,8 +222,8 @@ void TestRankMatrix::telemetryOffGivesNaN() {
     StepRecord step = makeStep();
     for (RankStep& r : step.ranks)
         r = RankStep{};
-    for (RankMetric metric : {RankMetric::SyncedMismatch, RankMetric::SyncedNormDiff, RankMetric::SketchCosine,
-                              RankMetric::ShardOverlap}) {
+    for (RankMetric metric : {RankMetric::SyncedMismatch, RankMetric::SyncedNormDiff,
+                              RankMetric::SketchCosine, RankMetric::ShardOverlap}) {
         const Matrix m = rankMatrix(metric, makeMeta(R), step, nullptr);
         QCOMPARE(m.v.size(), size_t(R * R));
         QVERIFY2(allNaN(m), rankMetricName(metric));
@@ -264,7 +267,8 @@ void TestRankMatrix::paramOutOfRange() {
                                   RankMetric::SketchCosine, RankMetric::WeightMismatch}) {
             const Matrix m = rankMatrix(metric, makeMeta(R), makeStep(), &w, param);
             QCOMPARE(m.rows, R);
-            QVERIFY2(allNaN(m), qPrintable(QStringLiteral("%1 param %2").arg(rankMetricName(metric)).arg(param)));
+            QVERIFY2(allNaN(m),
+                     qPrintable(QStringLiteral("%1 param %2").arg(rankMetricName(metric)).arg(param)));
         }
     QVERIFY(allNaN(rankMatrix(RankMetric::SketchCosine, makeMeta(R), StepRecord{}, &w)));
 }
@@ -300,7 +304,8 @@ void TestRankMatrix::normRatio_data() {
     QTest::addColumn<QList<double>>("norms");
     QTest::addColumn<QList<double>>("expected");
     QTest::addRow("odd, plain") << QList<double>{1, 2, 30} << QList<double>{0.5, 1, 15};
-    QTest::addRow("even, mean of middle two") << QList<double>{2, 4, 6, 8} << QList<double>{0.4, 0.8, 1.2, 1.6};
+    QTest::addRow("even, mean of middle two")
+        << QList<double>{2, 4, 6, 8} << QList<double>{0.4, 0.8, 1.2, 1.6};
     QTest::addRow("even, unsorted") << QList<double>{8, 2, 6, 4} << QList<double>{1.6, 0.4, 1.2, 0.8};
     QTest::addRow("one rank") << QList<double>{3} << QList<double>{1};
     QTest::addRow("median zero") << QList<double>{0, 0, 1} << QList<double>{kNaN, kNaN, kNaN};
@@ -323,7 +328,8 @@ void TestRankMatrix::normRatio() {
     QCOMPARE(m.rows, P);
     QCOMPARE(m.cols, ranks);
     for (int r = 0; r < ranks; ++r) {
-        QVERIFY2(same(m.at(1, r), expected[r]), qPrintable(QStringLiteral("rank %1: %2").arg(r).arg(m.at(1, r))));
+        QVERIFY2(same(m.at(1, r), expected[r]),
+                 qPrintable(QStringLiteral("rank %1: %2").arg(r).arg(m.at(1, r))));
         QCOMPARE(m.at(0, r), 1.0);
     }
 }
