@@ -14,6 +14,8 @@ int inspectCommand(const Args& args);
 int exportCsvCommand(const Args& args);
 int lintRankTableCommand(const Args& args);
 int benchCommand(const Args& args);
+int reportCommand(const Args& args);    // needs the GUI build (RANKSIGHT_HAVE_WIDGETS)
+int benchOpenCommand(const Args& args); // needs the GUI build (RANKSIGHT_HAVE_WIDGETS)
 
 void printError(const std::string& message); // "ranksight-cli: message" on stderr
 

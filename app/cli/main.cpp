@@ -25,6 +25,10 @@ commands:
   bench           throughput: single replica vs the cluster with telemetry off and on
                   [--model M] [--ranks N] [--batch PER_RANK] [--steps N] [--repeat R] [--precision P]
                   [--peer] [--json]
+  report          bug-report folder (report.md, charts as PNG and SVG, steps.csv, slice.h5; GUI build):
+                  RUN.h5 --out DIR
+  bench-open      open a large run and follow a live one in the GUI layer (GUI build)
+                  [--steps N] [--ranks N] [--file PATH] [--live-seconds S] [--json]
 
 exit codes: 0 success, 1 a check failed, 2 bad usage or unreadable input
 )";
@@ -51,6 +55,10 @@ int main(int argc, char** argv) {
             return rs::cli::lintRankTableCommand(args);
         if (cmd == "bench")
             return rs::cli::benchCommand(args);
+        if (cmd == "report")
+            return rs::cli::reportCommand(args);
+        if (cmd == "bench-open")
+            return rs::cli::benchOpenCommand(args);
         rs::cli::printError(fmt::format("unknown command '{}' (try --help)", cmd));
         return 2;
     } catch (const rs::cli::UsageError& e) {

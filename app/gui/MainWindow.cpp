@@ -224,7 +224,12 @@ void MainWindow::wireModel() {
         showError(tr("Cannot open run file"), tr("%1\n\n%2").arg(QDir::toNativeSeparators(path), message));
     });
     connect(m_cursor, &StepCursor::stepChanged, this, &MainWindow::updateStatus);
-    connect(m_cursor, &StepCursor::followingChanged, this, &MainWindow::updateActions);
+    connect(m_cursor, &StepCursor::followingChanged, this, [this](bool following) {
+        // Following jumps to the latest step at once, also when no new step is coming (a finished run).
+        if (following && m_model->stepCount() > 0)
+            m_cursor->advanceTo(m_model->lastStep(), double(m_model->firstStep()), double(m_model->lastStep()));
+        updateActions();
+    });
 
     connect(m_train, &TrainController::runStarted, this,
             [this](const QString& path) { m_model->open(path); });
@@ -248,12 +253,14 @@ void MainWindow::restoreLayout() {
     if (!restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray()))
         resize(1560, 940);
     restoreState(s.value(QStringLiteral("window/state")).toByteArray());
+    m_runPanel->restoreState(s);
 }
 
 void MainWindow::saveLayout() {
     QSettings s;
     s.setValue(QStringLiteral("window/geometry"), saveGeometry());
     s.setValue(QStringLiteral("window/state"), saveState());
+    m_runPanel->saveState(s);
 }
 
 void MainWindow::updateTitle() {

@@ -5,11 +5,12 @@
 #pragma once
 
 #include <QMainWindow>
+#include <QMessageBox>
 #include <QPointer>
 
 class QLabel;
 class QProgressBar;
-class QMessageBox;
+
 class QMenu;
 class QAction;
 

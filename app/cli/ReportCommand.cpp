@@ -1,0 +1,81 @@
+// `report RUN.h5 --out DIR`: the bug-report folder of File > Export bug report, headless. The charts are the
+// GUI's own, rendered offscreen, so this command exists only in a build with the widgets
+// (RANKSIGHT_HAVE_WIDGETS).
+#include "CliArgs.h"
+#include "Commands.h"
+#include "HeadlessApp.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+
+#ifdef RANKSIGHT_HAVE_WIDGETS
+#include "model/RunModel.h"
+#include "report/ReportExporter.h"
+
+#include <QEventLoop>
+#include <QFileInfo>
+#endif
+
+namespace rs::cli {
+
+#ifdef RANKSIGHT_HAVE_WIDGETS
+
+int reportCommand(const Args& argv) {
+    const CliArgs args(argv, {"out"}, {});
+    const auto out = args.value("out");
+    if (!out)
+        throw UsageError("--out DIR is required");
+    if (args.positionals().size() != 1)
+        throw UsageError(fmt::format("expected one run file, got {}", args.positionals().size()));
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::symlink_status(*out, ec))) {
+        printError(fmt::format("report: {}: already exists (a report goes into a new folder; nothing is "
+                               "overwritten)",
+                               *out));
+        return 2;
+    }
+    const auto app = makeHeadlessApp();
+
+    RunModel model;
+    QString failure;
+    QEventLoop loop;
+    QObject::connect(&model, &RunModel::openFailed, &loop, [&](const QString&, const QString& message) {
+        failure = message;
+        loop.quit();
+    });
+    QObject::connect(&model, &RunModel::statusChanged, &loop, [&] {
+        if (!model.isLoading())
+            loop.quit();
+    });
+    model.open(QString::fromStdString(args.positionals().front()));
+    if (model.isLoading())
+        loop.exec();
+    if (!failure.isEmpty() || !model.hasRun()) {
+        printError(fmt::format("report: {}", failure.isEmpty() ? args.positionals().front() + ": cannot open"
+                                                               : failure.toStdString()));
+        return 2;
+    }
+
+    ReportExporter exporter(&model);
+    QString error;
+    if (!exporter.write(QString::fromStdString(*out), &error)) {
+        printError(fmt::format("report: {}", error.toStdString()));
+        return 2;
+    }
+    std::printf("%s\n", QFileInfo(QString::fromStdString(*out)).absoluteFilePath().toUtf8().constData());
+    return 0;
+}
+
+#else
+
+int reportCommand(const Args&) {
+    printError(
+        "report: this ranksight-cli was built without the GUI (RANKSIGHT_BUILD_GUI=OFF); the report renders "
+        "the GUI's charts, so it needs the GUI build");
+    return 2;
+}
+
+#endif
+
+} // namespace rs::cli

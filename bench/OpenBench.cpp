@@ -1,0 +1,371 @@
+// OpenBench: see OpenBench.h. Each phase waits in a QEventLoop with a timeout, so a broken build reports a
+// failure instead of hanging; files this bench creates on its own are removed at the end.
+#include "OpenBench.h"
+
+#include "SyntheticRun.h"
+#include "charts/LossChart.h"
+#include "charts/OverflowTimeline.h"
+#include "charts/ParamRankHeatmap.h"
+#include "charts/RankHeatmap.h"
+#include "model/RunModel.h"
+#include "model/StepCursor.h"
+#include "store/RunReader.h"
+#include "store/RunWriter.h"
+
+#include <QElapsedTimer>
+#include <QEventLoop>
+#include <QGridLayout>
+#include <QTimer>
+#include <QWidget>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <malloc.h>
+#include <nlohmann/json.hpp>
+#include <pthread.h>
+#include <qcustomplot.h>
+#include <stdexcept>
+#include <thread>
+#include <unistd.h>
+
+namespace rs::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kTickMs = 5;
+constexpr int kWindowWidth = 1600, kWindowHeight = 1000;
+
+double msSince(Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// Resident memory of this process. Freed heap is handed back first (malloc_trim) so the figure is what is in
+// use, not what an earlier phase left in glibc's free lists.
+double rssMiB() {
+    malloc_trim(0);
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("VmRSS:", 0) == 0)
+            return std::stod(line.substr(6)) / 1024.0; // kB
+    return 0;
+}
+
+// Runs the event loop until done() holds (checked after every signal that quits the loop) or timeoutS passes.
+template <typename Signal, typename Done>
+bool waitFor(const RunModel* model, Signal signal, Done done, double timeoutS) {
+    if (done())
+        return true;
+    QEventLoop loop;
+    QObject::connect(model, signal, &loop, [&] {
+        if (done())
+            loop.quit();
+    });
+    QObject::connect(model, &RunModel::openFailed, &loop, &QEventLoop::quit);
+    QTimer::singleShot(int(timeoutS * 1000), &loop, &QEventLoop::quit);
+    loop.exec();
+    return done();
+}
+
+// Keeps the cursor on the latest step, as the main window does for a live run.
+void followModel(RunModel* model, StepCursor* cursor) {
+    QObject::connect(model, &RunModel::stepsAppended, cursor, [model, cursor] {
+        if (cursor->following())
+            cursor->advanceTo(model->lastStep(), double(model->firstStep()), double(model->lastStep()));
+    });
+    QObject::connect(model, &RunModel::runReset, cursor, &StepCursor::reset);
+}
+
+void generate(const OpenBenchOptions& o, OpenBenchResult& r,
+              const std::function<void(const std::string&)>& log) {
+    const auto start = Clock::now();
+    const RunMeta meta = resnet50Meta(o.ranks, o.steps, o.sketchDim);
+    SyntheticRun gen(meta);
+    auto writer = RunWriter::create(r.file, meta);
+    auto lastLog = start;
+    for (int64_t s = 0; s < o.steps; ++s) {
+        writer->appendStep(gen.step(s));
+        if (gen.wantsWeights(s))
+            writer->appendWeights(gen.weights(s));
+        if (gen.wantsEval(s))
+            writer->appendEval(gen.eval(s));
+        for (const Event& e : gen.events(s))
+            writer->appendEvent(e);
+        if (Clock::now() - lastLog > std::chrono::seconds(10)) {
+            lastLog = Clock::now();
+            log(fmt::format("  generating: {}/{} steps, {:.0f} s", s + 1, o.steps, msSince(start) / 1000));
+        }
+    }
+    writer->close("completed");
+    r.generated = true;
+    r.generateS = msSince(start) / 1000;
+}
+
+void measureOpen(const OpenBenchOptions& o, OpenBenchResult& r) {
+    r.rssBeforeMiB = rssMiB();
+    RunModel model;
+    StepCursor cursor;
+    followModel(&model, &cursor);
+    QWidget window;
+    auto* layout = new QGridLayout(&window);
+    auto* chart = new LossChart(&model, &cursor);
+    layout->addWidget(chart);
+    window.resize(kWindowWidth, kWindowHeight / 2);
+    window.show();
+
+    // The first picture: the first rows in the model, then the loss chart drawn from them.
+    bool first = false;
+    Clock::time_point start;
+    QObject::connect(&model, &RunModel::stepsAppended, &window, [&] {
+        if (first)
+            return;
+        first = true;
+        r.firstRowsMs = msSince(start);
+        chart->refreshNow();
+        r.firstPictureMs = msSince(start);
+    });
+    QString failure;
+    QObject::connect(&model, &RunModel::openFailed, &window,
+                     [&](const QString&, const QString& message) { failure = message; });
+    start = Clock::now();
+    model.open(QString::fromStdString(r.file));
+    if (!waitFor(
+            &model, &RunModel::stepsAppended, [&] { return first || !failure.isEmpty(); }, o.openTimeoutS) ||
+        !failure.isEmpty())
+        throw std::runtime_error(
+            fmt::format("{}: open failed: {}", r.file,
+                        failure.isEmpty() ? "no rows within the timeout" : failure.toStdString()));
+    r.rssFirstMiB = rssMiB();
+    if (!waitFor(
+            &model, &RunModel::statusChanged, [&] { return !model.isLoading(); }, o.openTimeoutS))
+        throw std::runtime_error(fmt::format("{}: still loading after {:.0f} s", r.file, o.openTimeoutS));
+    r.fullLoadMs = msSince(start);
+    r.steps = model.stepCount();
+    r.ranks = model.worldSize();
+    r.params = model.paramCount();
+    r.modelMiB = double(model.stepCount()) * (8.0 + 4.0 * kStepColumnCount * model.worldSize()) / (1 << 20);
+    r.rssLoadedMiB = rssMiB();
+
+    const auto detailStart = Clock::now();
+    const int64_t step = model.lastStep();
+    model.detail(step);
+    if (!waitFor(
+            &model, &RunModel::detailReady, [&] { return model.cachedDetail(step) != nullptr; }, 60))
+        throw std::runtime_error(fmt::format("{}: the detail of step {} did not arrive", r.file, step));
+    r.detailMs = msSince(detailStart);
+    model.close();
+}
+
+// Phase (c). The writer thread owns the RunWriter; the GUI thread only runs the model, charts and the tick
+// timer.
+void measureLive(const OpenBenchOptions& o, OpenBenchResult& r, const std::string& path) {
+    const RunMeta meta = resnet50Meta(o.ranks, 1000000, o.sketchDim);
+    auto writer = RunWriter::create(path, meta, /*overwrite=*/true);
+    std::atomic<bool> stop{false};
+    std::atomic<int64_t> written{0};
+    std::string writerError;
+    double writerMs = 0;
+    std::thread thread([&] {
+        pthread_setname_np(pthread_self(), "bench-writer"); // tells it apart in perf and top
+        SyntheticRun gen(meta);
+        const auto start = Clock::now();
+        try {
+            for (int64_t s = 0; !stop.load(); ++s) {
+                writer->appendStep(gen.step(s));
+                if (gen.wantsWeights(s))
+                    writer->appendWeights(gen.weights(s));
+                if (gen.wantsEval(s))
+                    writer->appendEval(gen.eval(s));
+                for (const Event& e : gen.events(s))
+                    writer->appendEvent(e);
+                written.store(s + 1);
+            }
+            writer->close("stopped by bench-open");
+        } catch (const std::exception& e) {
+            writerError = e.what();
+        }
+        writerMs = msSince(start);
+    });
+
+    RunModel model;
+    StepCursor cursor;
+    followModel(&model, &cursor);
+    QWidget window;
+    auto* grid = new QGridLayout(&window);
+    ChartWidget* charts[] = {new LossChart(&model, &cursor), new OverflowTimeline(&model, &cursor),
+                             new RankHeatmap(&model, &cursor), new ParamRankHeatmap(&model, &cursor)};
+    if (getenv("EXP_SOLID")) { auto* lc = static_cast<LossChart*>(charts[0]); QPen p = lc->accuracyGraph()->pen(); p.setStyle(Qt::SolidLine); lc->accuracyGraph()->setPen(p); }
+    if (getenv("EXP_FAST")) { for (auto* c : charts) c->plot()->setPlottingHint(QCP::phFastPolylines, true); }
+    if (getenv("EXP_NOAA")) { charts[0]->plot()->setNotAntialiasedElements(QCP::aeAll); }
+    r.replots.resize(std::size(charts));
+    std::vector<Clock::time_point> replotStart(std::size(charts));
+    for (size_t i = 0; i < std::size(charts); ++i) {
+        grid->addWidget(charts[i], int(i / 2), int(i % 2));
+        r.replots[i].id = charts[i]->chartId().toStdString();
+        QObject::connect(charts[i]->plot(), &QCustomPlot::beforeReplot,
+                         [&, i] { replotStart[i] = Clock::now(); });
+        QObject::connect(charts[i]->plot(), &QCustomPlot::afterReplot, [&, i] {
+            const double ms = msSince(replotStart[i]);
+            auto& c = r.replots[i];
+            ++c.replots;
+            c.totalMs += ms;
+            c.maxMs = std::max(c.maxMs, ms);
+        });
+    }
+    window.resize(kWindowWidth, kWindowHeight);
+    window.show();
+    model.open(QString::fromStdString(path));
+
+    std::vector<double> gaps;
+    gaps.reserve(size_t(o.liveSeconds * 1000 / kTickMs) + 16);
+    QTimer tick;
+    tick.setTimerType(Qt::PreciseTimer);
+    Clock::time_point last = Clock::now();
+    bool started = false;
+    QObject::connect(&tick, &QTimer::timeout, [&] {
+        const auto now = Clock::now();
+        if (started) // the first interval includes the setup above
+            gaps.push_back(std::chrono::duration<double, std::milli>(now - last).count());
+        started = true;
+        last = now;
+    });
+    QEventLoop loop;
+    QTimer::singleShot(int(o.liveSeconds * 1000), &loop, &QEventLoop::quit);
+    const auto start = Clock::now();
+    tick.start(kTickMs);
+    loop.exec();
+    tick.stop();
+    r.liveS = msSince(start) / 1000;
+    r.liveStepsShown = model.stepCount();
+    if (getenv("EXP_COUNT")) { auto* lc = static_cast<LossChart*>(charts[0]); fprintf(stderr, "rank0 %d mean %d acc %d eval %d markers %d graphs %d items %d\n", lc->rankGraph(0)->dataCount(), lc->meanGraph()->dataCount(), lc->accuracyGraph()->dataCount(), lc->evalGraph()->dataCount(), lc->eventMarkerCount(), lc->plot()->graphCount(), lc->plot()->itemCount()); }
+    stop.store(true);
+    thread.join();
+    model.close();
+    r.liveStepsWritten = written.load();
+    if (!writerError.empty())
+        throw std::runtime_error(fmt::format("{}: the live writer failed: {}", path, writerError));
+    r.writerStepMs = r.liveStepsWritten ? writerMs / double(r.liveStepsWritten) : 0;
+    r.ticks = int64_t(gaps.size());
+    if (!gaps.empty()) {
+        double sum = 0;
+        for (double g : gaps) {
+            sum += g;
+            r.gapsOver50Ms += g > 50;
+        }
+        r.meanGapMs = sum / double(gaps.size());
+        std::sort(gaps.begin(), gaps.end());
+        r.maxGapMs = gaps.back();
+        r.p99GapMs = gaps[std::min(gaps.size() - 1, size_t(double(gaps.size()) * 0.99))];
+    }
+}
+
+} // namespace
+
+OpenBenchResult runOpenBench(const OpenBenchOptions& o, const std::function<void(const std::string&)>& log) {
+    if (o.steps < 1 || o.ranks < 1 || o.sketchDim < 0 || o.liveSeconds < 0)
+        throw std::invalid_argument("bench-open: steps and ranks must be >= 1, live seconds >= 0");
+    OpenBenchResult r;
+    const fs::path tmp = fs::temp_directory_path();
+    const std::string pid = std::to_string(::getpid());
+    const bool ownFile = o.file.empty();
+    r.file = ownFile ? (tmp / ("ranksight-bench-open-" + pid + ".h5")).string() : o.file;
+    const std::string livePath =
+        ((ownFile ? tmp : fs::absolute(r.file).parent_path()) / ("ranksight-bench-live-" + pid + ".h5"))
+            .string();
+    struct Cleanup { // the files this bench made for itself, also when a phase throws
+        std::vector<std::string> paths;
+        ~Cleanup() {
+            std::error_code ec;
+            for (const auto& p : paths)
+                fs::remove(p, ec);
+        }
+    } cleanup;
+    if (ownFile)
+        cleanup.paths.push_back(r.file);
+    cleanup.paths.push_back(livePath);
+
+    if (!fs::exists(r.file)) {
+        log(fmt::format("(a) generating {} steps x {} ranks x 161 tensors into {}", o.steps, o.ranks,
+                        r.file));
+        generate(o, r, log);
+    } else {
+        log(fmt::format("(a) reusing {}", r.file));
+    }
+    r.fileBytes = int64_t(fs::file_size(r.file));
+    log(fmt::format("(b) opening {} ({:.2f} GiB)", r.file, double(r.fileBytes) / (1 << 30)));
+    measureOpen(o, r);
+    if (o.liveSeconds > 0) {
+        log(fmt::format("(c) live for {:.0f} s: a writer thread at full speed, four charts following",
+                        o.liveSeconds));
+        measureLive(o, r, livePath);
+    }
+    return r;
+}
+
+std::string toJson(const OpenBenchResult& r) {
+    nlohmann::json j;
+    j["file"] = r.file;
+    j["generated"] = r.generated;
+    j["generate_s"] = r.generateS;
+    j["file_bytes"] = r.fileBytes;
+    j["steps"] = r.steps;
+    j["ranks"] = r.ranks;
+    j["params"] = r.params;
+    j["first_rows_ms"] = r.firstRowsMs;
+    j["first_picture_ms"] = r.firstPictureMs;
+    j["full_load_ms"] = r.fullLoadMs;
+    j["detail_ms"] = r.detailMs;
+    j["rss_before_mib"] = r.rssBeforeMiB;
+    j["rss_first_picture_mib"] = r.rssFirstMiB;
+    j["rss_loaded_mib"] = r.rssLoadedMiB;
+    j["model_mib"] = r.modelMiB;
+    j["live_s"] = r.liveS;
+    j["live_steps_written"] = r.liveStepsWritten;
+    j["live_steps_shown"] = r.liveStepsShown;
+    j["live_writer_step_ms"] = r.writerStepMs;
+    j["ticks"] = r.ticks;
+    j["max_stall_ms"] = r.maxGapMs;
+    j["p99_stall_ms"] = r.p99GapMs;
+    j["mean_tick_gap_ms"] = r.meanGapMs;
+    j["stalls_over_50ms"] = r.gapsOver50Ms;
+    for (const auto& c : r.replots)
+        j["replot"][c.id] = {{"count", c.replots}, {"total_ms", c.totalMs}, {"max_ms", c.maxMs}};
+    return j.dump(2);
+}
+
+std::string toTable(const OpenBenchResult& r) {
+    const double gib = double(1 << 30);
+    std::string s;
+    s += fmt::format("run file            {} steps x {} ranks x {} tensors, {:.2f} GiB{}\n", r.steps, r.ranks,
+                     r.params, double(r.fileBytes) / gib,
+                     r.generated ? fmt::format(", generated in {:.1f} s", r.generateS)
+                                 : std::string(", reused"));
+    s += fmt::format("first rows          {:8.1f} ms\n", r.firstRowsMs);
+    s += fmt::format("first picture       {:8.1f} ms   (target < 1000 ms)\n", r.firstPictureMs);
+    s += fmt::format("fully loaded        {:8.1f} ms\n", r.fullLoadMs);
+    s += fmt::format("one step's detail   {:8.1f} ms   ({} ranks x {} tensors)\n", r.detailMs, r.ranks,
+                     r.params);
+    s += fmt::format("RSS                 {:.0f} MiB before, {:.0f} MiB at first picture, {:.0f} MiB loaded "
+                     "(+{:.0f} MiB for a {:.2f} GiB file; the model's columns: {:.1f} MiB)\n",
+                     r.rssBeforeMiB, r.rssFirstMiB, r.rssLoadedMiB, r.rssLoadedMiB - r.rssBeforeMiB,
+                     double(r.fileBytes) / gib, r.modelMiB);
+    if (r.liveS > 0) {
+        s += fmt::format("live                {:.1f} s: {} steps written ({:.2f} ms/step), {} shown\n",
+                         r.liveS, r.liveStepsWritten, r.writerStepMs, r.liveStepsShown);
+        s += fmt::format(
+            "event-loop gap      max {:.1f} ms, p99 {:.1f} ms, mean {:.2f} ms over {} ticks of {} ms; "
+            "{} over 50 ms (target: none)\n",
+            r.maxGapMs, r.p99GapMs, r.meanGapMs, r.ticks, kTickMs, r.gapsOver50Ms);
+        for (const auto& c : r.replots)
+            s += fmt::format("  replot {:14}    {:4} times, {:7.1f} ms in all, max {:6.1f} ms\n", c.id,
+                             c.replots, c.totalMs, c.maxMs);
+    }
+    return s;
+}
+
+} // namespace rs::bench

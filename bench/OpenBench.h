@@ -1,0 +1,68 @@
+// `ranksight-cli bench-open`: does the GUI open a big run fast, with memory bounded, and does the event loop
+// stay responsive while a live run streams in? Three phases, each bounded:
+//  (a) generate a synthetic ResNet-50 run file (SyntheticRun: R ranks x 161 tensors, sketch 16, weight rows
+//      every 10 steps, evals every 1000, a few events) with RunWriter, or reuse an existing file;
+//  (b) open it with RunModel under a shown LossChart: time to the first rows and the first picture (LossChart
+//      refreshNow), to the fully loaded index, to one step's per-parameter detail; RSS before and after
+//      against the file size;
+//  (c) live: a writer thread appends steps to a new file at full speed while a RunModel follows it with the
+//      four charts alive in a shown window; a 5 ms timer records every gap of the GUI event loop.
+// Needs a QApplication (offscreen is fine). Figures are wall-clock on a shared machine: read them as orders
+// of magnitude and against the targets (first picture < 1 s, no stall > 50 ms).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace rs::bench {
+
+struct OpenBenchOptions {
+    int64_t steps = 100000;
+    int ranks = 8;
+    int sketchDim = 16;
+    std::string file;          // the run to open; generated if missing (kept); empty: a temporary file
+    double liveSeconds = 20;   // phase (c)
+    double openTimeoutS = 600; // each wait of phase (b)
+};
+
+struct OpenBenchResult {
+    // (a)
+    std::string file;
+    bool generated = false;
+    double generateS = 0; // 0 when the file was reused
+    int64_t fileBytes = 0;
+    int64_t steps = 0;
+    int ranks = 0, params = 0;
+    // (b)
+    double firstRowsMs = 0;    // RunModel::open -> first stepsAppended
+    double firstPictureMs = 0; // ... -> LossChart::refreshNow() done
+    double fullLoadMs = 0;     // ... -> every step's scalars in the model
+    double detailMs = 0;       // one step's per-parameter detail (what the heatmaps wait for)
+    double rssBeforeMiB = 0, rssFirstMiB = 0, rssLoadedMiB = 0;
+    double modelMiB = 0; // what RunModel holds per step: step numbers + scalar columns
+    // (c)
+    double liveS = 0;
+    int64_t liveStepsWritten = 0, liveStepsShown = 0;
+    double writerStepMs = 0; // mean time per appended step (8 x 161 rows at full speed)
+    int64_t ticks = 0;       // 5 ms timer ticks seen
+    double maxGapMs = 0, p99GapMs = 0, meanGapMs = 0;
+    int64_t gapsOver50Ms = 0;
+    // Where the GUI thread's time goes: each chart's QCustomPlot::replot (beforeReplot -> afterReplot).
+    struct ChartCost {
+        std::string id;
+        int64_t replots = 0;
+        double totalMs = 0, maxMs = 0;
+    };
+    std::vector<ChartCost> replots;
+};
+
+// Runs the three phases; log gets one line per phase for a human (stderr). Throws std::runtime_error.
+OpenBenchResult runOpenBench(const OpenBenchOptions& options,
+                             const std::function<void(const std::string&)>& log);
+
+std::string toJson(const OpenBenchResult& r);
+std::string toTable(const OpenBenchResult& r);
+
+} // namespace rs::bench

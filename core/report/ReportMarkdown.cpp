@@ -1,0 +1,471 @@
+// ReportMarkdown: see ReportMarkdown.h. The report leads with what a reader of a bug ticket looks for first
+// (the run in one table, the per-rank figures, the first mismatch, findings, charts) and ends with the long
+// material (events, environment, configuration, rank table).
+#include "report/ReportMarkdown.h"
+
+#include "store/RunReader.h"
+#include "store/RunSlice.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fmt/format.h>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace rs {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// Median of the finite values (mean of the two middle ones for an even count); NaN when there are none.
+float medianOf(std::vector<float> v) {
+    std::erase_if(v, [](float x) { return !std::isfinite(x); });
+    if (v.empty())
+        return kNaN;
+    const size_t mid = v.size() / 2;
+    std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(mid), v.end());
+    const float hi = v[mid];
+    if (v.size() % 2)
+        return hi;
+    const float lo = *std::max_element(v.begin(), v.begin() + std::ptrdiff_t(mid));
+    return float((double(lo) + double(hi)) / 2);
+}
+
+// Accumulates the figures block by block, so a reader can stream the columns of a long run.
+class FiguresBuilder {
+public:
+    explicit FiguresBuilder(int worldSize)
+        : m_r(size_t(std::max(worldSize, 0)))
+        , m_stepMs(m_r)
+        , m_commMs(m_r) {
+        m_f.ranks.resize(m_r);
+        for (auto& rank : m_f.ranks)
+            rank.lossFirst = rank.lossLast = kNaN;
+    }
+
+    void add(std::span<const float> loss, std::span<const float> stepMs, std::span<const float> commMs,
+             std::span<const float> overflow, std::span<const float> skipped) {
+        if (m_r == 0)
+            return;
+        const size_t rows = loss.size() / m_r;
+        auto at = [&](std::span<const float> c, size_t row, size_t r) {
+            return row * m_r + r < c.size() ? c[row * m_r + r] : kNaN;
+        };
+        for (size_t row = 0; row < rows; ++row) {
+            bool anyOverflow = false, anySkipped = false;
+            for (size_t r = 0; r < m_r; ++r) {
+                RankFigures& f = m_f.ranks[r];
+                if (m_rows == 0)
+                    f.lossFirst = at(loss, row, r);
+                f.lossLast = at(loss, row, r);
+                m_stepMs[r].push_back(at(stepMs, row, r));
+                m_commMs[r].push_back(at(commMs, row, r));
+                const bool o = at(overflow, row, r) != 0 && !std::isnan(at(overflow, row, r));
+                const bool s = at(skipped, row, r) != 0 && !std::isnan(at(skipped, row, r));
+                f.overflowSteps += o;
+                f.skippedSteps += s;
+                anyOverflow = anyOverflow || o;
+                anySkipped = anySkipped || s;
+            }
+            m_f.overflowSteps += anyOverflow;
+            m_f.skippedSteps += anySkipped;
+            ++m_rows;
+        }
+    }
+
+    StepFigures finish() {
+        std::vector<float> stepMedians, commMedians;
+        double first = 0, last = 0;
+        for (size_t r = 0; r < m_r; ++r) {
+            RankFigures& f = m_f.ranks[r];
+            f.stepMsMedian = medianOf(std::move(m_stepMs[r]));
+            f.commMsMedian = medianOf(std::move(m_commMs[r]));
+            stepMedians.push_back(f.stepMsMedian);
+            commMedians.push_back(f.commMsMedian);
+            first += f.lossFirst;
+            last += f.lossLast;
+        }
+        // A plain mean, like `inspect`: a rank whose loss is not finite makes the mean non-finite too.
+        m_f.lossFirstMean = m_r ? float(first / double(m_r)) : kNaN;
+        m_f.lossLastMean = m_r ? float(last / double(m_r)) : kNaN;
+        m_f.stepMsMedian = medianOf(std::move(stepMedians));
+        m_f.commMsMedian = medianOf(std::move(commMedians));
+        return std::move(m_f);
+    }
+
+private:
+    size_t m_r;
+    int64_t m_rows = 0;
+    StepFigures m_f;
+    std::vector<std::vector<float>> m_stepMs, m_commMs; // [rank][row]: the medians need every value
+};
+
+// --- markdown helpers
+// -----------------------------------------------------------------------------------------
+
+// Text for a table cell: pipes and newlines would break the row, '<' would start inline HTML.
+std::string cell(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
+        if (c == '|')
+            out += "\\|";
+        else if (c == '\n' || c == '\r')
+            out += ' ';
+        else if (c == '<')
+            out += "&lt;";
+        else
+            out += c;
+    }
+    return out;
+}
+
+std::string fixed(float v, int decimals) {
+    return std::isfinite(v) ? fmt::format("{:.{}f}", v, decimals) : fmt::format("{}", v);
+}
+
+std::string percent(float v) {
+    return std::isfinite(v) ? fmt::format("{:.1f}%", double(v) * 100) : fmt::format("{}", v);
+}
+
+// Link targets with spaces need angle brackets in CommonMark.
+std::string target(const std::string& name) {
+    return name.find(' ') == std::string::npos ? name : "<" + name + ">";
+}
+
+// A JSON attribute, pretty-printed when it parses (else as stored), in a fenced block.
+std::string jsonBlock(const std::string& raw) {
+    std::string text = raw;
+    if (!raw.empty()) {
+        try {
+            text = nlohmann::json::parse(raw).dump(2);
+        } catch (const std::exception&) {
+        }
+    }
+    if (text.empty())
+        return "(not recorded)\n";
+    const std::string fence = text.find("```") == std::string::npos ? "```" : "~~~~";
+    return fmt::format("{}json\n{}\n{}\n", fence, text, fence);
+}
+
+const char* severityName(Severity s) {
+    switch (s) {
+    case Severity::Info:
+        return "info";
+    case Severity::Warning:
+        return "warning";
+    case Severity::Error:
+        return "error";
+    }
+    return "?";
+}
+
+std::string nowUtc() {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+// An inline code span that survives backticks inside the text (CommonMark: a longer fence).
+std::string codeSpan(std::string_view text) {
+    std::string t;
+    for (char c : text)
+        t += (c == '\n' || c == '\r') ? ' ' : c;
+    return t.find('`') == std::string::npos ? "`" + t + "`" : "`` " + t + " ``";
+}
+
+std::string joinRanks(const std::vector<Event>& events) {
+    std::string out;
+    for (const Event& e : events) {
+        if (e.rank < 0)
+            continue;
+        out += (out.empty() ? "" : ", ") + std::to_string(e.rank);
+    }
+    return out;
+}
+
+// --- sections
+// ------------------------------------------------------------------------------------------------
+
+void runSection(std::string& md, const ReportInput& in) {
+    const RunMeta& m = in.meta;
+    int64_t elements = 0;
+    for (const ParamInfo& p : m.params)
+        elements += p.numel;
+    md += "## Run\n\n| | |\n|---|---|\n";
+    md += fmt::format("| model | {} ({} parameter tensors, {} parameters) |\n", cell(m.model),
+                      m.params.size(), elements);
+    md += fmt::format("| cluster | {} ranks x batch {} per rank |\n", m.worldSize, m.batchPerRank);
+    md += fmt::format("| precision | {}, loss scale {} |\n", cell(m.precision), cell(m.lossScale));
+    md += fmt::format("| data | {} |\n| seed | {} |\n", cell(m.data), m.seed);
+    if (in.stepCount > 0)
+        md += fmt::format("| steps | {} recorded (steps {} to {}) of {} planned |\n", in.stepCount,
+                          in.firstStep, in.lastStep, m.plannedSteps);
+    else
+        md += fmt::format("| steps | none recorded of {} planned |\n", m.plannedSteps);
+    md += fmt::format("| status | {} |\n",
+                      in.complete ? "complete: " + cell(in.stopReason)
+                                  : "incomplete: the writer did not close the file (stop reason: " +
+                                        cell(in.stopReason) + ")");
+    md += fmt::format("| weight fingerprints | step 0 and every {} steps |\n", m.weightEvery);
+    md += fmt::format("| sketch | {} components per parameter tensor |\n", m.sketchDim);
+    md += fmt::format("| created | {} |\n", cell(m.createdUtc));
+    md += fmt::format("| run file | `{}`, format version {} |\n\n", cell(in.sourcePath), in.formatVersion);
+}
+
+void summarySection(std::string& md, const ReportInput& in) {
+    const StepFigures& f = in.figures;
+    md += "## Summary\n\n";
+    if (in.stepCount == 0) {
+        md += "No steps were recorded.\n\n";
+        return;
+    }
+    const EvalRecord* eval = in.evals.empty() ? nullptr : &in.evals.back();
+    md += "| rank | loss first | loss last | overflow steps | skipped steps | step ms (median) | comm ms "
+          "(median) |";
+    md += eval ? fmt::format(" eval accuracy (step {}) |\n", eval->step) : std::string("\n");
+    md += eval ? "|---:|---:|---:|---:|---:|---:|---:|---:|\n" : "|---:|---:|---:|---:|---:|---:|---:|\n";
+    double evalSum = 0;
+    for (size_t r = 0; r < f.ranks.size(); ++r) {
+        const RankFigures& x = f.ranks[r];
+        md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |", r, fixed(x.lossFirst, 4),
+                          fixed(x.lossLast, 4), x.overflowSteps, x.skippedSteps, fixed(x.stepMsMedian, 1),
+                          fixed(x.commMsMedian, 1));
+        if (eval) {
+            const float a = r < eval->accuracy.size() ? eval->accuracy[r] : kNaN;
+            evalSum += double(a);
+            md += fmt::format(" {} |", percent(a));
+        }
+        md += "\n";
+    }
+    const float evalMean = float(evalSum / double(std::max<size_t>(1, f.ranks.size())));
+    md += fmt::format("| **all** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** |",
+                      fixed(f.lossFirstMean, 4), fixed(f.lossLastMean, 4), f.overflowSteps, f.skippedSteps,
+                      fixed(f.stepMsMedian, 1), fixed(f.commMsMedian, 1));
+    md += eval ? fmt::format(" **{}** |\n\n", percent(evalMean)) : std::string("\n\n");
+    md += fmt::format("- Loss (mean over ranks): {} at the first step, {} at the last.\n",
+                      fixed(f.lossFirstMean, 4), fixed(f.lossLastMean, 4));
+    if (eval)
+        md += fmt::format("- Final held-out accuracy (step {}, mean over ranks): {}.\n", eval->step,
+                          percent(evalMean));
+    else
+        md += "- No held-out evaluation was recorded.\n";
+    md += fmt::format("- Overflow on at least one rank in {} of {} steps; updates skipped in {} steps.\n",
+                      f.overflowSteps, in.stepCount, f.skippedSteps);
+    md += "- The \"all\" row: loss means over ranks, step counts where any rank was flagged, medians of the "
+          "per-rank medians.\n\n";
+}
+
+void mismatchSection(std::string& md, const ReportInput& in) {
+    md += "## First mismatch\n\n";
+    const auto first = firstMismatch(in.events);
+    if (first.empty()) {
+        md += "None: the event log has no GRADIENT_SYNC or WEIGHT_SYNC event (synced gradients and weight "
+              "fingerprints agreed across ranks wherever they were compared).\n\n";
+        return;
+    }
+    const Event& e = first.front();
+    const std::string what = e.code == "GRADIENT_SYNC" ? "synced gradients" : "weights";
+    md += fmt::format("**{}** at step **{}**: the {} of rank 0 and rank(s) **{}** differ.\n\n", e.code,
+                      e.step, what, joinRanks(first));
+    for (const Event& x : first)
+        md += fmt::format("> {}\n>\n", codeSpan(x.message));
+    md.resize(md.size() - 2); // the last blockquote separator
+    md += "\n";
+    // The other kind too, since a weight mismatch without a gradient mismatch points elsewhere (the update).
+    std::vector<Event> other;
+    for (const Event& x : in.events)
+        if ((x.code == "GRADIENT_SYNC" || x.code == "WEIGHT_SYNC") && x.code != e.code)
+            other.push_back(x);
+    if (!other.empty()) {
+        const auto firstOther = firstMismatch(other);
+        md += fmt::format("First {} at step {} (rank(s) {}).\n", firstOther.front().code,
+                          firstOther.front().step, joinRanks(firstOther));
+    }
+    if (in.chartStep == e.step)
+        md += "The charts below show this step.\n";
+    md += "\n";
+}
+
+void findingsSection(std::string& md, const ReportInput& in) {
+    md += "## Findings\n\n";
+    if (in.findings.empty()) {
+        md +=
+            "Automatic diagnosis is not available in this version yet: no findings were computed. The first "
+            "mismatch, the charts and the events are the evidence to read.\n\n";
+        return;
+    }
+    for (const std::string& f : in.findings)
+        md += "- " + f + "\n";
+    md += "\n";
+}
+
+void chartsSection(std::string& md, const ReportInput& in) {
+    if (in.charts.empty())
+        return;
+    md += "## Charts\n\n";
+    if (in.chartStep >= 0) {
+        const int64_t anomaly = firstAnomalyStep(in.events);
+        md += fmt::format("Cursor and heatmaps at step {}{}.\n\n", in.chartStep,
+                          anomaly == in.chartStep ? " (the first anomaly)"
+                          : anomaly < 0           ? " (the last step: the run has no anomaly)"
+                                                  : "");
+    }
+    for (const ReportChart& c : in.charts) {
+        md += fmt::format("### {}\n\n", c.title);
+        if (!c.png.empty())
+            md += fmt::format("![{}]({})\n\n", cell(c.title), target(c.png));
+        if (!c.svg.empty())
+            md += fmt::format("Vector version: [{}]({})\n\n", c.svg, target(c.svg));
+    }
+}
+
+// At most kReportMaxEvents rows: when there are more, errors and warnings are kept before info, then the
+// rows are shown in log order.
+void eventsSection(std::string& md, const ReportInput& in) {
+    md += "## Events\n\n";
+    const auto& events = in.events;
+    if (events.empty()) {
+        md += "The event log is empty.\n\n";
+        return;
+    }
+    size_t counts[3] = {0, 0, 0};
+    for (const Event& e : events)
+        ++counts[std::min<size_t>(2, size_t(e.severity))];
+    md += fmt::format("{} events: {} errors, {} warnings, {} info.\n\n", events.size(), counts[2], counts[1],
+                      counts[0]);
+    std::vector<size_t> shown(events.size());
+    for (size_t i = 0; i < shown.size(); ++i)
+        shown[i] = i;
+    if (shown.size() > kReportMaxEvents) {
+        std::stable_sort(shown.begin(), shown.end(),
+                         [&](size_t a, size_t b) { return events[a].severity > events[b].severity; });
+        shown.resize(kReportMaxEvents);
+        std::sort(shown.begin(), shown.end());
+    }
+    md += "| step | rank | severity | code | message |\n|---:|---:|---|---|---|\n";
+    size_t hidden[3] = {counts[0], counts[1], counts[2]};
+    for (size_t i : shown) {
+        const Event& e = events[i];
+        --hidden[std::min<size_t>(2, size_t(e.severity))];
+        md += fmt::format("| {} | {} | {} | {} | {} |\n", e.step,
+                          e.rank < 0 ? std::string("all") : std::to_string(e.rank), severityName(e.severity),
+                          cell(e.code), cell(e.message));
+    }
+    if (shown.size() < events.size())
+        md += fmt::format(
+            "\n{} more events not shown ({} errors, {} warnings, {} info); the run file's /events "
+            "table holds them all.\n",
+            events.size() - shown.size(), hidden[2], hidden[1], hidden[0]);
+    md += "\n";
+}
+
+void environmentSection(std::string& md, const ReportInput& in) {
+    const RunMeta& m = in.meta;
+    md += "## Environment\n\n" + jsonBlock(m.environment) + "\n";
+    md += "## Configuration\n\n" + jsonBlock(m.configJson) + "\n";
+    md += "## Rank table\n\n" + jsonBlock(m.rankTableJson) + "\n";
+    md += "## Cards\n\n";
+    if (m.cards.empty()) {
+        md += "The run has no card table.\n\n";
+        return;
+    }
+    md += "| rank | device id | device IP | server | HBM used / total (GiB) |\n|---:|---:|---|---|---|\n";
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    for (const CardInfo& c : m.cards)
+        md += fmt::format("| {} | {} | {} | {} | {:.2f} / {:.0f} |\n", c.rank, c.deviceId, cell(c.deviceIp),
+                          cell(c.serverId), double(c.hbmUsedBytes) / kGiB, double(c.hbmTotalBytes) / kGiB);
+    md += "\n";
+}
+
+void filesSection(std::string& md, const ReportInput& in) {
+    if (in.files.empty())
+        return;
+    md += "## Files\n\n";
+    for (const ReportFile& f : in.files)
+        md += fmt::format("- [{}]({}): {}\n", f.name, target(f.name), f.description);
+    md += "\n";
+}
+
+} // namespace
+
+StepFigures summarizeSteps(int worldSize, std::span<const float> loss, std::span<const float> stepMs,
+                           std::span<const float> commMs, std::span<const float> overflow,
+                           std::span<const float> skipped) {
+    FiguresBuilder b(worldSize);
+    b.add(loss, stepMs, commMs, overflow, skipped);
+    return b.finish();
+}
+
+ReportInput readReportInput(const RunReader& reader) {
+    ReportInput in;
+    in.sourcePath = reader.path();
+    in.runName = std::filesystem::path(reader.path()).stem().string();
+    in.meta = reader.meta();
+    in.formatVersion = reader.formatVersion();
+    in.complete = reader.complete();
+    in.stopReason = reader.stopReason();
+    in.stepCount = reader.stepCount();
+    const int64_t n = in.stepCount;
+    if (n > 0) {
+        in.firstStep = reader.readStepNumbers(0, 1).front();
+        in.lastStep = reader.readStepNumbers(n - 1, n).front();
+    }
+    // Blocks of rows, so only the two time columns (the medians need them) grow with the run.
+    constexpr int64_t kBlock = 16384;
+    FiguresBuilder b(in.meta.worldSize);
+    for (int64_t begin = 0; begin < n; begin += kBlock) {
+        const int64_t end = std::min(n, begin + kBlock);
+        b.add(reader.readStepScalar("loss", begin, end), reader.readStepScalar("step_ms", begin, end),
+              reader.readStepScalar("comm_ms", begin, end), reader.readStepScalar("overflow", begin, end),
+              reader.readStepScalar("skipped", begin, end));
+    }
+    in.figures = b.finish();
+    in.evals = reader.readEvals();
+    in.events = reader.readEvents();
+    return in;
+}
+
+std::vector<Event> firstMismatch(const std::vector<Event>& events) {
+    const Event* first = nullptr;
+    for (const Event& e : events) {
+        if (e.code != "GRADIENT_SYNC" && e.code != "WEIGHT_SYNC")
+            continue;
+        // A gradient mismatch at the same step comes first: it is the cause a weight mismatch follows from.
+        if (!first || e.step < first->step ||
+            (e.step == first->step && e.code == "GRADIENT_SYNC" && first->code != "GRADIENT_SYNC"))
+            first = &e;
+    }
+    std::vector<Event> out;
+    if (!first)
+        return out;
+    for (const Event& e : events)
+        if (e.step == first->step && e.code == first->code)
+            out.push_back(e);
+    return out;
+}
+
+std::string buildReportMarkdown(const ReportInput& in) {
+    std::string md;
+    md += fmt::format("# RankSight report: {}\n\n", in.runName.empty() ? std::string("run") : in.runName);
+    md += fmt::format("Generated {} by RankSight from `{}`: {} on {} emulated Ascend 910 cards, {} steps "
+                      "recorded.\n\n",
+                      in.generatedUtc.empty() ? nowUtc() : in.generatedUtc, in.sourcePath, in.meta.model,
+                      in.meta.worldSize, in.stepCount);
+    runSection(md, in);
+    summarySection(md, in);
+    mismatchSection(md, in);
+    findingsSection(md, in);
+    chartsSection(md, in);
+    eventsSection(md, in);
+    environmentSection(md, in);
+    filesSection(md, in);
+    return md;
+}
+
+} // namespace rs

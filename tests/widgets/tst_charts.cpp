@@ -1,0 +1,489 @@
+// The step charts and chart export, offscreen: a RunModel filled directly with applyDelta (no files) drives
+// LossChart and OverflowTimeline; checked are the plotted values, the decimation on a 100k-step run, the
+// coalesced redraws, clicks and linked zoom through the shared StepCursor, the overflow raster's cells, and
+// PNG/SVG/PDF exports. Set RANKSIGHT_CHART_DIR to a folder to keep a PNG of each chart for a look.
+#include "charts/ChartExport.h"
+#include "charts/LossChart.h"
+#include "charts/OverflowTimeline.h"
+#include "model/RunDelta.h"
+#include "model/RunModel.h"
+#include "model/StepCursor.h"
+
+#include <QCheckBox>
+#include <QDir>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QWheelEvent>
+#include <QtTest>
+#include <cmath>
+#include <functional>
+#include <qcustomplot.h>
+
+using namespace rs;
+
+namespace {
+
+struct Cell {
+    float loss = 1, accuracy = 0.5f, lossScale = 65536;
+    bool overflow = false, skipped = false;
+};
+using CellFn = std::function<Cell(int64_t step, int rank)>;
+
+RunDelta makeDelta(int ranks, int64_t firstStep, int64_t steps, const CellFn& cell, bool first = true) {
+    RunDelta d;
+    d.first = first;
+    d.path = QStringLiteral("/runs/test-run.h5");
+    d.meta.worldSize = ranks;
+    d.meta.model = "mlp";
+    d.meta.params = {ParamInfo{"fc1.weight", {4, 4}, 16, 0}, ParamInfo{"fc1.bias", {4}, 4, 16}};
+    d.firstRow = firstStep;
+    for (int64_t s = firstStep; s < firstStep + steps; ++s) {
+        d.stepNumbers.push_back(s);
+        for (int r = 0; r < ranks; ++r) {
+            const Cell c = cell(s, r);
+            auto put = [&](StepColumn col, float v) { d.columns[size_t(col)].push_back(v); };
+            put(StepColumn::Loss, c.loss);
+            put(StepColumn::Accuracy, c.accuracy);
+            put(StepColumn::LossScale, c.lossScale);
+            put(StepColumn::StepMs, 10);
+            put(StepColumn::ComputeMs, 8);
+            put(StepColumn::CommMs, 2);
+            put(StepColumn::Overflow, c.overflow ? 1 : 0);
+            put(StepColumn::Skipped, c.skipped ? 1 : 0);
+            put(StepColumn::State, 0);
+        }
+    }
+    return d;
+}
+
+// Loss of rank r at step s: 1 + s/100 + r (so the mean over 3 ranks is 2 + s/100); rank 1 has a NaN at 77.
+Cell knownCell(int64_t s, int r) {
+    Cell c;
+    c.loss = (r == 1 && s == 77) ? std::nanf("") : 1.0f + float(s) / 100.0f + float(r);
+    c.accuracy = 0.1f * float(r + 1);
+    return c;
+}
+
+double valueAt(QCPGraph* g, double key) {
+    auto it = g->data()->findBegin(key, false);
+    if (it == g->data()->constEnd() || it->key != key)
+        return std::nan("");
+    return it->value;
+}
+
+Event makeEvent(int64_t step, const char* code, const std::string& message) {
+    Event e;
+    e.step = step;
+    e.code = code;
+    e.message = message;
+    e.severity = Severity::Warning;
+    return e;
+}
+
+void show(QWidget* w, int width = 900, int height = 500) {
+    w->resize(width, height);
+    w->show();
+    QVERIFY(QTest::qWaitForWindowExposed(w));
+}
+
+QByteArray readAll(const QString& path) {
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+// For a human look at the charts (RANKSIGHT_CHART_DIR=/some/dir): nothing is checked here.
+void keepPicture(ChartWidget* chart) {
+    const QString dir = qEnvironmentVariable("RANKSIGHT_CHART_DIR");
+    if (dir.isEmpty())
+        return;
+    QString error;
+    exportChart(chart, QStringLiteral("test-run"), QDir(dir).filePath(chart->chartId() + ".png"),
+                ImageFormat::Png, &error, 0, 0, true);
+}
+
+} // namespace
+
+class TestCharts : public QObject {
+    Q_OBJECT
+private slots:
+    void lossChartPlotsRanksAndTheirMean() {
+        RunModel model;
+        StepCursor cursor;
+        LossChart chart(&model, &cursor);
+        model.applyDelta(makeDelta(3, 0, 200, knownCell));
+        show(&chart);
+        chart.refreshNow();
+
+        QCOMPARE(chart.chartId(), QString("loss"));
+        QCOMPARE(chart.rankGraphCount(), 3);
+        QCOMPARE(chart.meanGraph()->data()->size(), 200); // 200 steps fit the width: nothing decimated
+        QVERIFY(std::abs(valueAt(chart.meanGraph(), 120) - 3.2) < 1e-5);
+        QVERIFY(std::abs(valueAt(chart.rankGraph(2), 120) - 4.2) < 1e-5);
+        // A NaN on one rank: the mean is over the finite ranks (0 and 2), not NaN.
+        QVERIFY(std::abs(valueAt(chart.meanGraph(), 77) - (1.77 + 3.77) / 2) < 1e-5);
+        QVERIFY(std::isnan(valueAt(chart.rankGraph(1), 77)));
+        // Batch accuracy mean in percent on the second axis: (10 + 20 + 30) / 3.
+        QVERIFY(std::abs(valueAt(chart.accuracyGraph(), 50) - 20.0) < 1e-4);
+        QCOMPARE(chart.accuracyGraph()->valueAxis(), chart.plot()->yAxis2);
+        // Following a run shows the whole run.
+        QVERIFY(cursor.following());
+        QCOMPARE(chart.stepAxis()->range().lower, 0.0);
+        QCOMPARE(chart.stepAxis()->range().upper, 199.0);
+        // The loss axis fits the data (1 .. 4.99).
+        QVERIFY(chart.plot()->yAxis->range().lower < 1.0 && chart.plot()->yAxis->range().lower > 0.5);
+        QVERIFY(chart.plot()->yAxis->range().upper > 4.99 && chart.plot()->yAxis->range().upper < 5.5);
+        keepPicture(&chart);
+    }
+
+    void evalPointsAndFluctuationMarkers() {
+        RunModel model;
+        StepCursor cursor;
+        LossChart chart(&model, &cursor);
+        RunDelta d = makeDelta(2, 0, 200, knownCell);
+        d.events = {makeEvent(50, "LOSS_FLUCTUATION",
+                              "Loss shows abnormal fluctuation: from 0.25 to 1.56 within 10 steps"),
+                    makeEvent(100, "GRADIENT_SYNC", "not a loss event"),
+                    makeEvent(150, "LOSS_FLUCTUATION", "second spike")};
+        d.evals = {EvalRecord{100, {0.5f, 0.7f}, {1, 1}}, EvalRecord{199, {0.8f, 0.8f}, {1, 1}}};
+        model.applyDelta(std::move(d));
+        show(&chart);
+        chart.refreshNow();
+
+        QCOMPARE(chart.eventMarkerCount(), 2);
+        QCOMPARE(chart.evalGraph()->data()->size(), 2);
+        QVERIFY(std::abs(valueAt(chart.evalGraph(), 100) - 60.0) < 1e-4);
+        const QPointF at50(chart.plot()->xAxis->coordToPixel(50), chart.plot()->axisRect()->center().y());
+        QVERIFY2(chart.toolTipAt(at50).contains("abnormal fluctuation"), qPrintable(chart.toolTipAt(at50)));
+        const QPointF at120(chart.plot()->xAxis->coordToPixel(120), chart.plot()->axisRect()->center().y());
+        QVERIFY2(chart.toolTipAt(at120).startsWith("step 120"), qPrintable(chart.toolTipAt(at120)));
+        keepPicture(&chart);
+    }
+
+    void logToggleSwitchesTheLossAxis() {
+        RunModel model;
+        StepCursor cursor;
+        LossChart chart(&model, &cursor);
+        model.applyDelta(makeDelta(3, 0, 200, knownCell));
+        show(&chart);
+        chart.refreshNow();
+        auto* box = chart.findChild<QCheckBox*>("logScale");
+        QVERIFY(box);
+        QCOMPARE(chart.plot()->yAxis->scaleType(), QCPAxis::stLinear);
+        QTest::mouseClick(box, Qt::LeftButton, {}, QPoint(8, box->height() / 2));
+        QVERIFY(chart.logScale());
+        QCOMPARE(chart.plot()->yAxis->scaleType(), QCPAxis::stLogarithmic);
+        QVERIFY(chart.plot()->yAxis->range().lower > 0);
+        chart.setLogScale(false);
+        QVERIFY(!box->isChecked());
+        QCOMPARE(chart.plot()->yAxis->scaleType(), QCPAxis::stLinear);
+    }
+
+    void clickSelectsTheNearestStep() {
+        RunModel model;
+        StepCursor cursor;
+        LossChart chart(&model, &cursor);
+        model.applyDelta(makeDelta(3, 0, 200, knownCell));
+        show(&chart);
+        chart.refreshNow();
+        QSignalSpy steps(&cursor, &StepCursor::stepChanged);
+        const int x = qRound(chart.plot()->xAxis->coordToPixel(120));
+        const int y = chart.plot()->axisRect()->center().y();
+        QTest::mouseClick(chart.plot(), Qt::LeftButton, {}, QPoint(x, y));
+        QCOMPARE(cursor.step(), int64_t(120));
+        QCOMPARE(steps.count(), 1);
+        QVERIFY(!cursor.following());
+        // The click stopped following; the chart keeps the whole run in view and hands it to the cursor.
+        QCOMPARE(cursor.rangeLower(), 0.0);
+        QCOMPARE(cursor.rangeUpper(), 199.0);
+        QTRY_VERIFY(!chart.isDirty());
+        QCOMPARE(chart.stepAxis()->range().upper, 199.0);
+        // A click outside the data area (on the axis labels) selects nothing.
+        QTest::mouseClick(chart.plot(), Qt::LeftButton, {}, QPoint(x, chart.plot()->height() - 2));
+        QCOMPARE(cursor.step(), int64_t(120));
+        QCOMPARE(chart.nearestStep(119.4), int64_t(119));
+        QCOMPARE(chart.nearestStep(119.6), int64_t(120));
+        QCOMPARE(chart.nearestStep(-50), int64_t(0));
+        QCOMPARE(chart.nearestStep(1e6), int64_t(199));
+    }
+
+    void zoomAndPanAreLinkedAcrossCharts() {
+        RunModel model;
+        StepCursor cursor;
+        LossChart loss(&model, &cursor);
+        OverflowTimeline overflow(&model, &cursor);
+        model.applyDelta(makeDelta(3, 0, 200, knownCell));
+        show(&loss);
+        show(&overflow);
+        loss.refreshNow();
+        overflow.refreshNow();
+        const double yBefore = loss.plot()->yAxis->range().upper;
+
+        loss.stepAxis()->setRange(50, 100); // as a drag does
+        QVERIFY(!cursor.following());
+        QCOMPARE(cursor.rangeLower(), 50.0);
+        QCOMPARE(cursor.rangeUpper(), 100.0);
+        QCOMPARE(overflow.stepAxis()->range().lower, 50.0);
+        QCOMPARE(overflow.stepAxis()->range().upper, 100.0);
+        // The timeline's second panel shares the step axis.
+        QCOMPARE(overflow.scaleRect()->axis(QCPAxis::atBottom)->range().lower, 50.0);
+
+        // A wheel zoom on the timeline's lower panel zooms x only, and the loss chart follows.
+        const QPointF center = overflow.scaleRect()->center();
+        QWheelEvent wheel(center, overflow.plot()->mapToGlobal(center), QPoint(), QPoint(0, 120),
+                          Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+        QApplication::sendEvent(overflow.plot(), &wheel);
+        const QCPRange zoomed = overflow.stepAxis()->range();
+        QVERIFY2(zoomed.size() < 50.0, qPrintable(QString::number(zoomed.size())));
+        QCOMPARE(loss.stepAxis()->range().lower, zoomed.lower);
+        QCOMPARE(loss.stepAxis()->range().upper, zoomed.upper);
+        QCOMPARE(overflow.plot()->axisRect()->axis(QCPAxis::atBottom)->range().upper, zoomed.upper);
+
+        // The rebuild for the new range is coalesced; it keeps the range and fits y to the visible steps.
+        QTRY_VERIFY(!loss.isDirty());
+        QCOMPARE(loss.stepAxis()->range().lower, zoomed.lower);
+        QVERIFY(loss.plot()->yAxis->range().upper < yBefore);
+
+        // Following again shows the whole run.
+        cursor.followLatest();
+        QTRY_COMPARE(loss.stepAxis()->range().upper, 199.0);
+        QTRY_COMPARE(overflow.stepAxis()->range().lower, 0.0);
+    }
+
+    void longRunsAreDecimatedToThePixelWidth() {
+        RunModel model;
+        StepCursor cursor;
+        LossChart chart(&model, &cursor);
+        const int64_t n = 100000;
+        model.applyDelta(makeDelta(2, 0, n, [](int64_t s, int r) {
+            Cell c;
+            c.loss = s == 54321 && r == 1 ? 1000.0f : 1.0f + float(s % 97) / 97.0f;
+            return c;
+        }));
+        show(&chart, 800, 400);
+        chart.refreshNow();
+        const int width = chart.plot()->axisRect()->width();
+        QVERIFY(width > 300);
+        for (int r = 0; r < 2; ++r)
+            QVERIFY2(chart.rankGraph(r)->data()->size() <= 2 * (width + 4),
+                     qPrintable(QString::number(chart.rankGraph(r)->data()->size())));
+        QVERIFY(chart.meanGraph()->data()->size() <= 2 * (width + 4));
+        QVERIFY(chart.meanGraph()->data()->size() > width / 2);
+        // The whole run is covered and the one-step spike survives.
+        QCOMPARE(chart.meanGraph()->data()->constBegin()->key, 0.0);
+        bool found = false;
+        const QCPRange yr = chart.rankGraph(1)->getValueRange(found);
+        QVERIFY(found);
+        QCOMPARE(yr.upper, 1000.0);
+        keepPicture(&chart);
+    }
+
+    void redrawsAreCoalesced() {
+        RunModel model;
+        StepCursor cursor;
+        LossChart chart(&model, &cursor);
+        model.applyDelta(makeDelta(2, 0, 10, knownCell));
+        show(&chart);
+        chart.refreshNow();
+        const int before = chart.rebuildCount();
+        for (int i = 0; i < 50; ++i) // 50 deltas in a burst, as a fast live run sends them
+            model.applyDelta(makeDelta(2, 10 + i, 1, knownCell, false));
+        QVERIFY(chart.isDirty());
+        QCOMPARE(chart.rebuildCount(), before);
+        QTRY_VERIFY(!chart.isDirty());
+        QCOMPARE(chart.rebuildCount(), before + 1);
+        QCOMPARE(chart.meanGraph()->data()->size(), 60);
+    }
+
+    void hiddenChartsRedrawWhenShown() {
+        RunModel model;
+        StepCursor cursor;
+        LossChart chart(&model, &cursor);
+        model.applyDelta(makeDelta(2, 0, 30, knownCell));
+        QTest::qWait(3 * ChartBase::kRedrawDelayMs);
+        QCOMPARE(chart.rebuildCount(), 0); // never shown: no work
+        QVERIFY(chart.isDirty());
+        show(&chart);
+        QTRY_VERIFY(!chart.isDirty());
+        QCOMPARE(chart.meanGraph()->data()->size(), 30);
+    }
+
+    void overflowRasterHoldsTheCategories() {
+        RunModel model;
+        StepCursor cursor;
+        OverflowTimeline chart(&model, &cursor);
+        QCOMPARE(chart.chartId(), QString("overflow"));
+        model.applyDelta(makeDelta(4, 0, 300, [](int64_t s, int r) {
+            Cell c;
+            c.lossScale = s < 20 ? 65536.0f : 32768.0f;
+            c.overflow = (s == 10 && r == 1) || (s == 20 && r == 2);
+            c.skipped = s == 20 && r == 2;
+            if (s == 30 && r == 3)
+                c.loss = std::numeric_limits<float>::infinity();
+            return c;
+        }));
+        show(&chart, 1000, 500);
+        chart.refreshNow();
+        const OverflowRaster& raster = chart.raster();
+        QCOMPARE(raster.ranks, 4);
+        QCOMPARE(raster.columns, 300); // one column per step: they fit the width
+        QCOMPARE(int(raster.at(10, 1)), 1);
+        QCOMPARE(int(raster.at(20, 2)), 2); // skipped wins over overflow
+        QCOMPARE(int(raster.at(30, 3)), 3);
+        QCOMPARE(int(raster.at(10, 0)), 0);
+        QCOMPARE(int(raster.at(299, 3)), 0);
+        QCPColorMapData* cells = chart.rasterMap()->data();
+        QCOMPARE(cells->keySize(), 300);
+        QCOMPARE(cells->valueSize(), 4);
+        QCOMPARE(cells->cell(10, 1), 1.0);
+        QCOMPARE(cells->cell(20, 2), 2.0);
+        QCOMPARE(cells->cell(30, 3), 3.0);
+        QCOMPARE(cells->cell(31, 3), 0.0);
+        QCOMPARE(cells->data(20, 2), 2.0); // cell centers sit on the step numbers
+        // The loss scale curve (mean over ranks) halves at step 20, where the skip is marked.
+        QCOMPARE(valueAt(chart.scaleGraph(), 19), 65536.0);
+        QCOMPARE(valueAt(chart.scaleGraph(), 25), 32768.0);
+        QCOMPARE(valueAt(chart.skippedGraph(), 20), 32768.0);
+        QVERIFY(std::isnan(valueAt(chart.skippedGraph(), 21)));
+        QCOMPARE(chart.scaleRect()->axis(QCPAxis::atLeft)->scaleType(), QCPAxis::stLogarithmic);
+
+        // Bucketed: ten steps a column, each column keeps its worst cell.
+        const OverflowRaster b = overflowRaster(model, 0, 300, 30);
+        QCOMPARE(b.columns, 30);
+        QCOMPARE(int(b.at(1, 1)), 1);
+        QCOMPARE(int(b.at(2, 2)), 2);
+        QCOMPARE(int(b.at(3, 3)), 3);
+        QCOMPARE(int(b.at(0, 1)), 0);
+        QCOMPARE(b.rowBegin[3], int64_t(30));
+        QCOMPARE(b.rowEnd[3], int64_t(40));
+
+        const QPointF cell(chart.plot()->xAxis->coordToPixel(20), chart.plot()->yAxis->coordToPixel(2));
+        QVERIFY2(chart.toolTipAt(cell).contains("skipped update"), qPrintable(chart.toolTipAt(cell)));
+        // A click on the raster selects a step too.
+        QTest::mouseClick(chart.plot(), Qt::LeftButton, {}, cell.toPoint());
+        QCOMPARE(cursor.step(), int64_t(20));
+        keepPicture(&chart);
+    }
+
+    void longOverflowRunsKeepTheWorstCellPerColumn() {
+        RunModel model;
+        StepCursor cursor;
+        OverflowTimeline chart(&model, &cursor);
+        model.applyDelta(makeDelta(2, 0, 100000, [](int64_t s, int r) {
+            Cell c;
+            c.overflow = s == 77777 && r == 1;
+            return c;
+        }));
+        show(&chart, 800, 400);
+        chart.refreshNow();
+        const OverflowRaster& raster = chart.raster();
+        QVERIFY(raster.columns <= chart.plot()->axisRect()->width() + 4);
+        QVERIFY(raster.columns > 100);
+        int overflowCells = 0;
+        for (int c = 0; c < raster.columns; ++c)
+            overflowCells += raster.at(c, 1) == 1;
+        QCOMPARE(overflowCells, 1); // one step in 100k still shows
+        QVERIFY(chart.scaleGraph()->data()->size() <= 2 * (chart.plot()->axisRect()->width() + 4));
+    }
+
+    void anotherRunReplacesEverything() {
+        RunModel model;
+        StepCursor cursor;
+        LossChart loss(&model, &cursor);
+        OverflowTimeline overflow(&model, &cursor);
+        model.applyDelta(makeDelta(3, 0, 200, knownCell));
+        loss.refreshNow();
+        overflow.refreshNow();
+        QCOMPARE(loss.rankGraphCount(), 3);
+        // A smaller run with other losses: no stale means, graphs or raster rows survive.
+        model.applyDelta(makeDelta(2, 0, 50, [](int64_t, int) { return Cell{7.0f}; }));
+        loss.refreshNow();
+        overflow.refreshNow();
+        QCOMPARE(loss.rankGraphCount(), 2);
+        QCOMPARE(loss.meanGraph()->data()->size(), 50);
+        QCOMPARE(valueAt(loss.meanGraph(), 10), 7.0);
+        QCOMPARE(overflow.raster().ranks, 2);
+        QCOMPARE(overflow.raster().columns, 50);
+        model.close();
+        loss.refreshNow();
+        overflow.refreshNow();
+        QCOMPARE(loss.rankGraphCount(), 0);
+        QCOMPARE(loss.meanGraph()->data()->size(), 0);
+        QCOMPARE(overflow.raster().columns, 0);
+        QCOMPARE(overflow.scaleGraph()->data()->size(), 0);
+    }
+
+    void exportsWriteFilesAndRefuseToOverwrite_data() {
+        QTest::addColumn<int>("format");
+        QTest::addColumn<QByteArray>("magic");
+        QTest::addRow("png") << int(ImageFormat::Png) << QByteArray("\x89PNG\r\n\x1a\n");
+        QTest::addRow("svg") << int(ImageFormat::Svg) << QByteArray("<svg");
+        QTest::addRow("pdf") << int(ImageFormat::Pdf) << QByteArray("%PDF");
+    }
+
+    void exportsWriteFilesAndRefuseToOverwrite() {
+        QFETCH(int, format);
+        QFETCH(QByteArray, magic);
+        const auto f = ImageFormat(format);
+        RunModel model;
+        StepCursor cursor;
+        LossChart chart(&model, &cursor);
+        model.applyDelta(makeDelta(3, 0, 200, knownCell));
+        show(&chart);
+        QTemporaryDir dir;
+        const QString path = dir.filePath("loss." + imageFormatSuffix(f));
+        ImageFormat guessed = ImageFormat::Png;
+        QVERIFY(imageFormatFromPath(path.toUpper(), &guessed));
+        QCOMPARE(int(guessed), format);
+
+        QString error;
+        QVERIFY2(exportChart(&chart, model.runName(), path, f, &error, 800, 450), qPrintable(error));
+        const QByteArray bytes = readAll(path);
+        QVERIFY(bytes.size() > 1000);
+        if (f == ImageFormat::Svg) {
+            QVERIFY(bytes.contains(magic));
+            QVERIFY(bytes.contains("Loss and accuracy"));
+            QVERIFY(bytes.contains("test-run"));
+        } else {
+            QVERIFY(bytes.startsWith(magic));
+        }
+        if (f == ImageFormat::Png) {
+            const QImage image(path);
+            QCOMPARE(image.width(), 800);
+            QVERIFY(image.height() > 450); // the caption band sits above the plot
+        }
+
+        QVERIFY(!exportChart(&chart, model.runName(), path, f, &error, 800, 450));
+        QVERIFY2(error.contains(path), qPrintable(error));
+        QCOMPARE(readAll(path), bytes);
+        QVERIFY2(exportChart(&chart, model.runName(), path, f, &error, 400, 300, true), qPrintable(error));
+        QVERIFY(readAll(path) != bytes);
+
+        const QString bad = dir.filePath("no/such/folder/x." + imageFormatSuffix(f));
+        QVERIFY(!exportChart(&chart, model.runName(), bad, f, &error));
+        QVERIFY2(error.contains(bad), qPrintable(error));
+    }
+
+    void exportsDecimateForTheExportSize() {
+        RunModel model;
+        StepCursor cursor;
+        LossChart chart(&model, &cursor); // never shown: only the export gives it a size
+        model.applyDelta(makeDelta(2, 0, 100000, [](int64_t s, int) { return Cell{1.0f + float(s % 97)}; }));
+        QTemporaryDir dir;
+        QString error;
+        QVERIFY2(exportChart(&chart, "r", dir.filePath("wide.png"), ImageFormat::Png, &error, 1600, 500),
+                 qPrintable(error));
+        const int points = chart.meanGraph()->data()->size();
+        QVERIFY2(points > 2000 && points <= 3200, qPrintable(QString::number(points)));
+        QCOMPARE(QImage(dir.filePath("wide.png")).width(), 1600);
+    }
+
+    void unknownSuffixIsNoFormat() {
+        ImageFormat f = ImageFormat::Svg;
+        QVERIFY(!imageFormatFromPath("chart.jpg", &f));
+        QVERIFY(!imageFormatFromPath("chart", &f));
+        QCOMPARE(int(f), int(ImageFormat::Svg));
+    }
+};
+
+QTEST_MAIN(TestCharts)
+#include "tst_charts.moc"

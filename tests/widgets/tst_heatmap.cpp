@@ -1,0 +1,281 @@
+// The heatmaps over a real run file, offscreen: a 5-rank run written with RunWriter in which rank 2 diverges
+// (another synced fingerprint and norm on one parameter, a negated sketch, other weights from step 20 on,
+// one sample id shared with rank 0) is opened with RunModel::open; the RankHeatmap's matrix is checked
+// for every metric, all parameters and one, and the ParamRankHeatmap's norm ratios, tooltip and click.
+#include "charts/ParamRankHeatmap.h"
+#include "charts/RankHeatmap.h"
+#include "core/RunFileFixtures.h"
+#include "model/RunModel.h"
+#include "model/StepCursor.h"
+
+#include <QComboBox>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+#include <qcustomplot.h>
+
+using namespace rs;
+using view::RankMetric;
+
+namespace {
+
+constexpr int R = 5, P = 3, K = 4, B = 8, kSteps = 30, kOdd = 2;
+constexpr int kTimeoutMs = 15000;
+
+RankStep rankStep(int r) {
+    RankStep x;
+    x.loss = 1.0f;
+    x.accuracy = 0.5f;
+    x.lossScale = 65536;
+    for (int b = 0; b < B; ++b)
+        x.sampleIds.push_back(r * 100 + b);
+    if (r == kOdd)
+        x.sampleIds[0] = 0; // also in rank 0's batch
+    if (r == 1 || r == 3)
+        x.sampleIds.back() = -1; // padding: never counts as shared
+    const float localNorms[P][R] = {{1, 1, 4, 1, 1}, {1, 2, 3, 4, 5}, {0, 0, 0, 0, 0}};
+    for (int p = 0; p < P; ++p) {
+        x.localNorm.push_back(localNorms[p][r]);
+        x.localMax.push_back(1);
+        x.localSum.push_back(1);
+        x.nonfinite.push_back(0);
+        x.overflowCount.push_back(0);
+        x.underflowCount.push_back(0);
+        for (int k = 0; k < K; ++k)
+            x.sketch.push_back((r == kOdd ? -1.0f : 1.0f) * float(p + 1) * (k % 2 ? -1.5f : 1.0f));
+        const bool odd = r == kOdd && p == 1;
+        x.syncedNorm.push_back(odd ? 3.0f : 2.0f);
+        x.syncedSum.push_back(1);
+        x.syncedFp.push_back(odd ? 0xbad0000000000001ull : 0x1000ull + uint64_t(p));
+    }
+    return x;
+}
+
+WeightRecord weights(int64_t step) {
+    WeightRecord w;
+    w.step = step;
+    for (int r = 0; r < R; ++r) {
+        std::vector<uint64_t> fp;
+        for (int p = 0; p < P; ++p)
+            fp.push_back(step >= 20 && r == kOdd && p != 1 ? 0xdead00ull + uint64_t(p)
+                                                           : 0x5000ull + uint64_t(p));
+        w.fp.push_back(fp);
+        w.norm.push_back(std::vector<float>(P, 1.0f));
+        w.bufferFp.push_back(7);
+        w.bufferDrift.push_back(0);
+    }
+    return w;
+}
+
+void writeDivergingRun(const QString& path) {
+    const RunMeta meta = runfile_fixtures::makeMeta(R, P, K, B);
+    auto w = RunWriter::create(path.toStdString(), meta, true);
+    for (int s = 0; s < kSteps; ++s) {
+        StepRecord rec;
+        rec.step = s;
+        for (int r = 0; r < R; ++r)
+            rec.ranks.push_back(rankStep(r));
+        w->appendStep(rec);
+        if (s % meta.weightEvery == 0)
+            w->appendWeights(weights(s));
+    }
+    w->close("completed");
+}
+
+bool near(double a, double b) {
+    return std::abs(a - b) < 1e-6;
+}
+
+// The expected R x R matrix of one metric: `odd` in rank kOdd's row and column, `same` elsewhere off the
+// diagonal, `diagonal` on it.
+void checkOddRank(const view::Matrix& m, double odd, double same, double diagonal) {
+    QCOMPARE(m.rows, R);
+    QCOMPARE(m.cols, R);
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < R; ++j) {
+            const double want = i == j ? diagonal : (i == kOdd || j == kOdd) ? odd : same;
+            QVERIFY2(
+                near(m.at(i, j), want),
+                qPrintable(QString("cell (%1,%2) = %3, want %4").arg(i).arg(j).arg(m.at(i, j)).arg(want)));
+        }
+}
+
+} // namespace
+
+class TestHeatmap : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir m_dir;
+    QString m_path;
+
+private slots:
+    void initTestCase() {
+        QVERIFY(m_dir.isValid());
+        m_path = m_dir.filePath("diverging.h5");
+        writeDivergingRun(m_path);
+    }
+
+    void rankMatrixShowsTheOddRankForEveryMetric() {
+        RunModel model;
+        StepCursor cursor;
+        RankHeatmap heat(&model, &cursor);
+        heat.resize(600, 500);
+        heat.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&heat));
+        QCOMPARE(heat.chartId(), QString("rank-heatmap"));
+        model.open(m_path);
+        QTRY_COMPARE_WITH_TIMEOUT(model.stepCount(), int64_t(kSteps), kTimeoutMs);
+        cursor.setStep(25);
+        QTRY_COMPARE_WITH_TIMEOUT(heat.shownStep(), int64_t(25), kTimeoutMs);
+        QVERIFY(!heat.isLoading());
+        QVERIFY2(heat.caption().contains("step 25"), qPrintable(heat.caption()));
+        QVERIFY2(heat.caption().contains("synced gradient mismatch"), qPrintable(heat.caption()));
+
+        // (a) synced gradients: one parameter differs on rank 2, by 2.0 vs 3.0 in norm.
+        checkOddRank(heat.matrix(), 1, 0, 0);
+        QCOMPARE(heat.cellTextCount(), R * R); // R <= 8: values written into the cells
+        heat.setParam(1);
+        heat.refreshNow();
+        checkOddRank(heat.matrix(), 1, 0, 0);
+        QVERIFY(heat.caption().contains("layer1.bias"));
+        heat.setParam(0);
+        heat.refreshNow();
+        checkOddRank(heat.matrix(), 0, 0, 0);
+        heat.setParam(-1);
+        heat.setMetric(RankMetric::SyncedNormDiff);
+        heat.refreshNow();
+        checkOddRank(heat.matrix(), 1.0 / 3.0, 0, 0);
+
+        // (b) local gradients: rank 2's sketch points the other way.
+        heat.setMetric(RankMetric::SketchCosine);
+        heat.refreshNow();
+        checkOddRank(heat.matrix(), -1, 1, 1);
+
+        // (c) weights: from the row of step 20, two parameters differ on rank 2.
+        heat.setMetric(RankMetric::WeightMismatch);
+        heat.refreshNow();
+        checkOddRank(heat.matrix(), 2, 0, 0);
+        QVERIFY2(heat.caption().contains("weights of step 20"), qPrintable(heat.caption()));
+        heat.setParam(1);
+        heat.refreshNow();
+        checkOddRank(heat.matrix(), 0, 0, 0);
+        heat.setParam(-1);
+
+        // (d) shards: rank 2 saw one of rank 0's samples; padding (-1) on ranks 1 and 3 is not shared.
+        heat.setMetric(RankMetric::ShardOverlap);
+        heat.refreshNow();
+        const view::Matrix& m = heat.matrix();
+        for (int i = 0; i < R; ++i)
+            for (int j = 0; j < R; ++j) {
+                double want = i == j ? 1 : 0;
+                if ((i == 0 && j == kOdd) || (i == kOdd && j == 0))
+                    want = 1.0 / B;
+                QVERIFY2(near(m.at(i, j), want),
+                         qPrintable(QString("overlap (%1,%2) = %3").arg(i).arg(j).arg(m.at(i, j))));
+            }
+
+        // Another step: the weights come from the row of step 0, where all ranks agree. The step loads in the
+        // background; meanwhile the chart keeps showing step 25 and says it is loading.
+        heat.setMetric(RankMetric::WeightMismatch);
+        cursor.setStep(7);
+        heat.refreshNow();
+        QVERIFY(heat.isLoading()); // step 7 was never asked for: it cannot be cached yet
+        QCOMPARE(heat.shownStep(), int64_t(25));
+        QVERIFY2(heat.caption().contains("loading step 7"), qPrintable(heat.caption()));
+        QTRY_COMPARE_WITH_TIMEOUT(heat.shownStep(), int64_t(7), kTimeoutMs);
+        checkOddRank(heat.matrix(), 0, 0, 0);
+        QVERIFY2(heat.caption().contains("weights of step 0"), qPrintable(heat.caption()));
+    }
+
+    void combosDriveMetricAndParameter() {
+        RunModel model;
+        StepCursor cursor;
+        RankHeatmap heat(&model, &cursor);
+        heat.resize(600, 500);
+        heat.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&heat));
+        model.open(m_path);
+        cursor.setStep(25);
+        QTRY_COMPARE_WITH_TIMEOUT(heat.shownStep(), int64_t(25), kTimeoutMs);
+        auto* metric = heat.findChild<QComboBox*>("metric");
+        auto* param = heat.findChild<QComboBox*>("param");
+        QVERIFY(metric && param);
+        QCOMPARE(metric->count(), 5);
+        QCOMPARE(param->count(), P + 1); // "All parameters" and each name
+        QCOMPARE(param->itemText(0), QString("All parameters"));
+        QCOMPARE(param->itemText(2), QString("layer1.bias"));
+
+        metric->setCurrentIndex(metric->findData(int(RankMetric::SketchCosine)));
+        QCOMPARE(heat.metric(), RankMetric::SketchCosine);
+        QTRY_VERIFY(!heat.isDirty());
+        checkOddRank(heat.matrix(), -1, 1, 1);
+        QCOMPARE(heat.colorMap()->dataRange().lower, -1.0);
+
+        param->setCurrentIndex(1); // layer0.weight
+        QCOMPARE(heat.param(), 0);
+        heat.setParam(2); // the other way round: the combo follows
+        QCOMPARE(param->currentIndex(), 3);
+
+        // The tooltip names the pair and the value.
+        heat.refreshNow();
+        const QPointF cell(heat.plot()->xAxis->coordToPixel(0), heat.plot()->yAxis->coordToPixel(kOdd));
+        QVERIFY2(heat.toolTipAt(cell).contains("rank 2 vs rank 0"), qPrintable(heat.toolTipAt(cell)));
+        QVERIFY2(heat.toolTipAt(cell).contains("-1"), qPrintable(heat.toolTipAt(cell)));
+    }
+
+    void paramHeatmapShowsNormRatios() {
+        RunModel model;
+        StepCursor cursor;
+        ParamRankHeatmap heat(&model, &cursor);
+        heat.resize(600, 500);
+        heat.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&heat));
+        QCOMPARE(heat.chartId(), QString("param-heatmap"));
+        model.open(m_path);
+        QTRY_COMPARE_WITH_TIMEOUT(model.stepCount(), int64_t(kSteps), kTimeoutMs);
+        cursor.setStep(12);
+        QTRY_COMPARE_WITH_TIMEOUT(heat.shownStep(), int64_t(12), kTimeoutMs);
+
+        const view::Matrix& m = heat.ratios();
+        QCOMPARE(m.rows, P);
+        QCOMPARE(m.cols, R);
+        for (int r = 0; r < R; ++r) {
+            QVERIFY(near(m.at(0, r), r == kOdd ? 4.0 : 1.0)); // median 1: rank 2 has four times the norm
+            QVERIFY(near(m.at(1, r), (r + 1) / 3.0));         // norms 1..5, median 3
+            QVERIFY(std::isnan(m.at(2, r)));                  // median 0: no ratio
+        }
+        // Colors run over log2(ratio), symmetric around ratio 1.
+        QCOMPARE(heat.colorMap()->dataRange().upper, 2.0);
+        QCOMPARE(heat.colorMap()->dataRange().lower, -2.0);
+        QVERIFY(near(heat.colorMap()->data()->cell(kOdd, 0), 2.0));
+        QCOMPARE(heat.labelledParamCount(), P); // three names fit
+
+        const QPointF cell(heat.plot()->xAxis->coordToPixel(kOdd), heat.plot()->yAxis->coordToPixel(0));
+        const QString tip = heat.toolTipAt(cell);
+        QVERIFY2(tip.contains("layer0.weight") && tip.contains("rank 2") &&
+                     tip.contains("norm / median: 4") && tip.contains("local gradient norm: 4"),
+                 qPrintable(tip));
+
+        QSignalSpy clicked(&heat, &ParamRankHeatmap::paramClicked);
+        const QPointF second(heat.plot()->xAxis->coordToPixel(3), heat.plot()->yAxis->coordToPixel(1));
+        QTest::mouseClick(heat.plot(), Qt::LeftButton, {}, second.toPoint());
+        QCOMPARE(clicked.count(), 1);
+        QCOMPARE(clicked.first().first().toInt(), 1);
+        QTest::mouseClick(heat.plot(), Qt::LeftButton, {}, QPoint(2, 2)); // outside the cells
+        QCOMPARE(clicked.count(), 1);
+    }
+
+    void emptyModelShowsNothing() {
+        RunModel model;
+        StepCursor cursor;
+        RankHeatmap heat(&model, &cursor);
+        heat.refreshNow();
+        QCOMPARE(heat.shownStep(), int64_t(-1));
+        QCOMPARE(heat.matrix().rows, 0);
+        QVERIFY(heat.caption().contains("no steps"));
+    }
+};
+
+QTEST_MAIN(TestHeatmap)
+#include "tst_heatmap.moc"

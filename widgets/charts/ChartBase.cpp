@@ -1,0 +1,194 @@
+// Shared chart frame: header, plot, coalesced redraws, tooltips, clicks (see ChartBase.h).
+#include "charts/ChartBase.h"
+
+#include "model/RunModel.h"
+#include "model/StepCursor.h"
+
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <qcustomplot.h>
+
+namespace rs {
+
+ChartBase::ChartBase(RunModel* model, StepCursor* cursor, const QString& id, const QString& title,
+                     QWidget* parent)
+    : ChartWidget(parent)
+    , m_model(model)
+    , m_cursor(cursor)
+    , m_id(id)
+    , m_title(title)
+    , m_plot(new QCustomPlot(this))
+    , m_header(new QHBoxLayout)
+    , m_titleLabel(new QLabel(title, this)) {
+    setObjectName(id);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(2, 2, 2, 2);
+    layout->setSpacing(2);
+    QFont bold = m_titleLabel->font();
+    bold.setBold(true);
+    m_titleLabel->setFont(bold);
+    m_header->addWidget(m_titleLabel);
+    m_header->addStretch(1);
+    layout->addLayout(m_header);
+    layout->addWidget(m_plot, 1);
+
+    m_plot->setNoAntialiasingOnDrag(true);
+    m_plot->setPlottingHints(QCP::phCacheLabels | QCP::phImmediateRefresh);
+    m_plot->setMouseTracking(true);
+    m_plot->setMinimumSize(200, 150);
+
+    m_timer.setSingleShot(true);
+    m_timer.setInterval(kRedrawDelayMs);
+    connect(&m_timer, &QTimer::timeout, this, &ChartBase::onTimeout);
+
+    connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
+        m_pressed = e->button() == Qt::LeftButton;
+        m_pressPos = e->position();
+    });
+    connect(m_plot, &QCustomPlot::mouseRelease, this, [this](QMouseEvent* e) {
+        // A press and release within 3 px is a click; anything more was a drag (pan).
+        if (m_pressed && e->button() == Qt::LeftButton && (e->position() - m_pressPos).manhattanLength() <= 3)
+            clicked(e->position());
+        m_pressed = false;
+    });
+    connect(m_plot, &QCustomPlot::mouseMove, this, &ChartBase::onMouseMove);
+    // Axis margins follow the tick labels, so the data area's size is only known after a layout pass.
+    connect(m_plot, &QCustomPlot::afterLayout, this, [this] {
+        if (!m_refreshing && layoutChanged())
+            markDirty();
+    });
+
+    // Everything a model says can change what a chart shows; the chart sorts it out in rebuild().
+    connect(model, &RunModel::runReset, this, &ChartBase::markDirty);
+    connect(model, &RunModel::stepsAppended, this, &ChartBase::markDirty);
+    connect(model, &RunModel::eventsAppended, this, &ChartBase::markDirty);
+    connect(model, &RunModel::evalsChanged, this, &ChartBase::markDirty);
+    connect(model, &RunModel::weightsChanged, this, &ChartBase::markDirty);
+}
+
+void ChartBase::markDirty() {
+    m_dirty = true;
+    if (!m_timer.isActive())
+        m_timer.start();
+}
+
+void ChartBase::onTimeout() {
+    if (!isVisible())
+        return; // stays dirty; showEvent redraws
+    m_dirty = false;
+    ++m_rebuilds;
+    rebuild();
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void ChartBase::refreshNow() {
+    m_refreshing = true;
+    // A first layout pass gives rebuild() the axis rect sizes it works with; new data can move the margins.
+    m_plot->replot(QCustomPlot::rpImmediateRefresh);
+    for (int pass = 0; pass < 2; ++pass) {
+        ++m_rebuilds;
+        rebuild();
+        m_plot->replot(QCustomPlot::rpImmediateRefresh);
+        if (!layoutChanged())
+            break;
+    }
+    m_timer.stop();
+    m_dirty = false;
+    m_refreshing = false;
+}
+
+void ChartBase::showEvent(QShowEvent* event) {
+    ChartWidget::showEvent(event);
+    if (m_dirty)
+        markDirty();
+}
+
+void ChartBase::resizeEvent(QResizeEvent* event) {
+    ChartWidget::resizeEvent(event);
+    markDirty(); // decimation and tick thinning depend on the pixel size
+}
+
+void ChartBase::fillColorMap(QCPColorMap* map, int keys, int values, QCPRange keyCenters,
+                             QCPRange valueCenters, const std::function<double(int, int)>& cell) {
+    QCPColorMapData* d = map->data();
+    if (keys <= 0 || values <= 0) {
+        d->clear();
+        return;
+    }
+    // One cell along an axis: two half-unit cells around its center, holding the same value.
+    const int kd = keys == 1 ? 2 : 1, vd = values == 1 ? 2 : 1;
+    if (keys == 1)
+        keyCenters = QCPRange(keyCenters.lower - 0.25, keyCenters.lower + 0.25);
+    if (values == 1)
+        valueCenters = QCPRange(valueCenters.lower - 0.25, valueCenters.lower + 0.25);
+    d->setSize(keys * kd, values * vd);
+    d->setRange(keyCenters, valueCenters);
+    for (int k = 0; k < keys * kd; ++k)
+        for (int v = 0; v < values * vd; ++v)
+            d->setCell(k, v, cell(k / kd, v / vd));
+}
+
+QSharedPointer<QCPAxisTickerFixed> ChartBase::integerTicker() {
+    auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+    ticker->setTickStep(1);
+    ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+    return ticker;
+}
+
+void ChartBase::fitIntegerTicks(QCPAxis* axis, int count) {
+    const QRect r = axis->axisRect()->rect();
+    const int pixels = axis->orientation() == Qt::Horizontal ? r.width() : r.height();
+    axis->ticker()->setTickCount(std::clamp(pixels > 0 ? pixels / 18 : count, 2, std::max(2, count)));
+}
+
+bool ChartBase::layoutChanged() const {
+    return false;
+}
+
+QString ChartBase::toolTipAt(const QPointF&) const {
+    return {};
+}
+
+void ChartBase::clicked(const QPointF&) {}
+
+void ChartBase::onMouseMove(QMouseEvent* event) {
+    if (event->buttons() != Qt::NoButton)
+        return;
+    const QString text = toolTipAt(event->position());
+    if (text.isEmpty())
+        QToolTip::hideText();
+    else
+        QToolTip::showText(m_plot->mapToGlobal(event->position().toPoint()), text, m_plot);
+}
+
+void ChartBase::placeLegendBelow(int columns) {
+    QCPLegend* legend = m_plot->legend;
+    legend->setVisible(true);
+    // The legend lives in the axis rect's inset layout by default; a row of its own keeps it off the data.
+    if (QCPLayoutInset* inset = m_plot->axisRect()->insetLayout(); inset->elements(false).contains(legend))
+        inset->take(legend);
+    m_plot->plotLayout()->addElement(m_plot->plotLayout()->rowCount(), 0, legend);
+    m_plot->plotLayout()->simplify();
+    m_plot->plotLayout()->setRowStretchFactor(m_plot->plotLayout()->rowCount() - 1, 0.001);
+    legend->setBorderPen(Qt::NoPen);
+    legend->setMargins(QMargins(6, 2, 6, 2));
+    legend->setIconSize(24, 10);
+    QFont f = legend->font();
+    f.setPointSizeF(f.pointSizeF() * 0.9);
+    legend->setFont(f);
+    setLegendColumns(columns);
+}
+
+void ChartBase::setLegendColumns(int columns) {
+    QCPLegend* legend = m_plot->legend;
+    if (legend->wrap() == columns && legend->fillOrder() == QCPLayoutGrid::foColumnsFirst)
+        return;
+    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, false);
+    legend->setWrap(columns);
+    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
+}
+
+} // namespace rs

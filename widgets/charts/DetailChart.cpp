@@ -1,0 +1,115 @@
+// Heatmap base: fetches the cursor step's detail, keeps the last one while the next loads (see
+// DetailChart.h).
+#include "charts/DetailChart.h"
+
+#include "model/RunModel.h"
+#include "model/StepCursor.h"
+#include "model/StepDetail.h"
+
+#include <qcustomplot.h>
+
+namespace rs {
+
+DetailChart::DetailChart(RunModel* model, StepCursor* cursor, const QString& id, const QString& title,
+                         QWidget* parent)
+    : ChartBase(model, cursor, id, title, parent) {
+    QCustomPlot* p = plot();
+    p->plotLayout()->insertRow(0);
+    m_caption = new QCPTextElement(p, QString(), QFont(font().family(), font().pointSize() + 1, QFont::Bold));
+    p->plotLayout()->addElement(0, 0, m_caption);
+    connect(cursor, &StepCursor::stepChanged, this, &DetailChart::markDirty);
+    connect(model, &RunModel::detailReady, this, [this](int64_t step) {
+        if (step == m_waiting)
+            markDirty();
+    });
+    connect(model, &RunModel::runReset, this, [this] {
+        m_detail.reset();
+        m_shownStep = -1;
+        m_waiting = -1;
+    });
+}
+
+QString DetailChart::caption() const {
+    return m_caption->text();
+}
+
+void DetailChart::setCaption(const QString& text) {
+    m_caption->setText(m_waiting >= 0 && m_waiting != m_shownStep
+                           ? tr("%1 — loading step %2…").arg(text).arg(m_waiting)
+                           : text);
+}
+
+void DetailChart::rebuild() {
+    if (model()->stepCount() == 0) {
+        m_detail.reset();
+        m_shownStep = m_waiting = -1;
+        clear();
+        setCaption(tr("no steps yet"));
+        return;
+    }
+    const int64_t step = model()->stepAt(std::max<int64_t>(0, model()->rowOf(cursor()->step())));
+    if (auto d = model()->detail(step)) {
+        m_detail = std::move(d);
+        m_waiting = -1;
+    } else {
+        m_waiting = step;
+    }
+    if (!m_detail) {
+        clear();
+        m_caption->setText(tr("loading step %1…").arg(step));
+        return;
+    }
+    m_shownStep = m_detail->step;
+    draw(*m_detail);
+}
+
+void DetailChart::setupColorMap(QCPColorMap** map, QCPColorScale** scale) {
+    QCustomPlot* p = plot();
+    *map = new QCPColorMap(p->xAxis, p->yAxis);
+    (*map)->setInterpolate(false);
+    (*map)->setTightBoundary(false);
+    (*map)->removeFromLegend();
+    *scale = new QCPColorScale(p);
+    (*scale)->setType(QCPAxis::atRight);
+    (*scale)->setBarWidth(14);
+    p->plotLayout()->addElement(1, 1, *scale);
+    (*map)->setColorScale(*scale);
+    auto* group = new QCPMarginGroup(p);
+    p->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+    (*scale)->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+    for (QCPAxis* a : {p->xAxis, p->yAxis}) {
+        a->grid()->setVisible(false);
+        a->setSubTicks(false);
+    }
+}
+
+} // namespace rs
+
+namespace rs {
+
+void DetailChart::drawCellGrid(int cols, int rows, bool rowLines) {
+    const std::tuple<int, int, bool> key{cols, rows, rowLines};
+    if (key == m_gridKey)
+        return;
+    m_gridKey = key;
+    for (QCPItemLine* l : m_grid)
+        plot()->removeItem(l);
+    m_grid.clear();
+    auto line = [this](double x1, double y1, double x2, double y2) {
+        auto* l = new QCPItemLine(plot());
+        l->setPen(QPen(QColor(190, 190, 190), 1));
+        l->setSelectable(false);
+        l->start->setCoords(x1, y1);
+        l->end->setCoords(x2, y2);
+        m_grid.push_back(l);
+    };
+    if (cols <= 0 || rows <= 0)
+        return;
+    for (int c = 0; c <= cols; ++c)
+        line(c - 0.5, -0.5, c - 0.5, rows - 0.5);
+    if (rowLines)
+        for (int r = 0; r <= rows; ++r)
+            line(-0.5, r - 0.5, cols - 0.5, r - 0.5);
+}
+
+} // namespace rs

@@ -1,0 +1,139 @@
+// Parameter x rank norm-ratio heatmap (see ParamRankHeatmap.h).
+#include "charts/ParamRankHeatmap.h"
+
+#include "charts/ChartPalette.h"
+#include "model/RunModel.h"
+#include "model/StepDetail.h"
+
+#include <QFontMetrics>
+#include <cmath>
+#include <qcustomplot.h>
+
+namespace rs {
+namespace {
+
+constexpr double kMaxLog2 = 10;
+
+// The color scale runs over log2(ratio); its labels say the ratio itself: 1/4, 1/2, 1, 2, 4.
+class RatioTicker : public QCPAxisTickerFixed {
+public:
+    RatioTicker() {
+        setTickStep(1);
+        setScaleStrategy(ssMultiples);
+    }
+
+protected:
+    QString getTickLabel(double tick, const QLocale& locale, QChar format, int precision) override {
+        const double e = std::round(tick);
+        if (std::abs(tick - e) > 1e-9)
+            return QCPAxisTickerFixed::getTickLabel(tick, locale, format, precision);
+        if (e >= 0)
+            return QString::number(std::exp2(e), 'g', 6);
+        return QStringLiteral("1/") + QString::number(std::exp2(-e), 'g', 6);
+    }
+};
+
+} // namespace
+
+ParamRankHeatmap::ParamRankHeatmap(RunModel* model, StepCursor* cursor, QWidget* parent)
+    : DetailChart(model, cursor, QStringLiteral("param-heatmap"),
+                  QStringLiteral("Local gradient norm / cross-rank median"), parent) {
+    setupColorMap(&m_map, &m_scale);
+    m_map->setGradient(palette::divergingGradient());
+    m_scale->axis()->setLabel(tr("norm / median over ranks (log2 scale)"));
+    m_scale->axis()->setTicker(QSharedPointer<RatioTicker>::create());
+    QCustomPlot* p = plot();
+    p->xAxis->setLabel(tr("rank"));
+    p->yAxis->setLabel(tr("parameter"));
+    p->yAxis->setRangeReversed(true); // the first layer on top, as in the model's printout
+    p->xAxis->setTicker(integerTicker());
+    p->yAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
+    QFont small = font();
+    small.setPointSizeF(small.pointSizeF() * 0.85);
+    p->yAxis->setTickLabelFont(small);
+    connect(model, &RunModel::runReset, this, [this] { m_ratio = {}; });
+}
+
+void ParamRankHeatmap::clear() {
+    m_ratio = {};
+    fillColorMap(m_map, 0, 0, QCPRange(), QCPRange(), {});
+    drawCellGrid(0, 0, false);
+    updateParamTicks(0);
+}
+
+void ParamRankHeatmap::draw(const StepDetail& detail) {
+    m_ratio = view::paramRankNormRatio(model()->meta(), detail.record);
+    const int P = m_ratio.rows, R = m_ratio.cols;
+    // Symmetric around ratio 1, at least 1/2..2; past 1/1024..1024 cells saturate (one wild rank must not
+    // wash out the rest).
+    double extent = 1;
+    for (double v : m_ratio.v)
+        if (std::isfinite(v) && v > 0)
+            extent = std::max(extent, std::min(kMaxLog2, std::ceil(std::abs(std::log2(v)))));
+    fillColorMap(m_map, R, P, QCPRange(0, R - 1), QCPRange(0, P - 1), [this](int rank, int param) {
+        const double v = m_ratio.at(param, rank);
+        return std::isfinite(v) && v > 0 ? std::log2(v) : std::nan("");
+    });
+    m_map->setDataRange(QCPRange(-extent, extent));
+    plot()->xAxis->setRange(-0.5, R - 0.5);
+    plot()->yAxis->setRange(-0.5, P - 0.5);
+    updateParamTicks(P);
+    fitIntegerTicks(plot()->xAxis, R);
+    drawCellGrid(R, P, P <= 40);
+    setCaption(tr("step %1 · %2 parameters x %3 ranks").arg(detail.step).arg(P).arg(R));
+}
+
+// Every parameter name would overlap on a deep model: label every k-th so the labels fit the height.
+void ParamRankHeatmap::updateParamTicks(int params) {
+    auto ticker = plot()->yAxis->ticker().dynamicCast<QCPAxisTickerText>();
+    ticker->clear();
+    if (params == 0)
+        return;
+    const int height = plot()->axisRect()->height() > 0 ? plot()->axisRect()->height() : plot()->height();
+    const int line = QFontMetrics(plot()->yAxis->tickLabelFont()).height() + 2;
+    const int fit = std::max(1, height / line);
+    const int every = std::max(1, (params + fit - 1) / fit);
+    const auto& names = model()->meta().params;
+    for (int p = 0; p < params; p += every)
+        ticker->addTick(p, p < int(names.size()) ? QString::fromStdString(names[size_t(p)].name)
+                                                 : QString::number(p));
+}
+
+int ParamRankHeatmap::labelledParamCount() const {
+    return plot()->yAxis->ticker().dynamicCast<QCPAxisTickerText>()->ticks().size();
+}
+
+bool ParamRankHeatmap::cellAt(const QPointF& pos, int* param, int* rank) const {
+    if (m_ratio.rows == 0 || !plot()->axisRect()->rect().contains(pos.toPoint()))
+        return false;
+    *rank = int(std::lround(plot()->xAxis->pixelToCoord(pos.x())));
+    *param = int(std::lround(plot()->yAxis->pixelToCoord(pos.y())));
+    return *param >= 0 && *param < m_ratio.rows && *rank >= 0 && *rank < m_ratio.cols;
+}
+
+QString ParamRankHeatmap::toolTipAt(const QPointF& pos) const {
+    int p = 0, r = 0;
+    if (!cellAt(pos, &p, &r))
+        return {};
+    const auto& names = model()->meta().params;
+    const QString name =
+        p < int(names.size()) ? QString::fromStdString(names[size_t(p)].name) : QString::number(p);
+    const double ratio = m_ratio.at(p, r);
+    double norm = std::nan("");
+    if (detail() && size_t(r) < detail()->record.ranks.size() &&
+        size_t(p) < detail()->record.ranks[size_t(r)].localNorm.size())
+        norm = detail()->record.ranks[size_t(r)].localNorm[size_t(p)];
+    return tr("%1\nrank %2\nnorm / median: %3\nlocal gradient norm: %4")
+        .arg(name)
+        .arg(r)
+        .arg(std::isfinite(ratio) ? QString::number(ratio, 'g', 4) : tr("n/a (median 0 or not recorded)"))
+        .arg(QString::number(norm, 'g', 6));
+}
+
+void ParamRankHeatmap::clicked(const QPointF& pos) {
+    int p = 0, r = 0;
+    if (cellAt(pos, &p, &r))
+        emit paramClicked(p);
+}
+
+} // namespace rs

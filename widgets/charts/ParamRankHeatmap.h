@@ -1,0 +1,44 @@
+// "Local gradient norm / cross-rank median": a parameter x rank map of each rank's local gradient norm
+// divided by the median over the ranks, at the cursor step, on a log2 diverging scale (blue below 1, white
+// at 1, red above). One odd rank lights up as a column, one odd layer as a row; clicking a cell asks the
+// window to show that parameter in the rank × rank heatmap (paramClicked).
+#pragma once
+
+#include "charts/DetailChart.h"
+#include "view/RankMatrix.h"
+
+class QCPColorMap;
+class QCPColorScale;
+
+namespace rs {
+
+class ParamRankHeatmap : public DetailChart {
+    Q_OBJECT
+public:
+    ParamRankHeatmap(RunModel* model, StepCursor* cursor, QWidget* parent = nullptr);
+
+    const view::Matrix& ratios() const { return m_ratio; } // P x R at shownStep(); empty before
+    QCPColorMap* colorMap() const { return m_map; }
+    QCPColorScale* colorScale() const { return m_scale; }
+    // The parameter and rank of the cell under a plot pixel; false when there is none.
+    bool cellAt(const QPointF& pos, int* param, int* rank) const;
+    QString toolTipAt(const QPointF& pos) const override;
+    int labelledParamCount() const; // y tick labels shown (names are thinned to what fits)
+
+signals:
+    void paramClicked(int param);
+
+protected:
+    void draw(const StepDetail& detail) override;
+    void clear() override;
+    void clicked(const QPointF& pos) override;
+
+private:
+    void updateParamTicks(int params);
+
+    QCPColorMap* m_map = nullptr;
+    QCPColorScale* m_scale = nullptr;
+    view::Matrix m_ratio;
+};
+
+} // namespace rs

@@ -1,0 +1,241 @@
+// Rank × rank heatmap (see RankHeatmap.h).
+#include "charts/RankHeatmap.h"
+
+#include "charts/ChartPalette.h"
+#include "model/RunModel.h"
+#include "model/StepDetail.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <array>
+#include <cmath>
+#include <qcustomplot.h>
+
+namespace rs {
+namespace {
+
+using view::RankMetric;
+
+constexpr std::array<RankMetric, 5> kMetrics = {RankMetric::SyncedMismatch, RankMetric::SyncedNormDiff,
+                                                RankMetric::SketchCosine, RankMetric::WeightMismatch,
+                                                RankMetric::ShardOverlap};
+
+QString metricLabel(RankMetric m) {
+    switch (m) {
+    case RankMetric::SyncedMismatch:
+        return QObject::tr("synced gradient mismatch");
+    case RankMetric::SyncedNormDiff:
+        return QObject::tr("synced norm difference");
+    case RankMetric::SketchCosine:
+        return QObject::tr("local gradient cosine (sketch)");
+    case RankMetric::WeightMismatch:
+        return QObject::tr("weight fingerprint mismatch");
+    case RankMetric::ShardOverlap:
+        return QObject::tr("shard overlap");
+    }
+    return {};
+}
+
+// What the color scale measures, per metric.
+QString scaleLabel(RankMetric m) {
+    switch (m) {
+    case RankMetric::SyncedMismatch:
+        return QObject::tr("parameters whose synced gradient differs");
+    case RankMetric::SyncedNormDiff:
+        return QObject::tr("max relative synced norm difference");
+    case RankMetric::SketchCosine:
+        return QObject::tr("cosine of local gradients");
+    case RankMetric::WeightMismatch:
+        return QObject::tr("parameters whose weights differ");
+    case RankMetric::ShardOverlap:
+        return QObject::tr("share of row rank's samples seen by column rank");
+    }
+    return {};
+}
+
+bool isCount(RankMetric m) {
+    return m == RankMetric::SyncedMismatch || m == RankMetric::WeightMismatch;
+}
+
+} // namespace
+
+RankHeatmap::RankHeatmap(RunModel* model, StepCursor* cursor, QWidget* parent)
+    : DetailChart(model, cursor, QStringLiteral("rank-heatmap"), QStringLiteral("Rank × rank"), parent)
+    , m_metricBox(new QComboBox(this))
+    , m_paramBox(new QComboBox(this)) {
+    m_metricBox->setObjectName(QStringLiteral("metric"));
+    for (RankMetric m : kMetrics)
+        m_metricBox->addItem(metricLabel(m), int(m));
+    m_paramBox->setObjectName(QStringLiteral("param"));
+    m_paramBox->addItem(tr("All parameters"), -1);
+    m_paramBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    header()->addWidget(m_metricBox);
+    header()->addWidget(m_paramBox);
+    connect(m_metricBox, &QComboBox::currentIndexChanged, this,
+            [this](int i) { setMetric(RankMetric(m_metricBox->itemData(i).toInt())); });
+    connect(m_paramBox, &QComboBox::currentIndexChanged, this,
+            [this](int i) { setParam(m_paramBox->itemData(i).toInt()); });
+    connect(model, &RunModel::runReset, this, [this] {
+        m_matrix = {};
+        setParam(-1);
+    });
+
+    setupColorMap(&m_map, &m_scale);
+    QCustomPlot* p = plot();
+    p->xAxis->setLabel(tr("rank (column)"));
+    p->yAxis->setLabel(tr("rank (row)"));
+    p->yAxis->setRangeReversed(true); // rank 0 top left, as matrices are read
+    p->xAxis->setTicker(integerTicker());
+    p->yAxis->setTicker(integerTicker());
+    applyMetricStyle();
+}
+
+void RankHeatmap::setMetric(RankMetric metric) {
+    const QSignalBlocker block(m_metricBox);
+    m_metricBox->setCurrentIndex(m_metricBox->findData(int(metric)));
+    if (metric == m_metric)
+        return;
+    m_metric = metric;
+    applyMetricStyle();
+    markDirty();
+}
+
+void RankHeatmap::setParam(int param) {
+    if (param < -1 || param >= model()->paramCount())
+        param = -1;
+    syncParamBox();
+    const QSignalBlocker block(m_paramBox);
+    m_paramBox->setCurrentIndex(m_paramBox->findData(param));
+    if (param == m_param)
+        return;
+    m_param = param;
+    markDirty();
+}
+
+// The parameter list follows the run's meta (known once the first rows of a run are in).
+void RankHeatmap::syncParamBox() {
+    const auto& params = model()->meta().params;
+    if (m_paramBox->count() == int(params.size()) + 1 &&
+        (params.empty() || m_paramBox->itemText(1) == QString::fromStdString(params.front().name)))
+        return;
+    const QSignalBlocker block(m_paramBox);
+    m_paramBox->clear();
+    m_paramBox->addItem(tr("All parameters"), -1);
+    for (size_t i = 0; i < params.size(); ++i)
+        m_paramBox->addItem(QString::fromStdString(params[i].name), int(i));
+    m_paramBox->setCurrentIndex(m_paramBox->findData(m_param));
+}
+
+void RankHeatmap::applyMetricStyle() {
+    m_map->setGradient(m_metric == RankMetric::SketchCosine ? palette::divergingGradient()
+                                                            : palette::sequentialGradient());
+    m_scale->axis()->setLabel(scaleLabel(m_metric));
+    // Counts are whole numbers of parameters: no 0.2 ticks.
+    if (isCount(m_metric))
+        m_scale->axis()->setTicker(integerTicker());
+    else
+        m_scale->axis()->setTicker(QSharedPointer<QCPAxisTicker>::create());
+}
+
+void RankHeatmap::clear() {
+    m_matrix = {};
+    fillColorMap(m_map, 0, 0, QCPRange(), QCPRange(), {});
+    drawCellGrid(0, 0, false);
+    drawCellTexts();
+}
+
+void RankHeatmap::draw(const StepDetail& detail) {
+    syncParamBox();
+    const RunMeta& meta = model()->meta();
+    m_matrix = view::rankMatrix(m_metric, meta, detail.record, detail.weights.get(), m_param);
+    const int R = m_matrix.rows;
+    fillColorMap(m_map, R, R, QCPRange(0, R - 1), QCPRange(0, R - 1),
+                 [this](int col, int row) { return m_matrix.at(row, col); });
+    const double hi = view::finiteRange(m_matrix).second;
+    const double top = std::isfinite(hi) ? hi : 0;
+    switch (m_metric) {
+    case RankMetric::SketchCosine:
+        m_map->setDataRange(QCPRange(-1, 1));
+        break;
+    case RankMetric::ShardOverlap:
+        m_map->setDataRange(QCPRange(0, 1));
+        break;
+    case RankMetric::SyncedNormDiff:
+        // Synced gradients must match exactly: any difference is a finding, so even a tiny one shows.
+        m_map->setDataRange(QCPRange(0, std::max(top, 1e-6)));
+        break;
+    default:
+        m_map->setDataRange(QCPRange(0, std::max(top, 1.0)));
+    }
+    plot()->xAxis->setRange(-0.5, R - 0.5);
+    plot()->yAxis->setRange(-0.5, R - 0.5);
+    fitIntegerTicks(plot()->xAxis, R);
+    fitIntegerTicks(plot()->yAxis, R);
+    drawCellGrid(R, R, true);
+    drawCellTexts();
+
+    QString what = metricLabel(m_metric);
+    if (m_param >= 0 && m_param < int(meta.params.size()))
+        what += QStringLiteral(" · ") + QString::fromStdString(meta.params[size_t(m_param)].name);
+    QString caption = tr("%1 · step %2").arg(what).arg(detail.step);
+    if (m_metric == RankMetric::WeightMismatch)
+        caption += detail.weights ? tr(" (weights of step %1)").arg(detail.weights->step)
+                                  : tr(" (no weight fingerprints yet)");
+    setCaption(caption);
+}
+
+QString RankHeatmap::cellText(double v) const {
+    if (!std::isfinite(v))
+        return QStringLiteral("–");
+    if (isCount(m_metric))
+        return QString::number(qRound64(v));
+    return QString::number(v, 'g', 2);
+}
+
+void RankHeatmap::drawCellTexts() {
+    for (QCPItemText* t : m_texts)
+        plot()->removeItem(t);
+    m_texts.clear();
+    const int R = m_matrix.rows;
+    if (R == 0 || R > kMaxTextRanks)
+        return;
+    QCPColorGradient gradient = m_map->gradient();
+    QFont f = font();
+    f.setPointSizeF(R <= 4 ? f.pointSizeF() * 1.1 : f.pointSizeF() * 0.9);
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < R; ++j) {
+            const double v = m_matrix.at(i, j);
+            auto* t = new QCPItemText(plot());
+            t->position->setCoords(j, i);
+            t->setText(cellText(v));
+            t->setFont(f);
+            const QColor bg =
+                std::isfinite(v) ? QColor(gradient.color(v, m_map->dataRange())) : palette::nanColor();
+            t->setColor(palette::textColorOn(bg));
+            t->setSelectable(false);
+            m_texts.push_back(t);
+        }
+}
+
+bool RankHeatmap::cellAt(const QPointF& pos, int* row, int* col) const {
+    if (m_matrix.rows == 0 || !plot()->axisRect()->rect().contains(pos.toPoint()))
+        return false;
+    *col = int(std::lround(plot()->xAxis->pixelToCoord(pos.x())));
+    *row = int(std::lround(plot()->yAxis->pixelToCoord(pos.y())));
+    return *row >= 0 && *row < m_matrix.rows && *col >= 0 && *col < m_matrix.cols;
+}
+
+QString RankHeatmap::toolTipAt(const QPointF& pos) const {
+    int i = 0, j = 0;
+    if (!cellAt(pos, &i, &j))
+        return {};
+    const double v = m_matrix.at(i, j);
+    return tr("rank %1 vs rank %2\n%3: %4")
+        .arg(i)
+        .arg(j)
+        .arg(scaleLabel(m_metric))
+        .arg(std::isfinite(v) ? QString::number(v, 'g', 6) : tr("not recorded"));
+}
+
+} // namespace rs

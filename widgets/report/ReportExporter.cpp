@@ -1,0 +1,301 @@
+// ReportExporter: see ReportExporter.h. The charts are the window's own chart classes, built offscreen on the
+// same RunModel with a private cursor at the first anomaly (the last step when there is none), so the report
+// shows exactly what the app shows. Every file is created new (QIODevice::NewOnly, exportChart without
+// overwrite, sliceRun without overwrite) inside a folder this call created; if anything fails, that folder is
+// removed again so a retry starts clean.
+#include "report/ReportExporter.h"
+
+#include "charts/ChartExport.h"
+#include "charts/LossChart.h"
+#include "charts/OverflowTimeline.h"
+#include "charts/ParamRankHeatmap.h"
+#include "charts/RankHeatmap.h"
+#include "model/RunModel.h"
+#include "model/StepCursor.h"
+#include "report/ReportMarkdown.h"
+#include "store/CsvExport.h"
+#include "store/RunSlice.h"
+
+#include <QDir>
+#include <QEventLoop>
+#include <QFile>
+#include <QFileInfo>
+#include <QFutureWatcher>
+#include <QTimer>
+#include <QtConcurrent>
+#include <fmt/format.h>
+#include <memory>
+
+namespace rs {
+namespace {
+
+constexpr int kChartWidth = 1400, kChartHeight = 800;
+constexpr int kDetailTimeoutMs = 30000; // a step's per-parameter detail: one HDF5 row read, normally < 100 ms
+constexpr int64_t kSliceHalfWidth = 50;
+
+// A failure inside write(): the message already names the path and what failed.
+struct ReportError {
+    QString message;
+};
+
+QString severityName(Severity s) {
+    switch (s) {
+    case Severity::Info:
+        return QStringLiteral("info");
+    case Severity::Warning:
+        return QStringLiteral("warning");
+    case Severity::Error:
+        return QStringLiteral("error");
+    }
+    return QStringLiteral("?");
+}
+
+// Writes text produced in pieces to a file that must not exist yet.
+class NewFile {
+public:
+    explicit NewFile(const QString& path)
+        : m_file(path) {
+        if (!m_file.open(QIODevice::WriteOnly | QIODevice::NewOnly))
+            throw ReportError{QStringLiteral("%1: cannot create: %2").arg(path, m_file.errorString())};
+    }
+    void write(std::string_view text) {
+        if (m_file.write(text.data(), qint64(text.size())) != qint64(text.size()))
+            throw ReportError{
+                QStringLiteral("%1: write failed: %2").arg(m_file.fileName(), m_file.errorString())};
+    }
+    void close() {
+        m_file.close();
+        if (m_file.error() != QFileDevice::NoError)
+            throw ReportError{
+                QStringLiteral("%1: write failed: %2").arg(m_file.fileName(), m_file.errorString())};
+    }
+
+private:
+    QFile m_file;
+};
+
+// Waits (running the event loop) until the model has the per-parameter detail of step, so the heatmaps draw
+// it instead of "loading step N". False on timeout (the heatmaps then say they were loading; the report goes
+// on).
+bool waitForDetail(RunModel* model, int64_t step) {
+    if (model->detail(step))
+        return true;
+    QEventLoop loop;
+    QTimer timeout;
+    timeout.setSingleShot(true);
+    QObject::connect(&timeout, &QTimer::timeout, &loop, &QEventLoop::quit);
+    QObject::connect(model, &RunModel::detailReady, &loop, [&](int64_t s) {
+        if (s == step)
+            loop.quit();
+    });
+    timeout.start(kDetailTimeoutMs);
+    // detail() may have been answered between the check above and connecting: ask again inside the loop.
+    QTimer::singleShot(0, &loop, [&] {
+        if (model->cachedDetail(step))
+            loop.quit();
+    });
+    loop.exec();
+    return model->cachedDetail(step) != nullptr;
+}
+
+// steps.csv in the layout of `ranksight-cli export-csv` (one row per step and rank), from the columns the
+// model already holds: no second read of the file.
+void writeStepsCsv(const RunModel& model, const QString& path) {
+    NewFile out(path);
+    fmt::memory_buffer buf;
+    auto flush = [&] {
+        out.write(std::string_view(buf.data(), buf.size()));
+        buf.clear();
+    };
+    fmt::format_to(std::back_inserter(buf),
+                   "step,rank,loss,accuracy,loss_scale,overflow,skipped,step_ms,comm_ms\n");
+    const int R = model.worldSize();
+    for (int64_t row = 0; row < model.stepCount(); ++row) {
+        for (int r = 0; r < R; ++r)
+            fmt::format_to(
+                std::back_inserter(buf), "{},{},{},{},{},{},{},{:.3f},{:.3f}\n", model.stepAt(row), r,
+                model.value(StepColumn::Loss, row, r), model.value(StepColumn::Accuracy, row, r),
+                model.value(StepColumn::LossScale, row, r), int(model.value(StepColumn::Overflow, row, r)),
+                int(model.value(StepColumn::Skipped, row, r)), model.value(StepColumn::StepMs, row, r),
+                model.value(StepColumn::CommMs, row, r));
+        if (buf.size() > (1 << 20))
+            flush();
+    }
+    flush();
+    out.close();
+}
+
+void writeEventsCsv(const RunModel& model, const QString& path) {
+    NewFile out(path);
+    std::string text = "step,rank,severity,code,message\n";
+    for (const Event& e : model.events())
+        text += fmt::format("{},{},{},{},{}\n", e.step, e.rank, severityName(e.severity).toStdString(),
+                            csvField(e.code), csvField(e.message));
+    out.write(text);
+    out.close();
+}
+
+// The rest of write(), throwing ReportError.
+class ReportJob {
+public:
+    ReportJob(RunModel* model, QDir dir, ReportExporter* exporter)
+        : m_model(model)
+        , m_dir(std::move(dir))
+        , m_exporter(exporter) {}
+
+    void run() {
+        const int64_t anomaly = firstAnomalyStep(m_model->events());
+        const int64_t wanted = anomaly >= 0 ? anomaly : m_model->lastStep();
+        m_chartStep =
+            m_model->stepCount() ? m_model->stepAt(std::max<int64_t>(0, m_model->rowOf(wanted))) : -1;
+        emit m_exporter->progress(2);
+        renderCharts();
+        m_input.files.push_back({"steps.csv", "per-step, per-rank scalars (loss, accuracy, loss scale, "
+                                              "overflow, skipped, step and communication time)"});
+        writeStepsCsv(*m_model, m_dir.filePath(QStringLiteral("steps.csv")));
+        m_input.files.push_back({"events.csv", "the whole event log"});
+        writeEventsCsv(*m_model, m_dir.filePath(QStringLiteral("events.csv")));
+        emit m_exporter->progress(65);
+        writeSlice(anomaly);
+        emit m_exporter->progress(95);
+        writeMarkdown();
+        emit m_exporter->progress(100);
+    }
+
+private:
+    void renderCharts() {
+        StepCursor cursor;
+        cursor.setStep(std::max<int64_t>(0, m_chartStep));
+        const double lo = double(m_model->firstStep()), hi = double(m_model->lastStep());
+        cursor.setRange(hi > lo ? lo : lo - 0.5, hi > lo ? hi : hi + 0.5); // the whole run
+        if (m_chartStep >= 0)
+            waitForDetail(m_model, m_chartStep);
+        emit m_exporter->progress(10);
+
+        std::vector<std::unique_ptr<ChartWidget>> charts;
+        charts.push_back(std::make_unique<LossChart>(m_model, &cursor));
+        charts.push_back(std::make_unique<OverflowTimeline>(m_model, &cursor));
+        charts.push_back(std::make_unique<RankHeatmap>(m_model, &cursor));
+        charts.push_back(std::make_unique<ParamRankHeatmap>(m_model, &cursor));
+        int done = 0;
+        for (const auto& chart : charts) {
+            // Laid out at the export size without ever appearing on screen (the GUI's File menu calls this
+            // too).
+            chart->setAttribute(Qt::WA_DontShowOnScreen);
+            chart->resize(kChartWidth, kChartHeight);
+            chart->show();
+            chart->refreshNow();
+            ReportChart entry{chart->chartTitle().toStdString(), {}, {}};
+            for (ImageFormat format : {ImageFormat::Png, ImageFormat::Svg}) {
+                const QString name = chart->chartId() + QLatin1Char('.') + imageFormatSuffix(format);
+                QString error;
+                if (!exportChart(chart.get(), m_model->runName(), m_dir.filePath(name), format, &error,
+                                 kChartWidth, kChartHeight, /*overwrite=*/false))
+                    throw ReportError{error};
+                (format == ImageFormat::Png ? entry.png : entry.svg) = name.toStdString();
+                emit m_exporter->progress(10 + 50 * ++done / int(2 * charts.size()));
+            }
+            m_input.charts.push_back(std::move(entry));
+        }
+    }
+
+    // Runs in a worker thread while this one keeps the event loop (and a progress dialog) alive: without an
+    // anomaly the slice is the whole run, which can be gigabytes.
+    void writeSlice(int64_t anomaly) {
+        const QString path = m_dir.filePath(QStringLiteral("slice.h5"));
+        const auto [first, last] =
+            sliceWindow(anomaly, m_model->firstStep(), m_model->lastStep(), kSliceHalfWidth);
+        const std::string src = m_model->path().toStdString(), dst = path.toStdString();
+        QFutureWatcher<QString> watcher;
+        QEventLoop loop;
+        QObject::connect(&watcher, &QFutureWatcher<QString>::finished, &loop, &QEventLoop::quit);
+        watcher.setFuture(QtConcurrent::run([src, dst, first, last]() -> QString {
+            try {
+                sliceRun(src, dst, first, last, /*overwrite=*/false);
+                return {};
+            } catch (const std::exception& e) {
+                return QString::fromStdString(e.what());
+            }
+        }));
+        if (!watcher.isFinished())
+            loop.exec();
+        if (const QString error = watcher.result(); !error.isEmpty())
+            throw ReportError{QStringLiteral("%1: cannot write the slice: %2").arg(path, error)};
+        const std::string what =
+            anomaly >= 0
+                ? fmt::format("the run file cut to steps {} to {} (+-{} steps around the first anomaly, "
+                              "step {}): open it in RankSight or h5py",
+                              first, last, kSliceHalfWidth, anomaly)
+                : fmt::format("the whole run (steps {} to {}): it has no anomaly to cut around", first, last);
+        m_input.files.push_back({"slice.h5", what});
+    }
+
+    void writeMarkdown() {
+        ReportInput& in = m_input;
+        in.runName = m_model->runName().toStdString();
+        in.sourcePath = QFileInfo(m_model->path()).absoluteFilePath().toStdString();
+        in.meta = m_model->meta();
+        in.formatVersion = m_model->formatVersion();
+        in.complete = m_model->isComplete();
+        in.stopReason = m_model->stopReason().toStdString();
+        in.stepCount = m_model->stepCount();
+        in.firstStep = m_model->firstStep();
+        in.lastStep = m_model->stepCount() ? m_model->lastStep() : -1;
+        in.figures =
+            summarizeSteps(m_model->worldSize(), m_model->column(StepColumn::Loss),
+                           m_model->column(StepColumn::StepMs), m_model->column(StepColumn::CommMs),
+                           m_model->column(StepColumn::Overflow), m_model->column(StepColumn::Skipped));
+        in.evals = m_model->evals();
+        in.events = m_model->events();
+        in.chartStep = m_chartStep;
+        NewFile out(m_dir.filePath(QStringLiteral("report.md")));
+        out.write(buildReportMarkdown(in));
+        out.close();
+    }
+
+    RunModel* m_model;
+    QDir m_dir;
+    ReportExporter* m_exporter;
+    int64_t m_chartStep = -1;
+    ReportInput m_input;
+};
+
+} // namespace
+
+ReportExporter::ReportExporter(RunModel* model, QObject* parent)
+    : QObject(parent)
+    , m_model(model) {}
+
+bool ReportExporter::write(const QString& dir, QString* error) {
+    auto fail = [&](const QString& message) {
+        if (error)
+            *error = message;
+        return false;
+    };
+    if (!m_model || !m_model->hasRun())
+        return fail(QStringLiteral("%1: no run is open to report on").arg(dir));
+    if (m_model->isLoading())
+        return fail(
+            QStringLiteral("%1: %2 is still loading; wait until it is open").arg(dir, m_model->path()));
+    const QFileInfo info(dir);
+    if (info.exists() || info.isSymLink())
+        return fail(
+            QStringLiteral("%1: already exists (a report goes into a new folder; nothing is overwritten)")
+                .arg(dir));
+    // mkdir (not mkpath) on the folder itself fails if it appeared in the meantime: it is ours alone.
+    if (!QDir().mkpath(info.absolutePath()) || !QDir().mkdir(info.absoluteFilePath()))
+        return fail(QStringLiteral("%1: cannot create the folder").arg(dir));
+    emit progress(0);
+    try {
+        ReportJob(m_model, QDir(info.absoluteFilePath()), this).run();
+    } catch (const ReportError& e) {
+        QDir(info.absoluteFilePath()).removeRecursively();
+        return fail(e.message);
+    } catch (const std::exception& e) {
+        QDir(info.absoluteFilePath()).removeRecursively();
+        return fail(QStringLiteral("%1: %2").arg(dir, QString::fromStdString(e.what())));
+    }
+    return true;
+}
+
+} // namespace rs
