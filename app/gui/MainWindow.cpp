@@ -30,6 +30,7 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QProgressDialog>
+#include <QScreen>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
@@ -250,8 +251,12 @@ void MainWindow::wireModel() {
 
 void MainWindow::restoreLayout() {
     QSettings s;
-    if (!restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray()))
-        resize(1560, 940);
+    if (!restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray())) {
+        // First launch: most of the screen, since every panel earns its space.
+        const QRect screen = QGuiApplication::primaryScreen()->availableGeometry();
+        resize(std::min(1600, screen.width() * 19 / 20), std::min(1000, screen.height() * 19 / 20));
+        move(screen.center() - rect().center());
+    }
     restoreState(s.value(QStringLiteral("window/state")).toByteArray());
     m_runPanel->restoreState(s);
 }

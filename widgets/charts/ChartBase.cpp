@@ -36,7 +36,9 @@ ChartBase::ChartBase(RunModel* model, StepCursor* cursor, const QString& id, con
     layout->addWidget(m_plot, 1);
 
     m_plot->setNoAntialiasingOnDrag(true);
-    m_plot->setPlottingHints(QCP::phCacheLabels | QCP::phImmediateRefresh);
+    // Fast polylines: a noisy 100k-step loss decimates to a full-height zigzag, whose joins a thick pen makes
+    // seconds slow to stroke; plain segments draw it in milliseconds.
+    m_plot->setPlottingHints(QCP::phCacheLabels | QCP::phImmediateRefresh | QCP::phFastPolylines);
     m_plot->setMouseTracking(true);
     m_plot->setMinimumSize(200, 150);
 
@@ -67,6 +69,10 @@ ChartBase::ChartBase(RunModel* model, StepCursor* cursor, const QString& id, con
     connect(model, &RunModel::eventsAppended, this, &ChartBase::markDirty);
     connect(model, &RunModel::evalsChanged, this, &ChartBase::markDirty);
     connect(model, &RunModel::weightsChanged, this, &ChartBase::markDirty);
+}
+
+void ChartBase::setTitleVisible(bool visible) {
+    m_titleLabel->setVisible(visible);
 }
 
 void ChartBase::markDirty() {

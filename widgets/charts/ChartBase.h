@@ -33,6 +33,8 @@ public:
 
     RunModel* model() const { return m_model; }
     StepCursor* cursor() const { return m_cursor; }
+    // The bold title in the header row (a window that shows the title elsewhere, e.g. on a dock, hides it).
+    void setTitleVisible(bool visible);
     bool isDirty() const { return m_dirty; }
     int rebuildCount() const { return m_rebuilds; } // data rebuilds so far (tests check the coalescing)
     static constexpr int kRedrawDelayMs = 40;

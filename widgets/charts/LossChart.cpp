@@ -2,6 +2,7 @@
 #include "charts/LossChart.h"
 
 #include "charts/ChartPalette.h"
+#include "charts/DenseLineGraph.h"
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
 #include "view/Decimate.h"
@@ -49,7 +50,7 @@ LossChart::LossChart(RunModel* model, StepCursor* cursor, QWidget* parent)
     p->yAxis2->setLabel(tr("accuracy (%)"));
     p->yAxis2->setRange(0, 100);
 
-    m_accuracy = p->addGraph(p->xAxis, p->yAxis2);
+    m_accuracy = addDenseLineGraph(p->xAxis, p->yAxis2);
     m_accuracy->setName(tr("batch accuracy (mean)"));
     m_accuracy->setPen(QPen(palette::accuracyColor(), 1.5, Qt::DotLine));
     m_eval = p->addGraph(p->xAxis, p->yAxis2);
@@ -57,7 +58,7 @@ LossChart::LossChart(RunModel* model, StepCursor* cursor, QWidget* parent)
     m_eval->setLineStyle(QCPGraph::lsNone);
     m_eval->setScatterStyle(
         QCPScatterStyle(QCPScatterStyle::ssDiamond, palette::accuracyColor(), Qt::white, 8));
-    m_mean = p->addGraph();
+    m_mean = addDenseLineGraph(p->xAxis, p->yAxis);
     m_mean->setName(tr("mean loss"));
     m_mean->setPen(QPen(palette::meanColor(), 3));
     m_markerLegend = p->addGraph();
@@ -99,11 +100,9 @@ void LossChart::ensureRankGraphs(int ranks) {
         plot()->removeGraph(g);
     m_rankGraphs.clear();
     for (int r = 0; r < ranks; ++r) {
-        QCPGraph* g = plot()->addGraph();
+        QCPGraph* g = addDenseLineGraph(plot()->xAxis, plot()->yAxis);
         g->setName(tr("rank %1").arg(r));
-        QColor c = palette::rankColor(r);
-        c.setAlpha(200);
-        g->setPen(QPen(c, 1));
+        g->setPen(QPen(palette::rankColor(r), 1)); // opaque: blending dense runs' envelopes is slow
         m_rankGraphs.push_back(g);
     }
 }
@@ -141,7 +140,7 @@ void LossChart::rebuild() {
     m_eval->setData(ex, ey, true);
     rebuildMarkers(v);
     fitLossAxis();
-    setLegendColumns(std::max(1, plot()->width() / 140));
+    setLegendColumns(std::max(1, plot()->viewport().width() / 140));
 }
 
 void LossChart::rebuildMarkers(const View& v) {

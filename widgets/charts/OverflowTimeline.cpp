@@ -2,6 +2,7 @@
 #include "charts/OverflowTimeline.h"
 
 #include "charts/ChartPalette.h"
+#include "charts/DenseLineGraph.h"
 #include "model/RunModel.h"
 #include "view/Decimate.h"
 
@@ -120,7 +121,7 @@ void OverflowTimeline::setupScale() {
     for (QCPAxis* a : {x, y})
         a->grid()->setLayer(QStringLiteral("grid"));
 
-    m_scale = p->addGraph(x, y);
+    m_scale = addDenseLineGraph(x, y);
     m_scale->setName(tr("loss scale (mean over ranks)"));
     m_scale->setPen(QPen(palette::meanColor(), 1.5));
     m_skipped = p->addGraph(x, y);
@@ -192,7 +193,7 @@ void OverflowTimeline::rebuild() {
     set(m_scale, view::minMaxDecimate(steps, m_meanScale, v.begin, v.end, v.buckets));
     set(m_skipped, view::minMaxDecimate(steps, m_skippedScale, v.begin, v.end, v.buckets));
     fitScaleAxis();
-    setLegendColumns(std::max(1, plot()->width() / 150));
+    setLegendColumns(std::max(1, plot()->viewport().width() / 150));
 }
 
 void OverflowTimeline::fitScaleAxis() {
