@@ -22,8 +22,9 @@ struct OpenBenchOptions {
     int64_t steps = 100000;
     int ranks = 8;
     int sketchDim = 16;
-    std::string file;          // the run to open; generated if missing (kept); empty: a temporary file
-    double liveSeconds = 20;   // phase (c)
+    std::string file;        // the run to open; generated if missing (kept); empty: a temporary file
+    double liveSeconds = 20; // phase (c)
+    bool cold = false; // drop the file from the page cache before opening (like a first open after boot)
     double openTimeoutS = 600; // each wait of phase (b)
 };
 
@@ -33,6 +34,7 @@ struct OpenBenchResult {
     bool generated = false;
     double generateS = 0; // 0 when the file was reused
     int64_t fileBytes = 0;
+    bool cold = false; // the open started with none of the file in the page cache
     int64_t steps = 0;
     int ranks = 0, params = 0;
     // (b)
@@ -49,11 +51,16 @@ struct OpenBenchResult {
     int64_t ticks = 0;       // 5 ms timer ticks seen
     double maxGapMs = 0, p99GapMs = 0, meanGapMs = 0;
     int64_t gapsOver50Ms = 0;
+    double guiCpuShare = 0; // GUI thread CPU time / wall time over phase (c)
+    double loadAverage = 0; // 1-minute load average when phase (c) started: other work on the machine
+                            // inflates wall-clock gaps (2 cores: the writer thread alone takes one)
     // Where the GUI thread's time goes: each chart's QCustomPlot::replot (beforeReplot -> afterReplot).
     struct ChartCost {
         std::string id;
         int64_t replots = 0;
-        double totalMs = 0, maxMs = 0;
+        double totalMs = 0, maxMs = 0; // wall clock
+        double cpuTotalMs = 0,
+               cpuMaxMs = 0; // the GUI thread's CPU time: the work itself, without waiting for a core
     };
     std::vector<ChartCost> replots;
 };
