@@ -128,7 +128,7 @@ void MainWindow::createDocks() {
 
 void MainWindow::createMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
-    QAction* open = file->addAction(tr("&Open Run…"), this, &MainWindow::openFileDialog, QKeySequence::Open);
+    QAction* open = file->addAction(tr("&Open Run…"), QKeySequence::Open, this, &MainWindow::openFileDialog);
     open->setStatusTip(
         tr("Open a run file written by RankSight or ranksight-cli (also while it is being written)"));
     QMenu* recent = file->addMenu(tr("Open &Recent"));
@@ -139,27 +139,25 @@ void MainWindow::createMenus() {
     for (ChartWidget* c : charts())
         m_exportChartMenu->addAction(c->chartTitle() + QStringLiteral("…"), this,
                                      [this, c] { exportChartDialog(c); });
-    m_exportReportAction = file->addAction(tr("Export &Bug Report…"), this, &MainWindow::exportReportDialog,
-                                           QKeySequence(Qt::CTRL | Qt::Key_E));
+    m_exportReportAction = file->addAction(tr("Export &Bug Report…"), QKeySequence(Qt::CTRL | Qt::Key_E),
+                                           this, &MainWindow::exportReportDialog);
     m_exportReportAction->setStatusTip(tr("A folder with report.md, every chart as PNG and SVG, steps.csv "
                                           "and the run cut around the first anomaly"));
     file->addSeparator();
-    file->addAction(
-        tr("&Close Run"), this, [this] { m_model->close(); }, QKeySequence::Close);
-    file->addAction(tr("&Quit"), this, &QWidget::close, QKeySequence::Quit);
+    file->addAction(tr("&Close Run"), QKeySequence::Close, this, [this] { m_model->close(); });
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
     QMenu* run = menuBar()->addMenu(tr("&Run"));
-    m_startAction = run->addAction(tr("&Start"), this, &MainWindow::startFromPanel, QKeySequence(Qt::Key_F5));
+    m_startAction = run->addAction(tr("&Start"), QKeySequence(Qt::Key_F5), this, &MainWindow::startFromPanel);
     m_startAction->setStatusTip(tr("Train with the run panel's settings and watch the ranks live"));
     m_stopAction =
-        run->addAction(tr("S&top"), this, &MainWindow::stopRun, QKeySequence(Qt::SHIFT | Qt::Key_F5));
+        run->addAction(tr("S&top"), QKeySequence(Qt::SHIFT | Qt::Key_F5), this, &MainWindow::stopRun);
     m_stopAction->setStatusTip(tr("Stop the cards within a second; the run file stays complete"));
     run->addSeparator();
-    m_followAction = run->addAction(tr("&Follow Latest Step"), m_cursor, &StepCursor::followLatest,
-                                    QKeySequence(Qt::Key_End));
-    run->addAction(
-        tr("First Step"), this, [this] { m_cursor->setStep(m_model->firstStep()); },
-        QKeySequence(Qt::Key_Home));
+    m_followAction = run->addAction(tr("&Follow Latest Step"), QKeySequence(Qt::Key_End), m_cursor,
+                                    &StepCursor::followLatest);
+    run->addAction(tr("First Step"), QKeySequence(Qt::Key_Home), this,
+                   [this] { m_cursor->setStep(m_model->firstStep()); });
 
     auto* toolbar = addToolBar(tr("Main"));
     toolbar->setObjectName(QStringLiteral("mainToolBar"));
@@ -228,7 +226,8 @@ void MainWindow::wireModel() {
     connect(m_cursor, &StepCursor::followingChanged, this, [this](bool following) {
         // Following jumps to the latest step at once, also when no new step is coming (a finished run).
         if (following && m_model->stepCount() > 0)
-            m_cursor->advanceTo(m_model->lastStep(), double(m_model->firstStep()), double(m_model->lastStep()));
+            m_cursor->advanceTo(m_model->lastStep(), double(m_model->firstStep()),
+                                double(m_model->lastStep()));
         updateActions();
     });
 
@@ -411,7 +410,8 @@ void MainWindow::exportChartDialog(ChartWidget* chart) {
 }
 
 bool MainWindow::exportReport(const QString& dir, QString* error) {
-    QProgressDialog progress(tr("Writing the bug report…"), tr("Cancel"), 0, 100, this);
+    QProgressDialog progress(tr("Writing the bug report…"), QString(), 0, 100, this);
+    progress.setCancelButton(nullptr); // the folder is written whole or removed: nothing to cancel halfway
     progress.setWindowModality(Qt::WindowModal);
     progress.setMinimumDuration(300);
     ReportExporter exporter(m_model);

@@ -59,6 +59,7 @@ struct RunReader::Impl {
     void readStatus();
     void updateExtents(bool refreshFirst);
     void checkLastChunks() const;
+    bool superblockSaysClosed() const;
 
     bool linkExists(const std::string& objPath) const;
     H5::DataSet openDataset(const char* objPath) const;

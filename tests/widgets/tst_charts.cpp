@@ -140,17 +140,21 @@ private slots:
         StepCursor cursor;
         LossChart chart(&model, &cursor);
         RunDelta d = makeDelta(2, 0, 200, knownCell);
-        d.events = {makeEvent(50, "LOSS_FLUCTUATION",
-                              "Loss shows abnormal fluctuation: from 0.25 to 1.56 within 10 steps"),
-                    makeEvent(100, "GRADIENT_SYNC", "not a loss event"),
-                    makeEvent(150, "LOSS_FLUCTUATION", "second spike")};
+        d.events = {
+            makeEvent(50, "LOSS_FLUCTUATION",
+                      "Loss shows abnormal fluctuation: from 0.25 to 1.56 within 10 steps"),
+            makeEvent(100, "GRADIENT_SYNC", "Rank 0 and Rank 1 parameter gradient mismatch at step 100"),
+            makeEvent(120, "OVERFLOW", "not marked on the loss curve"),
+            makeEvent(150, "LOSS_FLUCTUATION", "second spike")};
         d.evals = {EvalRecord{100, {0.5f, 0.7f}, {1, 1}}, EvalRecord{199, {0.8f, 0.8f}, {1, 1}}};
         model.applyDelta(std::move(d));
         show(&chart);
         chart.refreshNow();
 
-        QCOMPARE(chart.eventMarkerCount(), 2);
+        QCOMPARE(chart.eventMarkerCount(), 3); // two fluctuations and the mismatch, not the overflow
         QCOMPARE(chart.evalGraph()->data()->size(), 2);
+        const QPointF at100(chart.plot()->xAxis->coordToPixel(100), chart.plot()->axisRect()->center().y());
+        QVERIFY2(chart.toolTipAt(at100).contains("gradient mismatch"), qPrintable(chart.toolTipAt(at100)));
         QVERIFY(std::abs(valueAt(chart.evalGraph(), 100) - 60.0) < 1e-4);
         const QPointF at50(chart.plot()->xAxis->coordToPixel(50), chart.plot()->axisRect()->center().y());
         QVERIFY2(chart.toolTipAt(at50).contains("abnormal fluctuation"), qPrintable(chart.toolTipAt(at50)));

@@ -46,7 +46,8 @@ private:
     QCPGraph* m_mean;
     QCPGraph* m_accuracy;
     QCPGraph* m_eval;
-    QCPGraph* m_markerLegend; // no data: gives the dashed markers a legend entry
+    QCPGraph* m_markerLegend;   // no data: gives the dashed fluctuation markers a legend entry
+    QCPGraph* m_mismatchLegend; // no data: the same for rank-mismatch markers
     // Means over ranks per row (finite values only), extended as steps arrive.
     std::vector<float> m_meanLoss, m_meanAccuracy;
     std::vector<QCPItemLine*> m_markers;

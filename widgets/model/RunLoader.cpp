@@ -141,7 +141,7 @@ void RunLoader::readNewRows(bool firstLoad) {
             d->formatVersion = r.formatVersion();
             m_sentFirst = true;
         }
-        const int64_t end = std::min(total, m_stepsRead + kChunkRows);
+        const int64_t end = std::min(total, m_stepsRead + (m_stepsRead == 0 ? kFirstChunkRows : kChunkRows));
         d->firstRow = m_stepsRead;
         if (end > m_stepsRead) {
             d->stepNumbers = r.readStepNumbers(m_stepsRead, end);
