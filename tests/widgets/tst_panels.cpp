@@ -224,11 +224,21 @@ void TestPanels::cardsShowTheDeadCard() {
     model.applyDelta([] {
         RunDelta d = appendDelta(kSteps, 1);
         d.complete = true;
+        d.stopReason = "completed";
         return d;
     }());
     cursor.setStep(kSteps);
     QTRY_COMPARE(cards.shownStep(), int64_t(kSteps));
     QCOMPARE(cell(cards, 0, CardsModel::State), QStringLiteral("finished"));
+    model.applyDelta([] { // the same run, stopped by the user: its cards were stopped, not finished
+        RunDelta d;
+        d.firstRow = kSteps + 1;
+        d.complete = true;
+        d.stopReason = "stopped";
+        return d;
+    }());
+    cards.refreshNow();
+    QCOMPARE(cell(cards, 0, CardsModel::State), QStringLiteral("stopped"));
     panel.resize(760, 190);
     maybeGrab(&panel, "cards");
 }

@@ -22,7 +22,7 @@ QColor meanColor() {
     return QColor(20, 20, 20);
 }
 QColor accuracyColor() {
-    return QColor(0, 110, 90);
+    return QColor(150, 150, 150); // gray: context on the second axis, never mistaken for a rank's line
 }
 QColor markerColor() {
     return QColor(200, 0, 120);

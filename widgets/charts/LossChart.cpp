@@ -67,7 +67,7 @@ LossChart::LossChart(RunModel* model, StepCursor* cursor, QWidget* parent)
     m_accuracy = addDenseLineGraph(p->xAxis, p->yAxis2);
     m_accuracy->setName(tr("batch accuracy (mean)"));
     // Solid and thin: a dotted pen costs twice the drawing time on dense runs and reads no better.
-    m_accuracy->setPen(QPen(palette::accuracyColor().lighter(130), 1.2));
+    m_accuracy->setPen(QPen(palette::accuracyColor(), 1.5));
     m_eval = p->addGraph(p->xAxis, p->yAxis2);
     m_eval->setName(tr("eval accuracy (mean)"));
     m_eval->setLineStyle(QCPGraph::lsNone);

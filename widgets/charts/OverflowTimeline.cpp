@@ -18,6 +18,20 @@ public:
     Log2Ticker() { setLogBase(2); }
 
 protected:
+    // The scale axis is short (a strip under the raster): a label per tick would overlap, so keep at most
+    // three, on exponents that are multiples of a fixed stride so they stay put while the range grows.
+    QVector<double> createTickVector(double tickStep, const QCPRange& range) override {
+        const QVector<double> all = QCPAxisTickerLog::createTickVector(tickStep, range);
+        if (all.size() <= 3 || all[0] <= 0)
+            return all;
+        const long step = std::max(1L, std::lround(std::log2(all[1]) - std::log2(all[0])));
+        const long stride = step * long(std::ceil(all.size() / 3.0));
+        QVector<double> out;
+        for (double t : all)
+            if (t > 0 && std::lround(std::log2(t)) % stride == 0)
+                out.push_back(t);
+        return out.size() >= 2 ? out : all;
+    }
     QString getTickLabel(double tick, const QLocale& locale, QChar format, int precision) override {
         const double e = std::log2(tick);
         if (tick > 0 && std::abs(e - std::round(e)) < 1e-9)

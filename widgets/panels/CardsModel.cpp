@@ -125,9 +125,13 @@ CardsModel::Row CardsModel::buildRow(int rank, int64_t row) const {
         r.activity = CardActivity::Stopped;
         break;
     case CardState::Ok:
-        // A complete run's last step is where the card finished, not where it is still running.
-        r.activity = m_model->isComplete() && row == m_model->stepCount() - 1 ? CardActivity::Finished
-                                                                              : CardActivity::Running;
+        // A complete run's last step is where the card finished (or was stopped by the user), not where it is
+        // still running.
+        if (m_model->isComplete() && row == m_model->stepCount() - 1)
+            r.activity = m_model->stopReason() == QLatin1String("completed") ? CardActivity::Finished
+                                                                             : CardActivity::Stopped;
+        else
+            r.activity = CardActivity::Running;
         break;
     }
     if (isBad(r.activity))
