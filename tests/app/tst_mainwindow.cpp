@@ -137,7 +137,9 @@ private slots:
         QTest::addColumn<QString>("expected");
         QTest::addRow("not hdf5") << QByteArray("this is not a run file\n") << "HDF5";
         QTest::addRow("empty") << QByteArray() << "HDF5";
-        QTest::addRow("truncated") << QByteArray("truncate") << "";
+        QTest::addRow("truncated") << QByteArray("truncate") << "truncated";
+        QTest::addRow("newer version") << QByteArray("newer") << "newer RankSight";
+        QTest::addRow("foreign HDF5") << QByteArray("foreign") << "format";
     }
     void badFilesShowAnErrorAndTheWindowStaysUsable() {
         QFETCH(QByteArray, content);
@@ -148,6 +150,17 @@ private slots:
             writeRun(bad, makeMeta(2, 3, 4, 4), 30);
             QFile f(bad);
             QVERIFY(f.resize(f.size() / 3));
+        } else if (content == "newer") {
+            writeRun(bad, makeMeta(2, 3, 4, 4), 5);
+            mutateFile(bad, [](H5::H5File& f) {
+                const int v = 99;
+                f.removeAttr("format_version");
+                f.createAttribute("format_version", H5::PredType::STD_I32LE, H5::DataSpace(H5S_SCALAR))
+                    .write(H5::PredType::NATIVE_INT, &v);
+            });
+        } else if (content == "foreign") {
+            H5::H5File f(bad.toStdString(), H5F_ACC_TRUNC); // an HDF5 file from some other tool
+            f.createGroup("/data");
         } else {
             QFile f(bad);
             QVERIFY(f.open(QIODevice::WriteOnly));
@@ -169,6 +182,25 @@ private slots:
         writeRun(good, makeMeta(2, 3, 4, 4), 12);
         w.openRun(good);
         QTRY_VERIFY_WITH_TIMEOUT(w.model()->hasRun() && w.model()->stepCount() == 12, 10000);
+    }
+
+    void exportsTheBugReportOfTheOpenRun() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("reported.h5");
+        writeRun(path, makeMeta(2, 3, 4, 4), 30);
+        MainWindow w;
+        w.show();
+        w.openRun(path);
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->hasRun() && !w.model()->isLoading(), 10000);
+        QString error;
+        const QString out = dir.filePath("report");
+        QVERIFY2(w.exportReport(out, &error), qPrintable(error));
+        for (const char* f : {"report.md", "steps.csv", "slice.h5", "loss.png", "loss.svg", "overflow.png",
+                              "rank-heatmap.png", "param-heatmap.svg"})
+            QVERIFY2(QFileInfo(QDir(out).filePath(f)).size() > 0, f);
+        QCOMPARE(reopen(QDir(out).filePath("slice.h5"))->stepCount(), int64_t(30)); // no anomaly: whole run
+        QVERIFY(!w.exportReport(out, &error)); // never into an existing folder
+        QVERIFY(error.contains("report"));
     }
 
     void dropOpensTheFile() {

@@ -7,9 +7,11 @@
 #include "model/RunModel.h"
 #include "store/RunReader.h"
 
+#include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <csignal>
 
 using namespace rs;
 using namespace rs::runfile_fixtures;
@@ -116,6 +118,35 @@ private slots:
         w->close("stopped");
         QTRY_VERIFY_WITH_TIMEOUT(model.isComplete(), 10000);
         QCOMPARE(model.stopReason(), QString("stopped"));
+    }
+
+    void followsARunThatTheCliIsWritingInAnotherProcess() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("cli.h5");
+        QProcess cli;
+        cli.start(RANKSIGHT_CLI,
+                  {"train", "--model", "mlp", "--ranks", "2", "--batch", "4", "--steps", "1000000",
+                   "--precision", "O0", "--loss-scale", "none", "--quiet", "--out", path});
+        QVERIFY(cli.waitForStarted());
+        QTRY_VERIFY_WITH_TIMEOUT(QFileInfo(path).size() > 0, 60000);
+        RunModel model;
+        model.setPollInterval(20);
+        QSignalSpy failed(&model, &RunModel::openFailed);
+        // The file may exist a moment before its writer switched to SWMR mode: retry like a user would.
+        QTRY_VERIFY_WITH_TIMEOUT(
+            [&] {
+                if (!model.hasRun() && !model.isLoading())
+                    model.open(path);
+                return model.hasRun();
+            }(),
+            30000);
+        QVERIFY(model.isLive());
+        QTRY_VERIFY_WITH_TIMEOUT(model.stepCount() >= 20, 60000); // it keeps growing
+        ::kill(pid_t(cli.processId()), SIGINT);                   // Ctrl-C: the CLI stops cleanly
+        QVERIFY(cli.waitForFinished(30000));
+        QTRY_VERIFY_WITH_TIMEOUT(model.isComplete(), 10000);
+        QCOMPARE(model.stopReason(), QString("stopped"));
+        QCOMPARE(model.stepCount(), RunReader::open(path.toStdString())->stepCount());
     }
 
     void aReplacedFileDropsItsLateResults() {
