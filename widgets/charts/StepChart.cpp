@@ -31,6 +31,7 @@ void StepChart::addStepRect(QCPAxisRect* rect) {
     rect->setRangeDrag(Qt::Horizontal);
     rect->setRangeZoom(Qt::Horizontal);
     QCPAxis* x = rect->axis(QCPAxis::atBottom);
+    x->setTicker(integerTicker()); // steps are whole numbers, also when a run has only one or two
     rect->setRangeDragAxes(x, nullptr);
     rect->setRangeZoomAxes(x, nullptr);
     connect(x, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &StepChart::onAxisRange);
