@@ -107,7 +107,7 @@ const std::map<std::string, std::string> kFlagKeys = {
 } // namespace
 
 int trainCommand(const Args& argv) {
-    std::set<std::string> valued = {"config", "set"};
+    std::set<std::string> valued = {"config", "set", "fault"};
     for (const auto& [flag, key] : kFlagKeys)
         valued.insert(flag);
     const CliArgs args(argv, valued, {"force", "quiet"});
@@ -126,6 +126,8 @@ int trainCommand(const Args& argv) {
                 if (eq == std::string::npos)
                     throw ConfigError(fmt::format("--set '{}': expected KEY=VALUE", value));
                 cfg.set(value.substr(0, eq), value.substr(eq + 1));
+            } else if (name == "fault") { // repeatable; adds to the config file's "faults"
+                cfg.addFault(value);
             } else {
                 cfg.set(kFlagKeys.at(name), value);
             }

@@ -18,13 +18,15 @@ commands:
                   [--config FILE.json] [--model mlp|smallcnn|resnet18|resnet50] [--ranks N]
                   [--batch PER_RANK] [--steps N | --epochs N] [--precision O0|O2|O3]
                   [--loss-scale none|fixed:V|dynamic] [--data synthetic|cifar10:DIR] [--seed S]
-                  [--lr X] [--rank-table FILE] [--set KEY=VALUE]... [--force] [--quiet] --out RUN.h5
+                  [--lr X] [--rank-table FILE] [--set KEY=VALUE]... [--fault NAME[@STEP][:RANK]]...
+                  [--force] [--quiet] --out RUN.h5
   inspect         summary of a run file: RUN.h5 [--json]
   export-csv      steps.csv, gradients.csv, events.csv: RUN.h5 --out DIR [--force]
   lint-ranktable  validate a MindSpore hccl.json: FILE [--ranks N] [--json]
   bench           throughput: single replica vs the cluster with telemetry off and on
                   [--model M] [--ranks N] [--batch PER_RANK] [--steps N] [--repeat R] [--precision P]
                   [--peer] [--json]
+  diagnose        likely causes of cross-rank disagreement: RUN.h5 [--json] [--verbose] (exit 3: findings)
   report          bug-report folder (report.md, charts as PNG and SVG, steps.csv, slice.h5; GUI build):
                   RUN.h5 --out DIR
   bench-open      open a large run and follow a live one in the GUI layer (GUI build)
@@ -55,6 +57,8 @@ int main(int argc, char** argv) {
             return rs::cli::lintRankTableCommand(args);
         if (cmd == "bench")
             return rs::cli::benchCommand(args);
+        if (cmd == "diagnose")
+            return rs::cli::diagnoseCommand(args);
         if (cmd == "report")
             return rs::cli::reportCommand(args);
         if (cmd == "bench-open")

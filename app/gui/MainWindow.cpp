@@ -8,10 +8,14 @@
 #include "charts/OverflowTimeline.h"
 #include "charts/ParamRankHeatmap.h"
 #include "charts/RankHeatmap.h"
+#include "diagnose/Finding.h"
+#include "model/DiagnosisRunner.h"
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
+#include "panels/CardsModel.h"
 #include "panels/CardsPanel.h"
 #include "panels/EventLogPanel.h"
+#include "panels/FindingsPanel.h"
 #include "panels/ReplayControl.h"
 #include "panels/RunPanel.h"
 #include "report/ReportExporter.h"
@@ -24,6 +28,7 @@
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QItemSelectionModel>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -34,6 +39,7 @@
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTableView>
 #include <QToolBar>
 
 namespace rs {
@@ -118,6 +124,16 @@ void MainWindow::createDocks() {
     auto* cards = dock(tr("Cards"), QStringLiteral("cardsDock"), m_cards, Qt::BottomDockWidgetArea);
     auto* events = dock(tr("Events"), QStringLiteral("eventsDock"), m_events, Qt::BottomDockWidgetArea);
     splitDockWidget(cards, events, Qt::Horizontal);
+    m_findings = new FindingsPanel(m_model, m_cursor);
+    auto* findings =
+        dock(tr("Findings"), QStringLiteral("findingsDock"), m_findings, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(events, findings);
+    connect(m_findings, &FindingsPanel::findingActivated, this, &MainWindow::showFinding);
+    // Findings are the answer a user came for: bring them to the front when there are some.
+    connect(m_findings->runner(), &DiagnosisRunner::findingsChanged, this, [this, findings] {
+        if (!m_findings->runner()->findings().empty())
+            findings->raise();
+    });
     resizeDocks({rank, param}, {420, 420}, Qt::Horizontal);
 
     m_replay = new ReplayControl(m_model, m_cursor);
@@ -407,6 +423,33 @@ void MainWindow::exportChartDialog(ChartWidget* chart) {
         showError(tr("Export failed"), error);
     else
         statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)), 5000);
+}
+
+// A finding's evidence on screen: the cursor at its first step (FindingsPanel did that), the heatmap on the
+// metric that shows this cause and on its parameter, its ranks selected in the cards panel.
+void MainWindow::showFinding(const Finding& f) {
+    using view::RankMetric;
+    const std::string& c = f.cause;
+    if (c == "init-mismatch")
+        m_rankHeatmap->setMetric(RankMetric::WeightMismatch);
+    else if (c == "shard-overlap" || c == "duplicate-rank-id")
+        m_rankHeatmap->setMetric(RankMetric::ShardOverlap);
+    else if (c == "param-not-synced" || c == "sdc-after" || c == "overflow-not-synced")
+        m_rankHeatmap->setMetric(RankMetric::SyncedMismatch);
+    else if (c == "eval-mode" || c == "sdc-before")
+        m_rankHeatmap->setMetric(RankMetric::SketchCosine);
+    int param = -1;
+    if (!f.parameters.empty())
+        for (int p = 0; p < m_model->paramCount(); ++p)
+            if (m_model->meta().params[size_t(p)].name == f.parameters.front())
+                param = p;
+    m_rankHeatmap->setParam(param);
+    QTableView* cards = m_cards->view();
+    cards->clearSelection();
+    for (int r : f.ranks)
+        if (r >= 0 && r < cards->model()->rowCount())
+            cards->selectionModel()->select(cards->model()->index(r, 0),
+                                            QItemSelectionModel::Select | QItemSelectionModel::Rows);
 }
 
 bool MainWindow::exportReport(const QString& dir, QString* error) {

@@ -24,6 +24,8 @@ class RunPanel;
 class ReplayControl;
 class CardsPanel;
 class EventLogPanel;
+class FindingsPanel;
+struct Finding;
 class ChartWidget;
 class LossChart;
 class OverflowTimeline;
@@ -41,6 +43,7 @@ public:
     StepCursor* cursor() const { return m_cursor; }
     TrainController* trainController() const { return m_train; }
     RunPanel* runPanel() const { return m_runPanel; }
+    FindingsPanel* findingsPanel() const { return m_findings; }
     QList<ChartWidget*> charts() const;
     // The message of the last error shown (a dialog the user dismisses; the window stays usable).
     QString lastError() const { return m_lastError; }
@@ -76,6 +79,7 @@ private:
     void openFileDialog();
     void exportChartDialog(ChartWidget* chart);
     void exportReportDialog();
+    void showFinding(const Finding& finding);
 
     RunModel* m_model = nullptr;
     StepCursor* m_cursor = nullptr;
@@ -86,6 +90,7 @@ private:
     ReplayControl* m_replay = nullptr;
     CardsPanel* m_cards = nullptr;
     EventLogPanel* m_events = nullptr;
+    FindingsPanel* m_findings = nullptr;
     LossChart* m_loss = nullptr;
     OverflowTimeline* m_overflow = nullptr;
     RankHeatmap* m_rankHeatmap = nullptr;

@@ -23,6 +23,24 @@ struct HalfRound : torch::autograd::Function<HalfRound> {
     }
 };
 
+// A parameter's fp16 copy: rounded in forward, but its gradient leaves backward unrounded. The trainer rounds
+// it when it builds the fp16 all-reduce payload, after telemetry has counted what fp16 loses there (the
+// underflow and overflow counts would always read zero if backward had rounded it already). The synced
+// gradient is the same either way: one rounding of the same value.
+struct HalfParam : torch::autograd::Function<HalfParam> {
+    static torch::Tensor forward(torch::autograd::AutogradContext*, torch::Tensor x) {
+        return roundedCopy(x);
+    }
+    static torch::autograd::tensor_list backward(torch::autograd::AutogradContext*,
+                                                 torch::autograd::tensor_list grads) {
+        return {grads[0]};
+    }
+};
+
+torch::Tensor halfParam(const torch::Tensor& p) {
+    return HalfParam::apply(p);
+}
+
 struct StopPoint : torch::autograd::Function<StopPoint> {
     static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x, int64_t flag) {
         ctx->saved_data["flag"] = flag;
@@ -46,7 +64,7 @@ torch::Tensor conv(const NetImpl& net, torch::nn::Conv2d& c, const torch::Tensor
     if (!net.policy.halfCompute())
         return c->forward(x);
     auto y =
-        torch::conv2d(roundHalf(x), roundHalf(c->weight), c->bias.defined() ? roundHalf(c->bias) : c->bias,
+        torch::conv2d(roundHalf(x), halfParam(c->weight), c->bias.defined() ? halfParam(c->bias) : c->bias,
                       o.stride(), c10::get<torch::ExpandingArray<2>>(o.padding()), o.dilation(), o.groups());
     return roundHalf(y);
 }
@@ -54,14 +72,14 @@ torch::Tensor conv(const NetImpl& net, torch::nn::Conv2d& c, const torch::Tensor
 torch::Tensor linear(const NetImpl& net, torch::nn::Linear& l, const torch::Tensor& x) {
     if (!net.policy.halfCompute())
         return l->forward(x);
-    return roundHalf(torch::linear(roundHalf(x), roundHalf(l->weight), roundHalf(l->bias)));
+    return roundHalf(torch::linear(roundHalf(x), halfParam(l->weight), halfParam(l->bias)));
 }
 
 torch::Tensor batchNorm(const NetImpl& net, torch::nn::BatchNorm2d& bn, const torch::Tensor& x) {
     if (!net.policy.halfBatchNorm())
         return bn->forward(x);
     // O3: BatchNorm in fp16 as well (weights and output); running statistics stay buffers.
-    auto y = torch::batch_norm(roundHalf(x), roundHalf(bn->weight), roundHalf(bn->bias), bn->running_mean,
+    auto y = torch::batch_norm(roundHalf(x), halfParam(bn->weight), halfParam(bn->bias), bn->running_mean,
                                bn->running_var, net.is_training(), 0.1, 1e-5, false);
     return roundHalf(y);
 }

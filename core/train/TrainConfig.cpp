@@ -1,5 +1,8 @@
 #include "train/TrainConfig.h"
 
+#include "faults/FaultSpec.h"
+
+#include <algorithm>
 #include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -152,9 +155,21 @@ void TrainConfig::set(const std::string& key, const std::string& v) {
         timeoutMs = static_cast<int>(toInt(key, v, 10, 3600000));
     } else if (key == "compute_threads") {
         computeThreads = static_cast<int>(toInt(key, v, 0, 256));
+    } else if (key == "faults") { // --set faults=A,B: a comma-separated list replaces the current one
+        faults.clear();
+        for (size_t begin = 0; begin < v.size();) {
+            const size_t end = std::min(v.find(',', begin), v.size());
+            addFault(v.substr(begin, end - begin));
+            begin = end + 1;
+        }
     } else {
         throw ConfigError(fmt::format("unknown key '{}'", key));
     }
+}
+
+void TrainConfig::addFault(const std::string& spec) {
+    parseFault(spec);
+    faults.push_back(spec);
 }
 
 TrainConfig TrainConfig::fromJson(const std::string& text, const std::string& where) {
@@ -179,7 +194,16 @@ TrainConfig TrainConfig::fromJson(const std::string& text, const std::string& wh
         if (key == "steps" || key == "epochs")
             continue;
         try {
-            if (value.is_string())
+            if (key == "faults") {
+                if (!value.is_array())
+                    throw ConfigError("faults: expected an array of fault specs");
+                c.faults.clear();
+                for (const auto& spec : value) {
+                    if (!spec.is_string())
+                        throw ConfigError(fmt::format("faults: {} is not a string", spec.dump()));
+                    c.addFault(spec.get<std::string>());
+                }
+            } else if (value.is_string())
                 c.set(key, value.get<std::string>());
             else if (value.is_number() || value.is_boolean())
                 c.set(key, value.dump());
@@ -240,6 +264,7 @@ void TrainConfig::validate() const {
         throw ConfigError("out: no run file given (--out RUN.h5)");
     if (ranks < 1)
         throw ConfigError("ranks: must be at least 1");
+    checkFaults(parseFaults(faults), ranks);
 }
 
 } // namespace rs

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace rs {
 
@@ -55,6 +56,9 @@ struct TrainConfig {
     int flightBudgetMb = 1024;
     int timeoutMs = 30000;  // every collective
     int computeThreads = 0; // cards computing at once; 0: one per core
+    // Fault-lab specs, NAME[@STEP][:RANK] (faults/FaultSpec.h). Deliberately left out of toJson(): the run
+    // file must show a fault only through what training records, never name it.
+    std::vector<std::string> faults;
     bool writeFile = true;  // not a config key: the benchmark measures runs without a run file
     bool overwrite = false; // not a config key: replace an existing run file (--force)
 
@@ -62,6 +66,7 @@ struct TrainConfig {
     static TrainConfig fromFile(const std::string& path);
     // Applies one key (JSON name) from text, as the command line gives it. Throws ConfigError naming the key.
     void set(const std::string& key, const std::string& value);
+    void addFault(const std::string& spec); // --fault SPEC; throws ConfigError naming the spec
     float effectiveLr() const {
         return lr > 0 ? lr : 0.05f * static_cast<float>(ranks * batchPerRank) / 128.0f;
     }

@@ -3,6 +3,7 @@
 #include "cluster/Communicator.h"
 #include "cluster/ComputeSlots.h"
 #include "cluster/RankTable.h"
+#include "faults/FaultPlan.h"
 #include "store/RunWriter.h"
 #include "telemetry/EventDetector.h"
 #include "telemetry/Fingerprint.h"
@@ -120,6 +121,8 @@ struct Trainer::Impl {
     int64_t totalSteps = 0, perEpoch = 0;
     int flightDepth = 0;
     bool halfPayload = false;
+    std::unique_ptr<FaultPlan> faults; // null without --fault: every hook is one pointer test
+    std::string preflightError;        // set when pre-flight refuses after the run file can be written
 
     struct Card {
         int rank = 0;
@@ -173,6 +176,7 @@ struct Trainer::Impl {
     void evaluate(Card& card, int64_t step);
     void writerLoop();
     float learningRate(int64_t step) const;
+    RunSummary refuse();
 
     template <typename Record, typename Fill>
     void gather(std::map<int64_t, std::pair<Record, int>>& pending, int64_t key, Fill fill) {
@@ -226,19 +230,31 @@ float Trainer::Impl::learningRate(int64_t step) const {
 
 void Trainer::Impl::setup() {
     cfg.validate();
+    faults = FaultPlan::make(cfg);
+    if (faults)
+        faults->adjustConfig(cfg);
     // LibTorch allocates and frees the same large activation buffers every step; glibc would hand each one
     // back to the kernel (mmap/munmap) and fault it in again. Keep them in the heap instead.
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
     // Pre-flight: the rank table must describe exactly the cards of this run.
     RankTable table;
+    std::string tableText;
     if (cfg.rankTable.empty()) {
         table = generateRankTable(cfg.ranks);
+        tableText = table.toJson();
+        if (auto bad = faults ? faults->rankTableText(tableText) : std::nullopt) {
+            // A broken hccl.json: pre-flight refuses it, and the run file still records what it was given.
+            tableText = *bad;
+            if (const auto check = parseRankTable(tableText, cfg.ranks); !check.ok())
+                preflightError = "rank table hccl.json is invalid: " + check.summary();
+        }
     } else {
         auto check = loadRankTable(cfg.rankTable, cfg.ranks);
         if (!check.ok())
             throw TrainError(fmt::format("rank table {} is invalid:\n{}", cfg.rankTable, check.summary()));
         table = *check.table;
+        tableText = table.toJson();
     }
     try {
         train = openDataset(cfg.data, Split::Train, cfg.seed);
@@ -257,6 +273,8 @@ void Trainer::Impl::setup() {
     slots = std::make_unique<ComputeSlots>(cfg.computeThreads > 0 ? cfg.computeThreads : cores);
 
     buildCards();
+    if (faults)
+        faults->bindParams(cards[0]->replica->params());
 
     meta.model = modelKindName(cfg.model);
     meta.worldSize = cfg.ranks;
@@ -269,7 +287,7 @@ void Trainer::Impl::setup() {
     meta.weightEvery = cfg.weightEvery;
     meta.plannedSteps = totalSteps;
     meta.configJson = cfg.toJson();
-    meta.rankTableJson = table.toJson();
+    meta.rankTableJson = tableText;
     meta.createdUtc = nowUtc();
     meta.params = cards[0]->replica->params();
     meta.bufferNames = cards[0]->replica->bufferNames();
@@ -312,11 +330,16 @@ void Trainer::Impl::buildCards() {
         ReplicaOptions opt;
         opt.model = cfg.model;
         opt.precision = cfg.precision;
-        opt.initSeed = cfg.seed; // set_seed: every rank initialises alike, and the broadcast makes sure
-        opt.dropoutSeed = splitmix64(cfg.seed * 1000003ull + static_cast<uint64_t>(r));
+        // set_seed: every rank initialises alike (unless init-mismatch), and the broadcast makes sure
+        opt.initSeed = faults ? faults->initSeed(r, cfg.seed) : cfg.seed;
+        const int rankId = faults ? faults->rankId(r) : r; // what RANK_ID said; everything derives from it
+        opt.dropoutSeed = splitmix64(cfg.seed * 1000003ull + static_cast<uint64_t>(rankId));
         opt.stopFlag = &stopRequested;
         card->replica = std::make_unique<Replica>(opt);
-        card->sampler = std::make_unique<DistributedSampler>(train->size(), cfg.ranks, r, cfg.seed);
+        if (faults && faults->sharedSampler()) // a plain sampler: every rank reads the whole set in order
+            card->sampler = std::make_unique<DistributedSampler>(train->size(), 1, 0, cfg.seed);
+        else
+            card->sampler = std::make_unique<DistributedSampler>(train->size(), cfg.ranks, rankId, cfg.seed);
         card->scaler = std::make_unique<LossScaler>(cfg.lossScale);
         card->momentum.assign(static_cast<size_t>(card->replica->numParams()), 0.f);
         if (halfPayload)
@@ -423,12 +446,17 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
         ComputeSlotGuard slot(*slots);
         const auto tc = Clock::now();
         res = rep.forwardBackward(images.data(), labels.data(), B, scale);
+        if (const int slower = faults ? faults->slowdown(r, step) : 1; slower > 1) // a slow card, still busy
+            std::this_thread::sleep_for(
+                std::chrono::duration<double, std::milli>((slower - 1) * msSince(tc)));
         rs.computeMs = static_cast<float>(msSince(tc));
     }
     rs.loss = res.loss;
     rs.accuracy = res.accuracy;
     float* g = rep.grads();
     const float unscale = 1.0f / scale;
+    if (faults && faults->flipBefore(r, step)) // silent data corruption in this card's backward
+        FaultPlan::flipBit(g, N);
 
     // Local gradient, as this card computed it. The flight recorder's copy is taken in the same pass.
     FlightRing::Slot* slot = nullptr;
@@ -469,6 +497,14 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
 
     // The all-reduce: fp16 payload under O2/O3 (sums past 65504 overflow like hardware), fp32 under O0.
     const ReduceOp op = cfg.gradientsMean ? ReduceOp::Mean : ReduceOp::Sum;
+    // Faults around the all-reduce: a parameter outside every fusion bucket keeps its local gradient, and a
+    // rank that checks overflow alone reads its own float status.
+    const int unsynced = faults ? faults->unsyncedParam(step) : -1;
+    std::vector<float> kept;
+    if (unsynced >= 0)
+        kept.assign(g + params[unsynced].offset, g + params[unsynced].offset + params[unsynced].numel);
+    const bool ownStatus = faults && !faults->overflowSynced(step);
+    const bool localOverflow = ownStatus && FaultPlan::overflows(g, N, halfPayload);
     auto tcomm = Clock::now();
     if (halfPayload) {
         rep.gradsToHalf(card.half.data());
@@ -478,6 +514,10 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
         comm->allReduce(r, g, static_cast<size_t>(N), DType::F32, op);
     }
     commMs += msSince(tcomm);
+    if (unsynced >= 0)
+        std::copy(kept.begin(), kept.end(), g + params[unsynced].offset);
+    if (faults && faults->flipAfter(r, step)) // corruption after the all-reduce, on this card only
+        FaultPlan::flipBit(g, N);
 
     // Synced gradient, as the all-reduce delivered it: norm, sum and a bitwise fingerprint per parameter.
     uint32_t nonfiniteSynced = 0;
@@ -501,9 +541,13 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
 
     // Overflow status is all-reduced so every rank skips the same steps (NPUAllocFloatStatus + AllReduce).
     float overflow = nonfiniteSynced > 0 ? 1.f : 0.f;
-    tcomm = Clock::now();
-    comm->allReduce(r, &overflow, 1, DType::F32, ReduceOp::Max);
-    commMs += msSince(tcomm);
+    if (ownStatus) {
+        overflow = localOverflow ? 1.f : 0.f;
+    } else {
+        tcomm = Clock::now();
+        comm->allReduce(r, &overflow, 1, DType::F32, ReduceOp::Max);
+        commMs += msSince(tcomm);
+    }
     rs.overflow = overflow > 0 ? 1 : 0;
     const bool skip = card.scaler->update(rs.overflow);
     rs.skipped = skip ? 1 : 0;
@@ -595,7 +639,17 @@ void Trainer::Impl::cardLoop(Card& card) {
             comm->broadcast(r, card.replica->weights(), static_cast<size_t>(card.replica->numParams()) * 4,
                             0);
         recordWeights(card, 0);
+        const int64_t shard = faults ? faults->shardBatches(r, perEpoch) : perEpoch;
         for (; step < totalSteps && !stopRequested; ++step) {
+            // rank-exit: the card is gone; its peers find out in their next collective.
+            if (faults && faults->diesAt(r, step))
+                throw std::runtime_error("EL0004: device HBM out of memory, the card stopped responding");
+            if (faults && faults->evalModeFrom(r, step))
+                card.replica->setTrainMode(false);
+            if (step % perEpoch >= shard) { // this rank's loader is exhausted: its epoch (and loop) ends here
+                evaluate(card, step);
+                break;
+            }
             trainStep(card, step, raw, images, labels);
             if (cfg.evalEvery > 0 && (step + 1) % cfg.evalEvery == 0 && step + 1 < totalSteps)
                 evaluate(card, step + 1);
@@ -702,8 +756,27 @@ void Trainer::Impl::writerLoop() {
     }
 }
 
+// Pre-flight refused after the run file was created: record why (RANK_TABLE event, 0 steps) and stop.
+RunSummary Trainer::Impl::refuse() {
+    RunSummary s;
+    s.stopReason = "error: " + preflightError.substr(0, preflightError.find('\n'));
+    Event e{0, -1, Severity::Error, "RANK_TABLE", preflightError.substr(0, 255)};
+    if (writer) {
+        writer->appendEvent(e);
+        writer->close(s.stopReason);
+    }
+    if (observer) {
+        observer->runStarted(meta);
+        observer->eventRecorded(e);
+        observer->runFinished(s);
+    }
+    return s;
+}
+
 RunSummary Trainer::run() {
     d->setup();
+    if (!d->preflightError.empty())
+        return d->refuse();
     if (d->observer)
         d->observer->runStarted(d->meta);
     const auto t0 = Clock::now();

@@ -10,10 +10,12 @@
 #include "charts/OverflowTimeline.h"
 #include "charts/ParamRankHeatmap.h"
 #include "charts/RankHeatmap.h"
+#include "diagnose/Diagnoser.h"
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
 #include "report/ReportMarkdown.h"
 #include "store/CsvExport.h"
+#include "store/RunReader.h"
 #include "store/RunSlice.h"
 
 #include <QDir>
@@ -248,6 +250,30 @@ private:
         in.evals = m_model->evals();
         in.events = m_model->events();
         in.chartStep = m_chartStep;
+        // Diagnosis reads the whole file's per-parameter data: in a worker, like the slice, so the event loop
+        // (and a progress dialog) stays alive on a large run.
+        QFutureWatcher<std::vector<std::string>> diagnosis;
+        QEventLoop diagnosisLoop;
+        QObject::connect(&diagnosis, &QFutureWatcher<std::vector<std::string>>::finished, &diagnosisLoop,
+                         &QEventLoop::quit);
+        diagnosis.setFuture(QtConcurrent::run([src = m_model->path().toStdString()] {
+            std::vector<std::string> lines;
+            try {
+                for (const Finding& f : diagnoseRun(*RunReader::open(src)))
+                    lines.push_back(fmt::format(
+                        "**{}** ({}, confidence {:.2f}{}): {}. Fix: {}", f.cause, f.dimension, f.confidence,
+                        f.firstStep >= 0 ? fmt::format(", from step {}", f.firstStep) : "", f.evidence,
+                        f.fix));
+                if (lines.empty())
+                    lines.push_back("No findings: every diagnosis rule found the ranks in agreement.");
+            } catch (const std::exception& e) {
+                lines.push_back(std::string("Diagnosis could not read the run: ") + e.what());
+            }
+            return lines;
+        }));
+        if (!diagnosis.isFinished())
+            diagnosisLoop.exec();
+        in.findings = diagnosis.result();
         NewFile out(m_dir.filePath(QStringLiteral("report.md")));
         out.write(buildReportMarkdown(in));
         out.close();

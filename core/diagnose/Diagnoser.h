@@ -1,0 +1,62 @@
+// Diagnosis of a run: rules over the recorded data only (never the config's fault list), so a replayed file
+// diagnoses exactly like the live run. Diagnoser is incremental and keeps bounded state (counters and
+// per-rank / per-parameter summaries, never the records themselves), so a GUI worker thread can feed it a
+// growing live file chunk by chunk and ask for findings at any time; diagnoseRun() does that for a whole
+// file. A healthy run (including dynamic loss scaling's early overflows and skips that every rank shares,
+// different local gradients from different batches, and BatchNorm drift all ranks share) gives no findings.
+#pragma once
+
+#include "diagnose/Finding.h"
+#include "store/RunRecords.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace rs {
+
+class RunReader;
+
+class Diagnoser {
+public:
+    explicit Diagnoser(const RunMeta& meta); // meta is copied
+    ~Diagnoser();
+    Diagnoser(const Diagnoser&) = delete;
+    Diagnoser& operator=(const Diagnoser&) = delete;
+
+    // Records in step order (each call continues where the last one ended). Steps should carry the
+    // per-parameter vectors (RunReader::readSteps(..., perParam = true)); scalar-only steps feed only the
+    // scalar rules.
+    void addSteps(const std::vector<StepRecord>& steps);
+    void addWeights(const std::vector<WeightRecord>& weights);
+    void addEvals(const std::vector<EvalRecord>& evals);
+    void addEvents(const std::vector<Event>& events);
+    void setStatus(bool complete, const std::string& stopReason);
+
+    int64_t stepsSeen() const;
+    // The findings so far, highest confidence first. Cheap: a pass over the summaries.
+    std::vector<Finding> findings() const;
+    // The figures the rules compare with their thresholds, one per line (diagnose --verbose), so a user can
+    // see how far a healthy run is from each rule.
+    std::string figures() const;
+
+    struct State; // the summaries (DiagnoserState.h)
+
+private:
+    std::unique_ptr<State> m_s;
+};
+
+// Reads the whole file in chunks (a few hundred steps at a time) and diagnoses it. progress gets 0..100.
+// Throws RunFileError like the reader.
+// figures, when given, receives Diagnoser::figures().
+std::vector<Finding> diagnoseRun(const RunReader& reader,
+                                 const std::function<void(int percent)>& progress = {},
+                                 std::string* figures = nullptr);
+
+// One line per finding for text output and the bug report: "cause (dimension, confidence 0.93): evidence".
+std::string findingLine(const Finding& f);
+// A block: the line, then first step, ranks, parameters and the fix, indented.
+std::string findingText(const Finding& f);
+
+} // namespace rs

@@ -1,0 +1,136 @@
+// The bounded summaries a Diagnoser keeps (private to core/diagnose): counters and per-rank, per-pair and
+// per-parameter tallies that the accumulation (Diagnoser.cpp) fills and the rules (DiagnoserRules.cpp) read.
+// Nothing here grows with the number of steps except a few capped lists.
+#pragma once
+
+#include "diagnose/Diagnoser.h"
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace rs {
+
+inline constexpr int64_t kNoStep = std::numeric_limits<int64_t>::max();
+
+// First occurrence of something, with the figure that showed it.
+struct FirstSeen {
+    int64_t step = kNoStep;
+    int rank = -1;
+    int param = -1;
+    double value = 0;
+    bool seen() const { return step != kNoStep; }
+    void note(int64_t s, int r, int p, double v) {
+        if (s < step) {
+            step = s;
+            rank = r;
+            param = p;
+            value = v;
+        }
+    }
+};
+
+struct KeptEvent {
+    int64_t step = 0;
+    int rank = -1;
+    std::string code, message;
+    std::vector<int> named; // ranks a TIMEOUT says it waited for
+};
+
+struct Diagnoser::State {
+    RunMeta meta;
+    int R = 0, P = 0;
+
+    // --- steps, scalar part
+    int64_t steps = 0, paramSteps = 0; // steps seen; of those, with per-parameter vectors
+    int64_t firstStep = kNoStep, lastStep = -1;
+    int64_t prevEpoch = -1;
+    std::vector<int64_t> epochStarts; // steps where the epoch advanced (capped)
+    std::vector<int64_t> deadStep;    // [rank] first step recorded Dead, kNoStep if never
+    double scaleMin = std::numeric_limits<double>::infinity(), scaleMax = 0;
+    int64_t overflowSteps = 0; // rank 0's (synced) overflow flag
+    int64_t overflowLate = 0;  // the same after the warm-up of dynamic loss scaling
+    int64_t stepsLate = 0;     // steps after that warm-up
+    FirstSeen firstOverflow;
+    int64_t skipMismatchSteps = 0; // steps where ranks disagree on skipping the update
+    FirstSeen firstSkipMismatch;
+    std::vector<int64_t> skipMinority; // [rank] steps where that rank was alone in its skip decision
+    // timing (after the first two steps: allocation and warm-up)
+    int64_t timedSteps = 0;
+    std::vector<int64_t> slowest;   // [rank] steps where its compute time was >= kSlowRatio x the others'
+    std::vector<double> computeSum; // [rank] ms
+    std::vector<double> commSum;    // [rank] ms
+    FirstSeen firstSlow;            // per rank would be nicer; the first for the rank that ends up slowest
+    std::vector<int64_t> firstSlowStep; // [rank]
+    // data shards, per pair i<j (index i*R+j)
+    int64_t sampleSteps = 0;
+    std::vector<int64_t> identical;   // sample fingerprints and ids equal
+    std::vector<int64_t> overlapping; // share at least a quarter of their ids
+    std::vector<double> overlapSum;   // fraction of shared ids
+    std::vector<int64_t> firstIdentical;
+    std::vector<double> identCosMin;  // min sketch cosine over steps with identical batches
+    std::vector<int64_t> paddedSteps; // [rank] steps whose batch has -1 (short shard)
+
+    // --- steps, per-parameter part
+    std::vector<int64_t> paramMismatchSteps; // [param] steps whose synced fingerprints differ across ranks
+    std::vector<int64_t> paramAllDistinct;   // [param] ... with every rank different
+    std::vector<int64_t> paramOwnSum;        // [param] ... where each rank's synced sum is its own local sum
+    std::vector<int64_t> paramFirstMismatch; // [param]
+    int64_t syncMismatchSteps = 0;
+    FirstSeen firstSyncMismatch;
+    std::vector<int64_t> oddRank;         // [rank] mismatch steps where this rank alone disagrees
+    std::vector<int64_t> sumCheckAlone;   // [rank] mismatch steps where only its synced sum fails the check
+    std::vector<int64_t> firstOdd;        // [rank]
+    std::vector<int> firstMismatchParams; // params differing at the first mismatch step (capped)
+    // all-reduce arithmetic: median over parameters of synced sum / mean of local sums
+    int64_t ratioSteps = 0, ratioNearN = 0, ratioNearOne = 0;
+    double ratioSum = 0;
+    FirstSeen firstNearN;
+    // silent data corruption before the all-reduce: a finite local outlier on one rank
+    int64_t outlierSteps = 0, outlierSyncedAgree = 0;
+    std::vector<int64_t> outlierRank; // [rank]
+    FirstSeen firstOutlier;           // value: ratio to the other ranks' largest
+    // fp16 underflow
+    int64_t underflowSteps = 0;
+    double underflowFracSum = 0;
+    // systematic local-gradient bias (eval mode): log(total local norm / median over ranks)
+    int64_t biasSteps = 0;
+    std::vector<double> biasLogSum;
+    std::vector<int64_t> biasHigh, biasLow;
+
+    // --- weights
+    int64_t weightRows = 0;
+    bool initChecked = false;
+    int64_t initStep = -1;
+    std::vector<int> initDiffer; // [rank] parameters whose step-0 fingerprint differs from rank 0's
+    std::vector<uint64_t> bufferFirst;
+    std::vector<int64_t> bufferChanged; // [rank] later rows whose buffer fingerprint moved from the first
+    std::vector<float> bufferDriftMax;  // [rank]
+    std::vector<int64_t> weightDiverge; // [rank] first weight row (step) differing from rank 0
+
+    // --- evals, events, status
+    int64_t evalRows = 0;
+    std::vector<KeptEvent> events; // the codes diagnosis reads (capped)
+    bool complete = false;
+    std::string stopReason;
+
+    explicit State(const RunMeta& m);
+    int pair(int i, int j) const { return i * R + j; }
+    std::string paramName(int p) const {
+        return p >= 0 && p < P ? meta.params[size_t(p)].name : std::string("?");
+    }
+};
+
+// Thresholds, conservative: a healthy run must stay clear of every one.
+namespace diag {
+inline constexpr int64_t kLossScaleWarmup = 40; // dynamic scaling halves down from 2^24 on the first steps
+inline constexpr double kSlowRatio = 2.0;       // straggler: compute time vs the other ranks' median
+inline constexpr double kOutlierRatio = 1e3;    // sdc-before: local max |g| vs the other ranks' largest
+inline constexpr double kUnderflowFrac = 0.05;  // no-loss-scale: fraction of gradient elements lost
+inline constexpr double kBiasLog = 0.26;        // eval-mode: |log norm ratio| ~ 1.3x
+} // namespace diag
+
+std::vector<Finding> runRules(const Diagnoser::State& s);
+
+} // namespace rs

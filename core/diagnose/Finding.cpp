@@ -1,0 +1,30 @@
+// Findings as JSON, for `ranksight-cli diagnose --json` and for tools that read the diagnosis.
+#include "diagnose/Finding.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace rs {
+
+std::string findingsToJson(const std::vector<Finding>& findings) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& f : findings) {
+        nlohmann::json j;
+        j["cause"] = f.cause;
+        j["dimension"] = f.dimension;
+        // Two decimals: the confidence is a judgement, not a measurement.
+        j["confidence"] = std::isfinite(f.confidence) ? std::round(f.confidence * 100) / 100 : 0.0;
+        j["first_step"] = f.firstStep;
+        j["ranks"] = f.ranks;
+        j["parameters"] = f.parameters;
+        j["evidence"] = f.evidence;
+        j["fix"] = f.fix;
+        list.push_back(std::move(j));
+    }
+    nlohmann::json root;
+    root["findings"] = std::move(list);
+    // Invalid UTF-8 in a parameter name must not make the whole diagnosis unprintable.
+    return root.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+} // namespace rs

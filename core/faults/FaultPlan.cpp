@@ -1,0 +1,159 @@
+// Mechanisms of the fault lab. Each one reproduces how the mistake happens on a real cluster (a config key,
+// a rank id, a sampler, a dead card) rather than writing its symptom into the telemetry.
+#include "faults/FaultPlan.h"
+
+#include "train/TrainConfig.h"
+
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace rs {
+
+std::unique_ptr<FaultPlan> FaultPlan::make(const TrainConfig& cfg) {
+    if (cfg.faults.empty())
+        return nullptr;
+    auto plan = std::unique_ptr<FaultPlan>(new FaultPlan);
+    plan->m_specs = parseFaults(cfg.faults);
+    plan->m_ranks = cfg.ranks;
+    checkFaults(plan->m_specs, cfg.ranks);
+    return plan;
+}
+
+const FaultSpec* FaultPlan::find(const char* name) const {
+    for (const auto& f : m_specs)
+        if (f.name == name)
+            return &f;
+    return nullptr;
+}
+
+bool FaultPlan::at(const char* name, int rank, int64_t step, int64_t defaultStep) const {
+    for (const auto& f : m_specs)
+        if (f.name == name && rankOf(f) == rank && step == (f.step >= 0 ? f.step : defaultStep))
+            return true;
+    return false;
+}
+
+void FaultPlan::adjustConfig(TrainConfig& cfg) const {
+    if (find("init-mismatch"))
+        cfg.broadcastInit = false; // and initSeed() gives every rank its own seed: nobody fixed it
+    if (find("grad-sum"))
+        cfg.gradientsMean = false;
+    if (find("loss-scale-too-high")) {
+        // A fixed scale copied from an fp32 recipe: 2^30 overflows fp16 (max 65504) on every step.
+        cfg.lossScale.mode = LossScaleMode::Fixed;
+        cfg.lossScale.value = 1073741824.0f;
+        if (cfg.precision == Precision::O0)
+            cfg.precision = Precision::O2;
+    }
+    if (find("no-loss-scale")) {
+        cfg.precision = Precision::O3;
+        cfg.lossScale = parseLossScale("none");
+    }
+}
+
+std::optional<std::string> FaultPlan::rankTableText(const std::string& goodJson) const {
+    if (!find("rank-table-invalid"))
+        return std::nullopt;
+    // The hand-edited hccl.json mistakes seen in practice: a stale server_count, a device_ip pasted twice and
+    // a rank_id that was not renumbered.
+    auto doc = nlohmann::json::parse(goodJson);
+    doc["server_count"] = std::to_string(doc["server_list"].size() + 1);
+    auto& devices = doc["server_list"][0]["device"];
+    if (devices.size() >= 2) {
+        auto& last = devices[devices.size() - 1];
+        last["device_ip"] = devices[0]["device_ip"];
+        last["rank_id"] = devices[0]["rank_id"];
+    }
+    return doc.dump(4);
+}
+
+void FaultPlan::bindParams(const std::vector<ParamInfo>& params) {
+    const FaultSpec* f = find("param-not-synced");
+    if (!f || params.empty())
+        return;
+    if (f->param.empty()) {
+        m_unsyncedParam = static_cast<int>(params.size()) - 1;
+        return;
+    }
+    for (size_t p = 0; p < params.size(); ++p)
+        if (params[p].name == f->param)
+            m_unsyncedParam = static_cast<int>(p);
+    if (m_unsyncedParam < 0)
+        throw ConfigError(
+            fmt::format("fault 'param-not-synced:{}': the model has no parameter '{}' (first: {})", f->param,
+                        f->param, params.front().name));
+}
+
+uint64_t FaultPlan::initSeed(int rank, uint64_t seed) const {
+    return find("init-mismatch") ? seed + 7919u * static_cast<uint64_t>(rank + 1) : seed;
+}
+
+int FaultPlan::rankId(int rank) const {
+    const FaultSpec* f = find("duplicate-rank-id");
+    return f && rankOf(*f) == rank ? rank - 1 : rank;
+}
+
+bool FaultPlan::sharedSampler() const {
+    return find("shard-overlap") != nullptr;
+}
+
+int64_t FaultPlan::shardBatches(int rank, int64_t perEpoch) const {
+    const FaultSpec* f = find("shard-uneven");
+    if (!f || rankOf(*f) != rank)
+        return perEpoch;
+    // Default: the shard is one batch short, as when the data set size is not a multiple of ranks x batch.
+    return std::max<int64_t>(1, std::min(perEpoch - 1, f->step >= 0 ? f->step : perEpoch - 1));
+}
+
+bool FaultPlan::diesAt(int rank, int64_t step) const {
+    return at("rank-exit", rank, step, 5);
+}
+
+bool FaultPlan::evalModeFrom(int rank, int64_t step) const {
+    return at("eval-mode", rank, step, 0);
+}
+
+bool FaultPlan::overflowSynced(int64_t step) const {
+    const FaultSpec* f = find("overflow-not-synced");
+    return !f || step < std::max<int64_t>(0, f->step);
+}
+
+int FaultPlan::unsyncedParam(int64_t step) const {
+    const FaultSpec* f = find("param-not-synced");
+    return f && step >= std::max<int64_t>(0, f->step) ? m_unsyncedParam : -1;
+}
+
+bool FaultPlan::flipBefore(int rank, int64_t step) const {
+    return at("sdc-before", rank, step, 5);
+}
+
+bool FaultPlan::flipAfter(int rank, int64_t step) const {
+    return at("sdc-after", rank, step, 5);
+}
+
+int FaultPlan::slowdown(int rank, int64_t step) const {
+    const FaultSpec* f = find("straggler");
+    return f && rankOf(*f) == rank && step >= std::max<int64_t>(0, f->step) ? 4 : 1;
+}
+
+void FaultPlan::flipBit(float* data, int64_t count) {
+    if (count <= 0)
+        return;
+    uint32_t bits = 0;
+    std::memcpy(&bits, data + count / 2, 4);
+    bits ^= 1u << 30; // exponent MSB: |g| < 2 becomes |g| * 2^128
+    std::memcpy(data + count / 2, &bits, 4);
+}
+
+bool FaultPlan::overflows(const float* grads, int64_t count, bool half) {
+    const float limit = half ? 65504.f : std::numeric_limits<float>::max();
+    for (int64_t i = 0; i < count; ++i)
+        if (!(std::fabs(grads[i]) <= limit))
+            return true;
+    return false;
+}
+
+} // namespace rs

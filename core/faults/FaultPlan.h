@@ -1,0 +1,58 @@
+// The fault lab's hooks: what each `--fault` does to a run, as questions the trainer asks. The trainer holds
+// no plan (a null pointer) when no fault is set, so a clean run pays one pointer test per hook. Every fault
+// imitates the real mistake so that it shows in the run file only through what training records.
+#pragma once
+
+#include "faults/FaultSpec.h"
+#include "store/RunRecords.h"
+
+#include <memory>
+#include <optional>
+
+namespace rs {
+
+struct TrainConfig;
+
+class FaultPlan {
+public:
+    // nullptr when cfg.faults is empty. Throws ConfigError like TrainConfig::validate.
+    static std::unique_ptr<FaultPlan> make(const TrainConfig& cfg);
+
+    // Config mistakes: init-mismatch (no broadcast), grad-sum (gradients_mean off), loss-scale-too-high
+    // (fixed 2^30 under O2), no-loss-scale (O3 without loss scale). Applied before anything is built.
+    void adjustConfig(TrainConfig& cfg) const;
+    // rank-table-invalid: the hccl.json text the job would have been given (server_count, device_ip and
+    // rank_id mistakes); nullopt otherwise.
+    std::optional<std::string> rankTableText(const std::string& goodJson) const;
+    // Binds param-not-synced to a parameter index. Throws ConfigError for an unknown name.
+    void bindParams(const std::vector<ParamInfo>& params);
+
+    uint64_t initSeed(int rank, uint64_t seed) const;       // init-mismatch: each rank its own seed
+    int rankId(int rank) const;                             // duplicate-rank-id: rank R reads RANK_ID R-1
+    bool sharedSampler() const;                             // shard-overlap: not a distributed sampler
+    int64_t shardBatches(int rank, int64_t perEpoch) const; // shard-uneven: batches in rank's shard
+    bool diesAt(int rank, int64_t step) const;              // rank-exit
+    bool evalModeFrom(int rank, int64_t step) const;        // eval-mode: true on the step it switches
+    bool overflowSynced(int64_t step) const;                // overflow-not-synced
+    int unsyncedParam(int64_t step) const;                  // param-not-synced: index, or -1
+    bool flipBefore(int rank, int64_t step) const;          // sdc-before
+    bool flipAfter(int rank, int64_t step) const;           // sdc-after
+    int slowdown(int rank, int64_t step) const;             // straggler: compute takes this many times longer
+
+    // Flips the most significant exponent bit of one element (the middle of the buffer): a silent data
+    // corruption turning a small gradient into a huge one.
+    static void flipBit(float* data, int64_t count);
+    // The card's own float status: a non-finite element, or one fp16 cannot hold when half is set.
+    static bool overflows(const float* grads, int64_t count, bool half);
+
+private:
+    const FaultSpec* find(const char* name) const;
+    int rankOf(const FaultSpec& f) const { return f.rank >= 0 ? f.rank : m_ranks - 1; }
+    bool at(const char* name, int rank, int64_t step, int64_t defaultStep) const;
+
+    std::vector<FaultSpec> m_specs;
+    int m_ranks = 1;
+    int m_unsyncedParam = -1;
+};
+
+} // namespace rs

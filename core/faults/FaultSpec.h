@@ -1,0 +1,31 @@
+// Fault-lab specs: `--fault NAME[@STEP][:RANK]` (param-not-synced takes [:NAME], a parameter name). Parsing
+// and validation only; what each fault does to a run lives in FaultPlan.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rs {
+
+struct FaultSpec {
+    std::string name;
+    int64_t step = -1; // -1: the fault's default step (FaultPlan)
+    int rank = -1;     // -1: the last rank
+    std::string param; // param-not-synced only; empty: the last parameter
+};
+
+inline constexpr std::array<std::string_view, 15> kFaultNames = {
+    "duplicate-rank-id", "rank-table-invalid", "rank-exit",           "init-mismatch", "shard-overlap",
+    "shard-uneven",      "eval-mode",          "loss-scale-too-high", "no-loss-scale", "overflow-not-synced",
+    "grad-sum",          "param-not-synced",   "sdc-before",          "sdc-after",     "straggler"};
+
+// Throws ConfigError naming the spec for an unknown name, bad syntax, or a step/rank the fault does not take.
+FaultSpec parseFault(const std::string& text);
+std::vector<FaultSpec> parseFaults(const std::vector<std::string>& texts);
+// Checks ranks against the world size (duplicate-rank-id needs rank >= 1). Throws ConfigError.
+void checkFaults(const std::vector<FaultSpec>& specs, int worldSize);
+
+} // namespace rs

@@ -1,0 +1,105 @@
+// The Findings panel: the table model (QAbstractItemModelTester), the detail text, clicking a finding moves
+// the cursor, and the background diagnosis of a real run file (a clean run: no findings).
+#include "diagnose/Finding.h"
+#include "model/DiagnosisRunner.h"
+#include "model/RunModel.h"
+#include "model/StepCursor.h"
+#include "panels/FindingsModel.h"
+#include "panels/FindingsPanel.h"
+
+#include <QAbstractItemModelTester>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace rs;
+
+namespace {
+
+std::vector<Finding> twoFindings() {
+    Finding a;
+    a.cause = "grad-sum";
+    a.dimension = "parallel";
+    a.confidence = 0.95;
+    a.firstStep = 12;
+    a.ranks = {0, 1, 2, 3};
+    a.parameters = {"fc.weight"};
+    a.evidence = "synced sum / mean of local sums = 4.00 on every parameter";
+    a.fix = "gradients_mean=True";
+    Finding b;
+    b.cause = "straggler";
+    b.dimension = "parallel";
+    b.confidence = 0.5;
+    b.ranks = {3};
+    b.evidence = "rank 3 computes 4.1x longer";
+    b.fix = "read rank 3's log";
+    return {a, b};
+}
+
+} // namespace
+
+class TestFindings : public QObject {
+    Q_OBJECT
+private slots:
+    void modelShowsFindings() {
+        FindingsModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QCOMPARE(model.rowCount(), 0);
+        model.setFindings(twoFindings());
+        QCOMPARE(model.rowCount(), 2);
+        QCOMPARE(model.columnCount(), int(FindingsModel::ColumnCount));
+        QCOMPARE(model.data(model.index(0, FindingsModel::ConfidenceCol)).toString(), QString("95 %"));
+        QCOMPARE(model.data(model.index(0, FindingsModel::CauseCol)).toString(), QString("grad-sum"));
+        QCOMPARE(model.data(model.index(0, FindingsModel::StepCol)).toLongLong(), 12LL);
+        QCOMPARE(model.data(model.index(0, FindingsModel::RanksCol)).toString(), QString("0, 1, 2, 3"));
+        QCOMPARE(model.data(model.index(1, FindingsModel::StepCol)).toString(), QString("—"));
+        QVERIFY(model.data(model.index(0, 0), Qt::ToolTipRole).toString().contains("gradients_mean=True"));
+        model.setFindings({});
+        QCOMPARE(model.rowCount(), 0);
+    }
+
+    void clickingAFindingMovesTheCursor() {
+        RunModel model;
+        StepCursor cursor;
+        FindingsPanel panel(&model, &cursor);
+        panel.findingsModel()->setFindings(twoFindings());
+        QSignalSpy activated(&panel, &FindingsPanel::findingActivated);
+        panel.resize(600, 400);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        const QRect cell = panel.view()->visualRect(panel.findingsModel()->index(0, 1));
+        QTest::mouseClick(panel.view()->viewport(), Qt::LeftButton, {}, cell.center());
+        QCOMPARE(activated.count(), 1);
+        QCOMPARE(cursor.step(), int64_t(12));
+        QVERIFY(panel.detailText().contains("synced sum / mean of local sums"));
+        QVERIFY(panel.detailText().contains("gradients_mean=True"));
+        panel.activate(1); // no first step: the cursor stays
+        QCOMPARE(cursor.step(), int64_t(12));
+        QCOMPARE(activated.count(), 2);
+    }
+
+    void aCleanRunHasNoFindings() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("clean.h5");
+        QProcess cli;
+        cli.start(RANKSIGHT_CLI, {"train", "--model", "mlp", "--ranks", "2", "--batch", "8", "--steps", "30",
+                                  "--precision", "O0", "--loss-scale", "none", "--quiet", "--out", path});
+        QVERIFY(cli.waitForFinished(120000));
+        QCOMPARE(cli.exitCode(), 0);
+        RunModel model;
+        StepCursor cursor;
+        FindingsPanel panel(&model, &cursor);
+        model.open(path);
+        QTRY_VERIFY_WITH_TIMEOUT(panel.runner()->hasResult(), 30000);
+        QVERIFY2(panel.runner()->error().isEmpty(), qPrintable(panel.runner()->error()));
+        QCOMPARE(panel.findingsModel()->rowCount(), 0);
+        QVERIFY2(panel.statusText().startsWith("No findings"), qPrintable(panel.statusText()));
+        model.close(); // a new run clears the findings and their status
+        QCOMPARE(panel.runner()->hasResult(), false);
+    }
+};
+
+QTEST_MAIN(TestFindings)
+#include "tst_findings.moc"

@@ -1,0 +1,119 @@
+// DiagnosisRunner: see DiagnosisRunner.h.
+#include "model/DiagnosisRunner.h"
+
+#include "diagnose/Diagnoser.h"
+#include "model/RunModel.h"
+#include "store/RunReader.h"
+
+#include <QtConcurrent>
+
+namespace rs {
+
+namespace {
+constexpr int kDefaultLiveIntervalMs = 2000;
+struct Cancelled {};
+} // namespace
+
+DiagnosisRunner::DiagnosisRunner(RunModel* model, QObject* parent)
+    : QObject(parent)
+    , m_model(model) {
+    m_throttle.setSingleShot(true);
+    m_throttle.setInterval(kDefaultLiveIntervalMs);
+    connect(&m_throttle, &QTimer::timeout, this, &DiagnosisRunner::start);
+    connect(&m_watcher, &QFutureWatcher<Result>::finished, this, &DiagnosisRunner::onFinished);
+    connect(model, &RunModel::runReset, this, [this] {
+        cancel();
+        ++m_generation;
+        m_throttle.stop();
+        m_pending = false;
+        m_findings.clear();
+        m_error.clear();
+        m_hasResult = false;
+        emit findingsChanged();
+    });
+    // A replay is diagnosed once it has loaded; a live run again as it grows, and once more when it ends.
+    connect(model, &RunModel::statusChanged, this, [this] {
+        if (m_model->hasRun() && !m_model->isLoading())
+            schedule();
+    });
+    connect(model, &RunModel::stepsAppended, this, [this] {
+        if (!m_model->isLoading())
+            schedule();
+    });
+}
+
+DiagnosisRunner::~DiagnosisRunner() {
+    cancel();
+    m_watcher.waitForFinished();
+}
+
+void DiagnosisRunner::setLiveInterval(int ms) {
+    m_throttle.setInterval(ms);
+}
+
+void DiagnosisRunner::schedule() {
+    if (m_watcher.isRunning()) {
+        m_pending = true;
+        return;
+    }
+    // The first diagnosis of a run starts at once; later ones wait for the interval so a fast live run is
+    // not re-read continuously.
+    if (!m_hasResult && !m_throttle.isActive())
+        QTimer::singleShot(0, this, &DiagnosisRunner::start);
+    else if (!m_throttle.isActive())
+        m_throttle.start();
+}
+
+void DiagnosisRunner::start() {
+    if (m_watcher.isRunning() || !m_model->hasRun() || m_model->path().isEmpty())
+        return;
+    m_pending = false;
+    m_cancel = std::make_shared<std::atomic<bool>>(false);
+    m_runningGeneration = m_generation;
+    const std::string path = m_model->path().toStdString();
+    auto cancelFlag = m_cancel;
+    QPointer<DiagnosisRunner> self(this);
+    m_watcher.setFuture(QtConcurrent::run([path, cancelFlag, self]() -> Result {
+        Result r;
+        try {
+            const auto reader = RunReader::open(path);
+            r.findings = diagnoseRun(*reader, [&](int percent) {
+                if (cancelFlag->load())
+                    throw Cancelled{};
+                if (self)
+                    QMetaObject::invokeMethod(self.data(), [self, percent] {
+                        if (self)
+                            emit self->progress(percent);
+                    });
+            });
+        } catch (const Cancelled&) {
+            r.cancelled = true;
+        } catch (const std::exception& e) {
+            r.error = QString::fromStdString(e.what());
+        }
+        return r;
+    }));
+    emit runningChanged(true);
+}
+
+void DiagnosisRunner::cancel() {
+    if (m_cancel)
+        m_cancel->store(true);
+}
+
+void DiagnosisRunner::onFinished() {
+    Result r = m_watcher.result();
+    emit runningChanged(false);
+    if (m_runningGeneration != m_generation || r.cancelled)
+        return; // a run that was replaced meanwhile
+    m_error = r.error;
+    if (r.error.isEmpty()) {
+        m_findings = std::move(r.findings);
+        m_hasResult = true;
+    }
+    emit findingsChanged();
+    if (m_pending || m_model->isLive())
+        schedule();
+}
+
+} // namespace rs

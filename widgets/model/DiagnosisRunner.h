@@ -1,0 +1,59 @@
+// Runs the diagnosis rules (core/diagnose) over the run the window shows, in the background: once when a
+// file has loaded, and again at most every few seconds while a live run grows, so findings appear as the run
+// goes. A new run cancels a diagnosis in progress. The rules read only the run file, so a replayed file is
+// diagnosed exactly like the live run was.
+#pragma once
+
+#include "diagnose/Finding.h"
+
+#include <QFutureWatcher>
+#include <QObject>
+#include <QTimer>
+#include <atomic>
+#include <memory>
+#include <vector>
+
+namespace rs {
+
+class RunModel;
+
+class DiagnosisRunner : public QObject {
+    Q_OBJECT
+public:
+    explicit DiagnosisRunner(RunModel* model, QObject* parent = nullptr);
+    ~DiagnosisRunner() override;
+
+    const std::vector<Finding>& findings() const { return m_findings; }
+    bool isRunning() const { return m_watcher.isRunning(); }
+    bool hasResult() const { return m_hasResult; } // at least one diagnosis of this run finished
+    QString error() const { return m_error; }      // why the last diagnosis failed ("" if it did not)
+    void setLiveInterval(int ms);                  // how often a growing run is diagnosed again
+
+signals:
+    void findingsChanged();
+    void progress(int percent);
+    void runningChanged(bool running);
+
+private:
+    struct Result {
+        std::vector<Finding> findings;
+        QString error;
+        bool cancelled = false;
+    };
+    void schedule();
+    void start();
+    void onFinished();
+    void cancel();
+
+    RunModel* m_model;
+    QTimer m_throttle;
+    QFutureWatcher<Result> m_watcher;
+    std::shared_ptr<std::atomic<bool>> m_cancel;
+    std::vector<Finding> m_findings;
+    QString m_error;
+    bool m_hasResult = false;
+    bool m_pending = false; // new rows arrived while a diagnosis was running
+    uint64_t m_generation = 0, m_runningGeneration = 0;
+};
+
+} // namespace rs

@@ -1,0 +1,49 @@
+// The Findings panel: what diagnosis concluded about the run (the likely cause of cross-rank disagreement,
+// with evidence and the fix), updated as a live run grows. Clicking a finding moves the step cursor to its
+// first step and asks the window to show its ranks and parameter (findingActivated).
+#pragma once
+
+#include <QWidget>
+
+class QLabel;
+class QTableView;
+class QTextBrowser;
+
+namespace rs {
+
+class DiagnosisRunner;
+class FindingsModel;
+class RunModel;
+class StepCursor;
+struct Finding;
+
+class FindingsPanel : public QWidget {
+    Q_OBJECT
+public:
+    FindingsPanel(RunModel* model, StepCursor* cursor, QWidget* parent = nullptr);
+
+    DiagnosisRunner* runner() const { return m_runner; }
+    FindingsModel* findingsModel() const { return m_findings; }
+    QTableView* view() const { return m_view; }
+    QString statusText() const;
+    QString detailText() const;
+    void activate(int row); // what a click on a row does
+
+signals:
+    void findingActivated(const rs::Finding& finding);
+
+private:
+    void update();
+    void showDetail(int row);
+
+    RunModel* m_model;
+    StepCursor* m_cursor;
+    DiagnosisRunner* m_runner;
+    FindingsModel* m_findings;
+    QTableView* m_view;
+    QTextBrowser* m_detail;
+    QLabel* m_status;
+    int m_progress = -1;
+};
+
+} // namespace rs
