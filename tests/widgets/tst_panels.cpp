@@ -142,6 +142,7 @@ private slots:
     void editingSwitchesToCustom();
     void setConfigRoundTrips();
     void invalidFieldsAreNamed();
+    void faultsGoIntoTheConfig();
     void setRunningTogglesButtons();
     void startOnlyWhenValid();
     void stateRoundTrips();
@@ -485,6 +486,24 @@ void TestPanels::invalidFieldsAreNamed() {
     QVERIFY2(error.startsWith(QLatin1String("Seed:")), qPrintable(error));
     panel.resize(460, 520);
     maybeGrab(&panel, "run-invalid");
+}
+
+void TestPanels::faultsGoIntoTheConfig() {
+    RunPanel panel;
+    panel.setRunsDir(m_tmp.filePath(QStringLiteral("runs")));
+    child<QLineEdit>(panel, "faults")->setText(QStringLiteral("grad-sum, sdc-after@30:2  straggler:1"));
+    QVERIFY2(panel.errorText().isEmpty(), qPrintable(panel.errorText()));
+    TrainConfig c;
+    QString error;
+    QVERIFY2(panel.buildConfig(&c, &error), qPrintable(error));
+    QCOMPARE(c.faults, (std::vector<std::string>{"grad-sum", "sdc-after@30:2", "straggler:1"}));
+    child<QLineEdit>(panel, "faults")->setText(QStringLiteral("grad-sum no-such-fault"));
+    QVERIFY2(panel.errorText().startsWith(QLatin1String("Faults:")), qPrintable(panel.errorText()));
+    QVERIFY(panel.errorText().contains(QLatin1String("no-such-fault")));
+    QVERIFY(!child<QPushButton>(panel, "start")->isEnabled());
+    child<QLineEdit>(panel, "faults")->clear();
+    QVERIFY(panel.buildConfig(&c, &error));
+    QVERIFY(c.faults.empty());
 }
 
 void TestPanels::setRunningTogglesButtons() {

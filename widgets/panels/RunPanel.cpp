@@ -2,9 +2,11 @@
 #include "panels/RunPanel.h"
 
 #include "cluster/RankTable.h"
+#include "faults/FaultSpec.h"
 #include "train/Dataset.h"
 
 #include <QComboBox>
+#include <QCompleter>
 #include <QDateTime>
 #include <QDir>
 #include <QDoubleSpinBox>
@@ -249,6 +251,19 @@ void RunPanel::buildInputRows(QFormLayout* form) {
 }
 
 void RunPanel::buildOutputRows(QFormLayout* form) {
+    m_faults = new QLineEdit;
+    m_faults->setObjectName(QStringLiteral("faults"));
+    m_faults->setPlaceholderText(tr("none (e.g. grad-sum, sdc-after@30:2)"));
+    QStringList names;
+    for (std::string_view n : kFaultNames)
+        names << QString::fromLatin1(n.data(), qsizetype(n.size()));
+    m_faults->setCompleter(new QCompleter(names, m_faults));
+    addRow(form, tr("&Faults"), m_faults,
+           tr("Fault lab: reproduce a known cause of cross-rank drift on purpose, then see RankSight name "
+              "it. Specs NAME[@STEP][:RANK], separated by spaces or commas (default step: early; default "
+              "rank: the last). Names: %1.")
+               .arg(names.join(QStringLiteral(", "))));
+
     m_rankTable = new QLineEdit;
     m_rankTable->setObjectName(QStringLiteral("rankTable"));
     m_rankTable->setPlaceholderText(tr("generated for the emulated cards"));
@@ -276,7 +291,7 @@ void RunPanel::connectEdits() {
         connect(c, &QComboBox::currentIndexChanged, this, &RunPanel::onFieldEdited);
     for (QSpinBox* s : {m_ranks, m_batch, m_length})
         connect(s, &QSpinBox::valueChanged, this, &RunPanel::onFieldEdited);
-    for (QLineEdit* e : {m_dataDir, m_seed, m_rankTable})
+    for (QLineEdit* e : {m_dataDir, m_seed, m_rankTable, m_faults})
         connect(e, &QLineEdit::textChanged, this, &RunPanel::onFieldEdited);
     connect(m_lossValue, &QDoubleSpinBox::valueChanged, this, [this](double v) {
         (m_lossMode->currentData() == QLatin1String("fixed") ? m_fixedScale : m_dynamicInit) = float(v);
@@ -325,6 +340,10 @@ void RunPanel::applyConfig(const TrainConfig& c) {
     updateDataFolderRow();
     m_seed->setText(QString::number(c.seed));
     m_rankTable->setText(QString::fromStdString(c.rankTable));
+    QStringList faults;
+    for (const auto& f : c.faults)
+        faults << QString::fromStdString(f);
+    m_faults->setText(faults.join(QLatin1Char(' ')));
     m_outAuto = c.out.empty();
     if (!m_outAuto)
         m_out->setText(QString::fromStdString(c.out));
@@ -433,6 +452,15 @@ RunPanel::FieldError RunPanel::validate(TrainConfig* out) const {
     const bool cifar = m_dataSource->currentData() == QLatin1String("cifar10");
     c.data = cifar ? "cifar10:" + dir.toStdString() : "synthetic";
     c.rankTable = m_rankTable->text().trimmed().toStdString();
+    c.faults.clear();
+    for (const QString& spec :
+         m_faults->text().split(QRegularExpression(QStringLiteral("[\\s,]+")), Qt::SkipEmptyParts)) {
+        try {
+            c.addFault(spec.toStdString());
+        } catch (const ConfigError& e) {
+            return {m_faults, tr("Faults: %1").arg(problemOf(e))};
+        }
+    }
     c.out = m_out->text().trimmed().toStdString();
     FieldError e = validateFiles(c);
     if (!e.message.isEmpty())

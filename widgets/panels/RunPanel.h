@@ -103,6 +103,7 @@ private:
     QPushButton* m_dataBrowse = nullptr;
     QWidget* m_dataDirRow = nullptr; // the folder and its Browse button, shown for CIFAR-10
     QLineEdit* m_seed = nullptr;
+    QLineEdit* m_faults = nullptr; // fault-lab specs, space or comma separated
     QLineEdit* m_rankTable = nullptr;
     QLineEdit* m_out = nullptr;
     QWidget *m_lengthRow = nullptr, *m_lossRow = nullptr, *m_dataRow = nullptr, *m_rankTableRow = nullptr,
