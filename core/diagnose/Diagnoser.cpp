@@ -120,6 +120,18 @@ void scalarPart(Diagnoser::State& s, const StepRecord& st) {
             }
     }
 
+    bool clean = true, lossFinite = true;
+    for (const auto& x : rk) {
+        clean = clean && !x.overflow && !x.skipped;
+        lossFinite = lossFinite && std::isfinite(x.loss);
+    }
+    if (s.prevCleanApplied && st.step == s.prevStepNo + 1 && !lossFinite) {
+        ++s.nanAfterClean;
+        s.firstNanAfterClean.note(s.prevStepNo, -1, -1, 0);
+    }
+    s.prevCleanApplied = clean && lossFinite;
+    s.prevStepNo = st.step;
+
     // Compute time: the first two steps allocate and warm up.
     if (s.steps >= 2 && R >= 2) {
         ++s.timedSteps;

@@ -76,8 +76,23 @@ void noLossScale(const Diagnoser::State& s, Findings& out) {
 }
 
 void overflowNotSynced(const Diagnoser::State& s, Findings& out) {
-    if (s.skipMismatchSteps == 0)
+    if (s.skipMismatchSteps == 0) {
+        // Every rank missed the same overflow: weaker, and only meaningful where a loss scale would skip.
+        if (s.nanAfterClean == 0 || s.meta.lossScale == "none" || s.scaleMax <= 1)
+            return;
+        out.push_back(
+            make("overflow-not-synced", "numerics", 0.6, s.firstNanAfterClean.step, allRanks(s.R),
+                 fmt::format(
+                     "step {} was applied with no overflow flagged on any rank, and the loss was non-finite "
+                     "on the next step ({} such step(s)): the update carried an overflow that the ranks' "
+                     "own status checks missed; a status all-reduced after the gradient all-reduce flags it "
+                     "and skips the step",
+                     s.firstNanAfterClean.step, s.nanAfterClean),
+                 "All-reduce the overflow status after the gradient all-reduce and before deciding to skip: "
+                 "MindSpore TrainOneStepWithLossScaleCell (NPUAllocFloatStatus + AllReduce); PyTorch: "
+                 "all_reduce(found_inf, MAX) before scaler.step."));
         return;
+    }
     std::vector<int> ranks;
     for (int r = 0; r < s.R; ++r)
         if (s.skipMinority[size_t(r)] > 0)

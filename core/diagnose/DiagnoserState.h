@@ -56,6 +56,13 @@ struct Diagnoser::State {
     int64_t skipMismatchSteps = 0; // steps where ranks disagree on skipping the update
     FirstSeen firstSkipMismatch;
     std::vector<int64_t> skipMinority; // [rank] steps where that rank was alone in its skip decision
+    // A step applied with no overflow flagged anywhere, and a non-finite loss right after it: an overflow the
+    // (unsynchronised) status check missed. The synced check of a healthy run flags any non-finite synced
+    // gradient, so a finite update follows.
+    bool prevCleanApplied = false;
+    int64_t prevStepNo = -1;
+    int64_t nanAfterClean = 0;
+    FirstSeen firstNanAfterClean;
     // timing (after the first two steps: allocation and warm-up)
     int64_t timedSteps = 0;
     std::vector<int64_t> slowest;   // [rank] steps where its compute time was >= kSlowRatio x the others'

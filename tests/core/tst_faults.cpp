@@ -236,6 +236,15 @@ void TestFaults::rankTableInvalid() {
     QVERIFY(hasEvent(d, "RANK_TABLE", "server_count"));
     QVERIFY(hasEvent(d, "RANK_TABLE", "duplicate device_ip"));
     QVERIFY2(d.stopReason.rfind("error: rank table", 0) == 0, d.stopReason.c_str());
+
+    // A spec the CLI does not know is bad usage, named in the message.
+    QProcess bad;
+    bad.start(RANKSIGHT_CLI, {"train", "--model", "mlp", "--fault", "rank-exit@2:1", "--fault", "cosmic-ray",
+                              "--out", m_dir.filePath("never.h5")});
+    QVERIFY(bad.waitForFinished(60000));
+    QCOMPARE(bad.exitCode(), 2);
+    QVERIFY(bad.readAllStandardError().contains("fault 'cosmic-ray'"));
+    QVERIFY(!QFile::exists(m_dir.filePath("never.h5")));
 }
 
 void TestFaults::rankExit() {
@@ -389,14 +398,13 @@ void TestFaults::sdcAfter() {
 }
 
 void TestFaults::straggler() {
-    const Run r = run(config("slow.h5", {"straggler"}, 2, 6));
+    const Run r = run(config("slow.h5", {"straggler"}, 2, 8, ModelKind::SmallCnn));
     QVERIFY(r.summary.completed);
     const float compute0 = median(column(r.data, 0, &RankStep::computeMs));
     const float compute1 = median(column(r.data, 1, &RankStep::computeMs));
     const float comm0 = median(column(r.data, 0, &RankStep::commMs));
-    QVERIFY2(compute1 > 2.5f * compute0, qPrintable(QString("%1 vs %2 ms").arg(compute1).arg(compute0)));
-    QVERIFY2(comm0 > 1.5f * compute0,
-             qPrintable(QString("comm %1 vs compute %2 ms").arg(comm0).arg(compute0)));
+    QVERIFY2(compute1 > 2.f * compute0, qPrintable(QString("%1 vs %2 ms").arg(compute1).arg(compute0)));
+    QVERIFY2(comm0 > compute0, qPrintable(QString("comm %1 vs compute %2 ms").arg(comm0).arg(compute0)));
     QCOMPARE(r.data.weights.back().fp[0], r.data.weights.back().fp[1]); // slow, not wrong
 }
 

@@ -134,6 +134,7 @@ private slots:
     void cardsShowTheDeadCard();
     void cardsCoalesceUpdates();
     void cardsWaitForData();
+    void cardsShowFailuresFromTheEventLog();
     void eventLogModelAppendsAndResets();
     void clickingAnEventMovesTheCursor();
     void eventFilters();
@@ -268,6 +269,29 @@ void TestPanels::cardsWaitForData() {
     QCOMPARE(cards.shownStep(), int64_t(-1));
     QCOMPARE(cell(cards, 0, CardsModel::State), QStringLiteral("waiting for data"));
     QCOMPARE(cell(cards, 0, CardsModel::StepTime), QStringLiteral("-"));
+}
+
+void TestPanels::cardsShowFailuresFromTheEventLog() {
+    // What rank-exit leaves: no step row for the step the card died in, only CARD_FAILED and TIMEOUT events.
+    RunModel model;
+    StepCursor cursor;
+    RunDelta d = firstDelta(10);
+    d.events = {
+        ::event(10, 1, Severity::Error, "CARD_FAILED", "Rank 1 failed at step 10: EL0004 HBM out of memory"),
+        ::event(10, 0, Severity::Error, "TIMEOUT", "Rank 0: all-reduce timed out waiting for rank(s) 1")};
+    d.complete = true;
+    d.stopReason = "error: rank 1: EL0004";
+    model.applyDelta(std::move(d));
+    CardsModel cards(&model, &cursor);
+    cursor.setStep(5);
+    cards.refreshNow();
+    QCOMPARE(cell(cards, 1, CardsModel::State), QStringLiteral("running"));
+    cursor.setStep(9); // the last row: the card died right after it
+    cards.refreshNow();
+    QCOMPARE(cell(cards, 1, CardsModel::State), QStringLiteral("dead"));
+    QCOMPARE(cell(cards, 1, CardsModel::Health), QStringLiteral("Alarm"));
+    QCOMPARE(cell(cards, 0, CardsModel::State), QStringLiteral("timed out"));
+    QCOMPARE(cell(cards, 2, CardsModel::Health), QStringLiteral("OK"));
 }
 
 void TestPanels::eventLogModelAppendsAndResets() {

@@ -4,6 +4,7 @@
 #include "model/RunModel.h"
 #include "model/StepColumn.h"
 #include "model/StepCursor.h"
+#include "store/RunRecords.h"
 
 #include <QBrush>
 #include <QColor>
@@ -41,6 +42,7 @@ CardsModel::CardsModel(RunModel* model, StepCursor* cursor, QObject* parent)
     connect(m_model, &RunModel::runReset, this, &CardsModel::onRunReset);
     connect(m_model, &RunModel::stepsAppended, this, &CardsModel::scheduleRefresh);
     connect(m_model, &RunModel::statusChanged, this, &CardsModel::scheduleRefresh);
+    connect(m_model, &RunModel::eventsAppended, this, &CardsModel::scheduleRefresh);
     connect(m_cursor, &StepCursor::stepChanged, this, &CardsModel::scheduleRefresh);
     refreshNow();
 }
@@ -136,7 +138,26 @@ CardsModel::Row CardsModel::buildRow(int rank, int64_t row) const {
     }
     if (isBad(r.activity))
         r.badSince = badStreakStart(rank, row);
+    else
+        applyFailureEvent(r, rank, row);
     return r;
+}
+
+// A card that dies (CARD_FAILED) or stops hearing from its peers (TIMEOUT) writes no step row for that step:
+// the event log is where the run file says so. Shown from the event's step on, and on the run's last row
+// (the event's step is often the one step after it).
+void CardsModel::applyFailureEvent(Row& r, int rank, int64_t row) const {
+    const int64_t step = m_model->stepAt(row);
+    const bool lastRow = row == m_model->stepCount() - 1;
+    for (const Event& e : m_model->events()) {
+        if (e.rank != rank || (e.code != "CARD_FAILED" && e.code != "TIMEOUT"))
+            continue;
+        if (e.step > step && !lastRow)
+            continue;
+        r.activity = e.code == "CARD_FAILED" ? CardActivity::Dead : CardActivity::TimedOut;
+        r.badSince = e.step;
+        return;
+    }
 }
 
 // The first step of the run of steps, ending at row, in which the rank was in the same bad state: the

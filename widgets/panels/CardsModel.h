@@ -61,6 +61,7 @@ private:
     std::vector<Row> buildRows(int64_t* shownStep) const;
     Row buildRow(int rank, int64_t row) const;
     int64_t badStreakStart(int rank, int64_t row) const;
+    void applyFailureEvent(Row& r, int rank, int64_t row) const;
     QVariant displayText(const Row& r, int column) const;
     QVariant rawValue(const Row& r, int column) const;
     QString cellToolTip(const Row& r, int column) const;
