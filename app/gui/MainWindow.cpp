@@ -40,6 +40,7 @@
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTableView>
+#include <QTimer>
 #include <QToolBar>
 
 namespace rs {
@@ -272,7 +273,16 @@ void MainWindow::restoreLayout() {
         resize(std::min(1600, screen.width() * 19 / 20), std::min(1000, screen.height() * 19 / 20));
         move(screen.center() - rect().center());
     }
-    restoreState(s.value(QStringLiteral("window/state")).toByteArray());
+    if (!restoreState(s.value(QStringLiteral("window/state")).toByteArray())) {
+        // First launch: the charts get most of the height; the panels below and the heatmaps on the right a
+        // fixed share (once the window has its size, hence queued).
+        QTimer::singleShot(0, this, [this] {
+            auto* cards = findChild<QDockWidget*>(QStringLiteral("cardsDock"));
+            auto* rank = findChild<QDockWidget*>(QStringLiteral("rankHeatmapDock"));
+            resizeDocks({cards}, {height() / 4}, Qt::Vertical);
+            resizeDocks({rank}, {width() * 27 / 100}, Qt::Horizontal);
+        });
+    }
     m_runPanel->restoreState(s);
 }
 
