@@ -140,6 +140,7 @@ private slots:
     void rule_data();
     void rule();
     void twoRankSdcAfterUsesSumCheck();
+    void chunkingDoesNotMatter();
     void jsonKeys();
     void cleanRealRuns();
     void cliExitCodes();
@@ -360,6 +361,25 @@ void TestDiagnose::twoRankSdcAfterUsesSumCheck() {
     QVERIFY2(!f.empty() && f.front().cause == "sdc-after", qPrintable(describe(f)));
     QCOMPARE(f.front().ranks, ints({0}));
     QCOMPARE(f.front().firstStep, int64_t(17));
+}
+
+// A live file arrives a few steps at a time; the findings must not depend on how the steps were cut.
+void TestDiagnose::chunkingDoesNotMatter() {
+    Sim sim(4, 6, 50);
+    for (auto& st : sim.steps)
+        for (auto& x : st.ranks)
+            for (auto& v : x.syncedSum)
+                v *= sim.R;
+    sim.steps[20].ranks[2].localMax[0] = 1e30f;
+    const auto whole = sim.diagnose(1000), single = sim.diagnose(1);
+    QVERIFY(!whole.empty());
+    QCOMPARE(whole.size(), single.size());
+    for (size_t i = 0; i < whole.size(); ++i) {
+        QCOMPARE(whole[i].cause, single[i].cause);
+        QCOMPARE(whole[i].firstStep, single[i].firstStep);
+        QCOMPARE(whole[i].evidence, single[i].evidence);
+    }
+    QCOMPARE(QString::fromStdString(findingsToJson(whole)), QString::fromStdString(findingsToJson(single)));
 }
 
 void TestDiagnose::jsonKeys() {
