@@ -142,10 +142,22 @@ int FaultPlan::slowdown(int rank, int64_t step) const {
 void FaultPlan::flipBit(float* data, int64_t count) {
     if (count <= 0)
         return;
+    // The exponent's top bit, in the first element from the middle on whose magnitude is below 1: there the
+    // flip turns |g| into |g| * 2^128, huge but finite, as a flipped bit in a small gradient does. (In an
+    // element >= 2, which a loss-scaled gradient often is, the same flip makes it tiny instead, and the
+    // corruption would leave no trace anyone could find.)
+    int64_t at = count / 2;
+    for (int64_t k = 0; k < count; ++k) {
+        const int64_t i = (count / 2 + k) % count;
+        if (data[i] != 0.0f && std::fabs(data[i]) < 1.0f) {
+            at = i;
+            break;
+        }
+    }
     uint32_t bits = 0;
-    std::memcpy(&bits, data + count / 2, 4);
-    bits ^= 1u << 30; // exponent MSB: |g| < 2 becomes |g| * 2^128
-    std::memcpy(data + count / 2, &bits, 4);
+    std::memcpy(&bits, data + at, 4);
+    bits ^= 1u << 30;
+    std::memcpy(data + at, &bits, 4);
 }
 
 bool FaultPlan::overflows(const float* grads, int64_t count, bool half) {

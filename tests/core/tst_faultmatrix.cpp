@@ -146,13 +146,12 @@ void TestFaultMatrix::single_data() {
                                       << "O0"
                                       << "dynamic"
                                       << "param-not-synced" << 0 << -1;
-    // Without loss scaling the flipped exponent bit makes a huge value (with a large scale the scaled
-    // gradient is >= 2 and the same flip makes it tiny: nothing to see).
-    QTest::addRow("sdc-before") << "sdc-before@8:1"
+    // Under a dynamic loss scale too: the flip goes into a gradient element below 1 in magnitude.
+    QTest::addRow("sdc-before") << "sdc-before@12:1"
                                 << "smallcnn"
-                                << "O0"
-                                << "none"
-                                << "sdc-before" << 8 << 1;
+                                << "O2"
+                                << "dynamic"
+                                << "sdc-before" << 12 << 1;
     QTest::addRow("sdc-after") << "sdc-after@8:2"
                                << "mlp"
                                << "O0"
