@@ -46,6 +46,8 @@ Diagnoser::State::State(const RunMeta& m)
     biasLow.assign(r, 0);
     initDiffer.assign(r, 0);
     bufferChanged.assign(r, 0);
+    bufferStill.assign(r, 0);
+    bufferStillSince.assign(r, -1);
     bufferDriftMax.assign(r, 0);
     weightDiverge.assign(r, kNoStep);
 }
@@ -435,6 +437,16 @@ void Diagnoser::addWeights(const std::vector<WeightRecord>& weights) {
             else
                 for (int r = 0; r < s.R; ++r)
                     s.bufferChanged[size_t(r)] += w.bufferFp[size_t(r)] != s.bufferFirst[size_t(r)];
+            if (!s.bufferPrev.empty())
+                for (size_t r = 0; r < size_t(s.R); ++r) {
+                    if (w.bufferFp[r] != s.bufferPrev[r]) {
+                        s.bufferStill[r] = 0;
+                    } else if (s.bufferStill[r]++ == 0) {
+                        s.bufferStillSince[r] = s.bufferPrevStep;
+                    }
+                }
+            s.bufferPrev = w.bufferFp;
+            s.bufferPrevStep = w.step;
         }
         for (size_t r = 0; r < w.bufferDrift.size() && r < size_t(s.R); ++r)
             if (std::isfinite(w.bufferDrift[r]))

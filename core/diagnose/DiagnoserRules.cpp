@@ -257,25 +257,35 @@ void evalMode(const Diagnoser::State& s, Findings& out) {
         const int64_t consistent = std::max(s.biasHigh[size_t(r)], s.biasLow[size_t(r)]);
         const bool biased = n >= 20 && std::fabs(meanLog) > diag::kBiasLog && consistent * 10 >= n * 7;
         // Frozen statistics are the signal that only eval mode gives; the gradient bias corroborates (on its
-        // own it is too close to what different batches do).
-        if (!(frozen && othersMove))
+        // own it is too close to what different batches do). Eval mode set mid-run shows as statistics that
+        // stopped moving for the last two or more weight rows while every other rank's kept moving.
+        bool frozenLater = false;
+        if (!frozen && haveBuffers && s.bufferStill[size_t(r)] >= 2) {
+            frozenLater = true;
+            for (int q = 0; q < s.R; ++q)
+                if (q != r)
+                    frozenLater = frozenLater && s.bufferStill[size_t(q)] == 0;
+        }
+        if (!((frozen && othersMove) || frozenLater))
             continue;
         const double conf = biased ? 0.85 : 0.75;
-        out.push_back(
-            make("eval-mode", "data-model", conf, s.firstStep, {r},
-                 fmt::format(
-                     "rank {}'s BatchNorm running statistics never changed over {} weight rows while every "
-                     "other rank's did{}",
-                     r, later,
-                     n ? fmt::format("; its local gradient norm is {:.2f}x the ranks' median on average, "
-                                     "off by more than 1.3x on {} of {} steps",
-                                     std::exp(meanLog), consistent, n)
-                       : std::string()),
-                 fmt::format(
-                     "Put every replica in training mode before the training loop: network.set_train(True) "
-                     "(PyTorch model.train()) on rank {} too; an eval() left from a validation pass turns "
-                     "Dropout off and freezes BatchNorm on that rank only.",
-                     r)));
+        const int64_t since = frozen ? s.firstStep : s.bufferStillSince[size_t(r)];
+        out.push_back(make(
+            "eval-mode", "data-model", conf, since, {r},
+            fmt::format("rank {}'s BatchNorm running statistics {} while every other rank's kept changing{}",
+                        r,
+                        frozen ? fmt::format("never changed over {} weight rows", later)
+                               : fmt::format("stopped changing at step {} ({} weight rows unchanged since)",
+                                             since, s.bufferStill[size_t(r)]),
+                        n ? fmt::format("; its local gradient norm is {:.2f}x the ranks' median on average, "
+                                        "off by more than 1.3x on {} of {} steps",
+                                        std::exp(meanLog), consistent, n)
+                          : std::string()),
+            fmt::format(
+                "Put every replica in training mode before the training loop: network.set_train(True) "
+                "(PyTorch model.train()) on rank {} too; an eval() left from a validation pass turns "
+                "Dropout off and freezes BatchNorm on that rank only.",
+                r)));
     }
 }
 
@@ -293,6 +303,17 @@ std::vector<Finding> runRules(const Diagnoser::State& s) {
     evalMode(s, out);
     numericsRules(s, out);
     parallelRules(s, out);
+    // A corrupted gradient (SDC) blows the loss up on its rank the step after, which is also the weak sign of
+    // overflow-not-synced (an update applied without an overflow flag, then a non-finite loss): the weak sign
+    // is explained by the located corruption and is not a second cause.
+    int64_t sdcStep = -1;
+    for (const Finding& f : out)
+        if ((f.cause == "sdc-after" || f.cause == "sdc-before") && f.firstStep >= 0)
+            sdcStep = sdcStep < 0 ? f.firstStep : std::min(sdcStep, f.firstStep);
+    if (sdcStep >= 0)
+        std::erase_if(out, [&](const Finding& f) {
+            return f.cause == "overflow-not-synced" && f.confidence < 0.7 && f.firstStep >= sdcStep;
+        });
     std::stable_sort(out.begin(), out.end(),
                      [](const Finding& a, const Finding& b) { return a.confidence > b.confidence; });
     return out;

@@ -113,6 +113,12 @@ struct Diagnoser::State {
     std::vector<int> initDiffer; // [rank] parameters whose step-0 fingerprint differs from rank 0's
     std::vector<uint64_t> bufferFirst;
     std::vector<int64_t> bufferChanged; // [rank] later rows whose buffer fingerprint moved from the first
+    // Eval mode that starts mid-run: a trailing streak of weight rows over which a rank's buffer fingerprint
+    // stayed put (BatchNorm in train mode updates its statistics every forward, so they move between rows).
+    std::vector<uint64_t> bufferPrev;      // [rank] the previous row's fingerprint
+    std::vector<int64_t> bufferStill;      // [rank] unchanged row-to-row transitions at the end so far
+    std::vector<int64_t> bufferStillSince; // [rank] the step of the row the streak starts at
+    int64_t bufferPrevStep = -1;
     std::vector<float> bufferDriftMax;  // [rank]
     std::vector<int64_t> weightDiverge; // [rank] first weight row (step) differing from rank 0
 

@@ -60,6 +60,8 @@ std::vector<Finding> TestFaultMatrix::trainAndDiagnose(const QStringList& faults
                      "7",
                      "--set",
                      "timeout_ms=1500",
+                     "--set",
+                     "weight_every=5", // rows often enough to see BatchNorm statistics stop moving mid-run
                      "--quiet",
                      "--force",
                      "--out",
@@ -121,6 +123,11 @@ void TestFaultMatrix::single_data() {
                                << "O0"
                                << "dynamic"
                                << "eval-mode" << 0 << 3;
+    QTest::addRow("eval-mode mid-run") << "eval-mode@5:1"
+                                       << "smallcnn"
+                                       << "O2"
+                                       << "dynamic"
+                                       << "eval-mode" << 5 << 1;
     QTest::addRow("loss-scale-too-high") << "loss-scale-too-high"
                                          << "mlp"
                                          << "O2"
