@@ -5,9 +5,13 @@
 #include "MainWindow.h"
 #include "TrainController.h"
 #include "charts/ChartWidget.h"
+#include "charts/RankHeatmap.h"
 #include "core/RunFileFixtures.h"
+#include "model/DiagnosisRunner.h"
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
+#include "panels/FindingsModel.h"
+#include "panels/FindingsPanel.h"
 #include "store/RunReader.h"
 #include "train/TrainConfig.h"
 
@@ -78,6 +82,33 @@ private slots:
         QVERIFY(r->complete());
         QCOMPARE(r->stepCount(), w.model()->stepCount());
         QVERIFY(!w.windowTitle().contains("live"));
+    }
+
+    void aFaultyRunIsNamedAndItsFindingShown() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("faulty.h5");
+        TrainConfig c = tinyConfig(path, 30);
+        c.ranks = 3;
+        c.faults = {"sdc-after@12:1"};
+        MainWindow w;
+        w.show();
+        QVERIFY(w.startRun(c));
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->isComplete(), 60000);
+        FindingsPanel* panel = w.findingsPanel();
+        QTRY_VERIFY_WITH_TIMEOUT(!panel->runner()->isRunning() && panel->findingsModel()->rowCount() > 0,
+                                 30000);
+        const Finding top = panel->findingsModel()->findings().front();
+        QCOMPARE(QString::fromStdString(top.cause), QString("sdc-after"));
+        QCOMPARE(top.ranks, std::vector<int>{1});
+        w.cursor()->setStep(29);
+        panel->activate(0); // what a click does
+        QCOMPARE(w.cursor()->step(), top.firstStep);
+        auto* heatmap = qobject_cast<RankHeatmap*>(w.charts().at(2));
+        QVERIFY(heatmap);
+        QCOMPARE(heatmap->metric(), view::RankMetric::SyncedMismatch);
+        if (!top.parameters.empty())
+            QCOMPARE(QString::fromStdString(w.model()->meta().params[size_t(heatmap->param())].name),
+                     QString::fromStdString(top.parameters.front()));
     }
 
     void closingMidRunKeepsTheFileComplete() {
