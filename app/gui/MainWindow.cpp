@@ -262,6 +262,10 @@ void MainWindow::wireModel() {
             });
     connect(m_train, &TrainController::runFailed, this, [this](const QString& path, const QString& message) {
         showError(tr("The run could not start"), tr("%1\n\n%2").arg(QDir::toNativeSeparators(path), message));
+        // A refused pre-flight (e.g. a wrong rank table) still writes a run file saying why: show it, so the
+        // event log and the Findings panel explain it like any other run.
+        if (QFileInfo(path).size() > 0)
+            m_model->open(path);
     });
 }
 

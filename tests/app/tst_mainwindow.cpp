@@ -111,6 +111,24 @@ private slots:
                      QString::fromStdString(top.parameters.front()));
     }
 
+    void aRefusedRankTableIsShownAndNamed() {
+        QTemporaryDir dir;
+        TrainConfig c = tinyConfig(dir.filePath("refused.h5"), 30);
+        c.faults = {"rank-table-invalid"};
+        MainWindow w;
+        w.show();
+        QVERIFY(w.startRun(c));
+        QTRY_VERIFY_WITH_TIMEOUT(!w.trainController()->isRunning(), 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->hasRun() && w.model()->isComplete(), 10000);
+        QCOMPARE(w.model()->stepCount(), int64_t(0));
+        QVERIFY(std::any_of(w.model()->events().begin(), w.model()->events().end(),
+                            [](const Event& e) { return e.code == "RANK_TABLE"; }));
+        FindingsPanel* panel = w.findingsPanel();
+        QTRY_VERIFY_WITH_TIMEOUT(panel->findingsModel()->rowCount() > 0, 30000);
+        QCOMPARE(QString::fromStdString(panel->findingsModel()->findings().front().cause),
+                 QString("rank-table-invalid"));
+    }
+
     void closingMidRunKeepsTheFileComplete() {
         QTemporaryDir dir;
         const QString path = dir.filePath("closed.h5");
