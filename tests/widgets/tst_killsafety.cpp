@@ -1,0 +1,86 @@
+// Nothing is lost when training is killed: `ranksight-cli train` is SIGKILLed at 20 random moments (a fixed
+// seed, printed, so a failure can be replayed). Every time the file opens, holds every step a live reader saw
+// before the kill with all its per-parameter data, `inspect` reports it as incomplete, and the app's model
+// opens it.
+#include "model/RunModel.h"
+#include "store/RunReader.h"
+
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QRandomGenerator>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <csignal>
+
+using namespace rs;
+
+class TestKillSafety : public QObject {
+    Q_OBJECT
+private slots:
+    void killedAtRandomMoments() {
+        constexpr quint32 kSeed = 20261130;
+        constexpr int kKills = 20;
+        qInfo("kill moments from seed %u", kSeed);
+        QRandomGenerator rng(kSeed);
+        QTemporaryDir dir;
+        for (int i = 0; i < kKills; ++i) {
+            const QString path = dir.filePath(QStringLiteral("killed%1.h5").arg(i));
+            const QString model = i % 2 ? QStringLiteral("smallcnn") : QStringLiteral("mlp");
+            QProcess cli;
+            cli.start(RANKSIGHT_CLI, {"train", "--model", model, "--ranks", QString::number(2 + i % 3),
+                                      "--batch", "4", "--steps", "1000000", "--precision",
+                                      i % 4 == 1 ? "O2" : "O0", "--quiet", "--out", path});
+            QVERIFY(cli.waitForStarted());
+            // Once the file has its first step, a live reader follows it until the random moment.
+            std::unique_ptr<RunReader> live;
+            QTRY_VERIFY_WITH_TIMEOUT(
+                [&] {
+                    try {
+                        if (!live)
+                            live = RunReader::open(path.toStdString());
+                        live->refresh();
+                        return live->stepCount() >= 1;
+                    } catch (const std::exception&) {
+                        return false;
+                    }
+                }(),
+                60000);
+            QTest::qWait(int(rng.bounded(1500)));
+            live->refresh();
+            const int64_t seen = live->stepCount();
+            ::kill(pid_t(cli.processId()), SIGKILL);
+            QVERIFY(cli.waitForFinished(10000));
+            QCOMPARE(cli.exitStatus(), QProcess::CrashExit);
+            live.reset();
+
+            const auto after = RunReader::open(path.toStdString());
+            QVERIFY2(after->stepCount() >= seen,
+                     qPrintable(QStringLiteral("kill %1: %2 steps after, %3 seen before")
+                                    .arg(i)
+                                    .arg(after->stepCount())
+                                    .arg(seen)));
+            QVERIFY(!after->complete());
+            const auto steps = after->readSteps(0, after->stepCount(), true); // every row, whole
+            QCOMPARE(int64_t(steps.size()), after->stepCount());
+            for (int64_t s = 0; s < int64_t(steps.size()); ++s)
+                QCOMPARE(steps[size_t(s)].step, s);
+            QCOMPARE(steps.back().ranks.front().localNorm.size(), after->meta().params.size());
+
+            QProcess inspect;
+            inspect.start(RANKSIGHT_CLI, {"inspect", path, "--json"});
+            QVERIFY(inspect.waitForFinished(30000));
+            QCOMPARE(inspect.exitCode(), 0);
+            const QJsonObject j = QJsonDocument::fromJson(inspect.readAllStandardOutput()).object();
+            QCOMPARE(j.value("complete").toBool(true), false);
+
+            RunModel app;
+            app.open(path);
+            QTRY_VERIFY_WITH_TIMEOUT(app.hasRun() && !app.isLoading(), 10000);
+            QCOMPARE(app.stepCount(), after->stepCount());
+        }
+    }
+};
+
+QTEST_MAIN(TestKillSafety)
+#include "tst_killsafety.moc"
