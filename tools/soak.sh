@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Soak: a long 8-card SmallCNN run with telemetry, watching that memory does not grow and steps do not slow
+# down. Long form (what issue 5 asks for):  tools/soak.sh 10000
+# Short form (the test suite runs it):      tools/soak.sh 300
+# Prints RSS after warm-up and at the end, step time (median over all ranks) in the first and last tenth
+# after warm-up, and exits 1 if RSS grew >= 5% or step time crept up >= 25%.
+set -euo pipefail
+STEPS=${1:-10000}
+CLI=${RANKSIGHT_CLI:-$(dirname "$0")/../build/release/app/ranksight-cli}
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+RUN=$WORK/soak.h5
+WARMUP=$(( STEPS / 10 > 50 ? STEPS / 10 : 50 ))
+
+"$CLI" train --model smallcnn --ranks 8 --batch 4 --steps "$STEPS" --precision O2 --loss-scale dynamic \
+    --set eval_every=0 --quiet --out "$RUN" &
+PID=$!
+# RSS (kB) sampled every 0.5 s with the steps written by then (inspect opens the file as a SWMR reader).
+: > "$WORK/rss.txt"
+START=$(date +%s.%N)
+while kill -0 "$PID" 2>/dev/null; do
+    RSS=$(awk '/VmRSS/ {print $2}' "/proc/$PID/status" 2>/dev/null || true)
+    DONE=$("$CLI" inspect "$RUN" --json 2>/dev/null | awk -F'[:,]' '/"steps_recorded"/ { gsub(/ /, "", $2); print $2 }' || true)
+    [ -n "$RSS" ] && [ -n "$DONE" ] && echo "$DONE $RSS" >> "$WORK/rss.txt"
+    sleep 0.5
+done
+wait "$PID"
+END=$(date +%s.%N)
+
+"$CLI" export-csv "$RUN" --out "$WORK/csv" > /dev/null
+# Step time per step: the median over ranks is noisy; the max over ranks is the step's wall time.
+awk -F, 'NR > 1 { if ($8 > t[$1]) t[$1] = $8 } END { for (s in t) print s, t[s] }' "$WORK/csv/steps.csv" |
+    sort -n > "$WORK/steps.txt"
+N=$(wc -l < "$WORK/steps.txt")
+median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+TENTH=$(( (N - WARMUP) / 10 > 5 ? (N - WARMUP) / 10 : 5 ))
+EARLY=$(awk -v w="$WARMUP" -v t="$TENTH" '$1 >= w && $1 < w + t { print $2 }' "$WORK/steps.txt" | median)
+LATE=$(awk -v n="$N" -v t="$TENTH" '$1 >= n - t { print $2 }' "$WORK/steps.txt" | median)
+
+# RSS: the first sample once the warm-up steps are written, the last one and the largest while steps were
+# still being written (the final evaluation and teardown come after).
+RSS_WARM=$(awk -v w="$WARMUP" '$1 >= w { print $2; exit }' "$WORK/rss.txt")
+RSS_END=$(awk -v n="$STEPS" '$1 < n { r = $2 } END { print r }' "$WORK/rss.txt")
+RSS_MAX=$(awk -v w="$WARMUP" -v n="$STEPS" '$1 >= w && $1 < n && $2 > m { m = $2 } END { print m }' "$WORK/rss.txt")
+if [ -z "$RSS_WARM" ] || [ -z "$RSS_END" ]; then
+    echo "soak: too few RSS samples (the run was too short to watch)" >&2
+    exit 2
+fi
+
+awk -v steps="$N" -v start="$START" -v end="$END" -v rw="$RSS_WARM" -v re="$RSS_END" -v rm="$RSS_MAX" \
+    -v e="$EARLY" -v l="$LATE" 'BEGIN {
+    secs = end - start; growth = (re - rw) / rw * 100; maxg = (rm - rw) / rw * 100; drift = (l - e) / e * 100
+    printf "soak: %d steps, 8 cards, SmallCNN O2 dynamic, %.0f s\n", steps, secs
+    printf "RSS after warm-up %.1f MiB, at the end %.1f MiB (%+.1f%%), max %.1f MiB (%+.1f%%)\n", rw / 1024, re / 1024, growth, rm / 1024, maxg
+    printf "step time (max over ranks, median) first tenth after warm-up %.1f ms, last tenth %.1f ms (%+.1f%%)\n", e, l, drift
+    bad = (growth >= 5) || (drift >= 25)
+    printf "%s\n", bad ? "FAIL: memory grew or steps slowed" : "ok"
+    exit bad ? 1 : 0 }'
