@@ -10,7 +10,7 @@ CLI=${RANKSIGHT_CLI:-$(dirname "$0")/../build/release/app/ranksight-cli}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 RUN=$WORK/soak.h5
-WARMUP=$(( STEPS / 10 > 50 ? STEPS / 10 : 50 ))
+WARMUP=$(( STEPS / 10 > 150 ? STEPS / 10 : 150 )) # RSS still rises over the first ~100 steps
 
 "$CLI" train --model smallcnn --ranks 8 --batch 4 --steps "$STEPS" --precision O2 --loss-scale dynamic \
     --set eval_every=0 --quiet --out "$RUN" &
