@@ -140,4 +140,21 @@ private:
     std::vector<const void*> m_sources;
 };
 
+// Marks a card as computing (or queued for a core) for the communicator's timeout clock while in scope.
+class ComputingGuard {
+public:
+    ComputingGuard(Communicator& comm, int rank)
+        : m_comm(comm)
+        , m_rank(rank) {
+        m_comm.setComputing(rank, true);
+    }
+    ~ComputingGuard() { m_comm.setComputing(m_rank, false); }
+    ComputingGuard(const ComputingGuard&) = delete;
+    ComputingGuard& operator=(const ComputingGuard&) = delete;
+
+private:
+    Communicator& m_comm;
+    int m_rank;
+};
+
 } // namespace rs

@@ -427,4 +427,22 @@ std::unique_ptr<Dataset> openDataset(const std::string& spec, Split split, uint6
     throw DataError(fmt::format("unknown data set '{}'; expected 'synthetic' or 'cifar10:DIR'", spec));
 }
 
+void loadNormalizedBatch(const Dataset& data, const int64_t* ids, int n, std::vector<uint8_t>& raw,
+                         std::vector<float>& images, std::vector<int64_t>& labels) {
+    static constexpr float kMean[3] = {0.4914f, 0.4822f, 0.4465f}; // CIFAR-10 channel statistics
+    static constexpr float kStd[3] = {0.2470f, 0.2435f, 0.2616f};
+    raw.resize(static_cast<size_t>(kImageBytes));
+    images.resize(static_cast<size_t>(n) * kImageBytes);
+    labels.resize(n);
+    for (int i = 0; i < n; ++i) {
+        labels[i] = data.get(ids[i], raw.data());
+        float* dst = images.data() + static_cast<size_t>(i) * kImageBytes;
+        for (int c = 0; c < 3; ++c) {
+            const float scale = 1.0f / (255.0f * kStd[c]), shift = kMean[c] / kStd[c];
+            for (int p = 0; p < 1024; ++p)
+                dst[c * 1024 + p] = raw[c * 1024 + p] * scale - shift;
+        }
+    }
+}
+
 } // namespace rs

@@ -91,4 +91,9 @@ private:
 // Throws DataError for an unknown spec or a data set that cannot be opened.
 std::unique_ptr<Dataset> openDataset(const std::string& spec, Split split, uint64_t seed);
 
+// Reads the n images ids[0..n) into images (n x kImageBytes floats, CHW, normalised with CIFAR-10's channel
+// mean and std so the synthetic set and the real one look alike to a model) and their labels. raw is scratch.
+void loadNormalizedBatch(const Dataset& data, const int64_t* ids, int n, std::vector<uint8_t>& raw,
+                         std::vector<float>& images, std::vector<int64_t>& labels);
+
 } // namespace rs

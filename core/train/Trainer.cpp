@@ -37,26 +37,6 @@ double msSince(Clock::time_point t) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-// CIFAR-10 channel statistics, so the synthetic set and the real one are normalised alike.
-constexpr float kMean[3] = {0.4914f, 0.4822f, 0.4465f};
-constexpr float kStd[3] = {0.2470f, 0.2435f, 0.2616f};
-
-void loadBatch(const Dataset& data, const int64_t* ids, int n, std::vector<uint8_t>& raw,
-               std::vector<float>& images, std::vector<int64_t>& labels) {
-    raw.resize(static_cast<size_t>(kImageBytes));
-    images.resize(static_cast<size_t>(n) * kImageBytes);
-    labels.resize(n);
-    for (int i = 0; i < n; ++i) {
-        labels[i] = data.get(ids[i], raw.data());
-        float* dst = images.data() + static_cast<size_t>(i) * kImageBytes;
-        for (int c = 0; c < 3; ++c) {
-            const float scale = 1.0f / (255.0f * kStd[c]), shift = kMean[c] / kStd[c];
-            for (int p = 0; p < 1024; ++p)
-                dst[c * 1024 + p] = raw[c * 1024 + p] * scale - shift;
-        }
-    }
-}
-
 std::string nowUtc() {
     std::time_t t = std::time(nullptr);
     char buf[32];
@@ -80,23 +60,6 @@ struct FlightRing {
     };
     std::vector<Slot> slots;
     size_t next = 0;
-};
-
-// Marks a card as computing (or queued for a core) for the communicator's timeout clock.
-class ComputingGuard {
-public:
-    ComputingGuard(Communicator& comm, int rank)
-        : m_comm(comm)
-        , m_rank(rank) {
-        m_comm.setComputing(rank, true);
-    }
-    ~ComputingGuard() { m_comm.setComputing(m_rank, false); }
-    ComputingGuard(const ComputingGuard&) = delete;
-    ComputingGuard& operator=(const ComputingGuard&) = delete;
-
-private:
-    Communicator& m_comm;
-    int m_rank;
 };
 
 using WriterItem = std::variant<StepRecord, WeightRecord, EvalRecord, Event, FlightDump>;
@@ -400,7 +363,7 @@ void Trainer::Impl::evaluate(Card& card, int64_t step) {
         std::vector<int64_t> ids(m);
         for (int i = 0; i < m; ++i)
             ids[i] = begin + i;
-        loadBatch(*test, ids.data(), m, raw, images, labels);
+        loadNormalizedBatch(*test, ids.data(), m, raw, images, labels);
         ComputingGuard computing(*comm, card.rank);
         ComputeSlotGuard slot(*slots);
         const auto r = card.replica->evaluate(images.data(), labels.data(), m);
@@ -431,7 +394,7 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
     if (step % perEpoch == 0)
         card.sampler->setEpoch(epoch);
     const int64_t* ids = card.sampler->indices().data() + (step % perEpoch) * B;
-    loadBatch(*train, ids, B, raw, images, labels);
+    loadNormalizedBatch(*train, ids, B, raw, images, labels);
 
     RankStep rs;
     rs.sampleIds.assign(ids, ids + B);
