@@ -6,6 +6,7 @@
 #include "model/StepCursor.h"
 #include "model/StepDetail.h"
 
+#include <QFontMetrics>
 #include <qcustomplot.h>
 
 namespace rs {
@@ -34,9 +35,15 @@ QString DetailChart::caption() const {
 }
 
 void DetailChart::setCaption(const QString& text) {
-    m_caption->setText(m_waiting >= 0 && m_waiting != m_shownStep
-                           ? tr("%1 — loading step %2…").arg(text).arg(m_waiting)
-                           : text);
+    if (m_waiting < 0 || m_waiting == m_shownStep) {
+        m_caption->setText(text);
+        return;
+    }
+    // One line that fits: the shown step's caption is shortened, the step being loaded stays readable.
+    const QString suffix = tr(" — loading step %1…").arg(m_waiting);
+    const QFontMetrics fm(m_caption->font());
+    const int room = std::max(40, plot()->viewport().width() - 16 - fm.horizontalAdvance(suffix));
+    m_caption->setText(fm.elidedText(text, Qt::ElideRight, room) + suffix);
 }
 
 void DetailChart::rebuild() {
