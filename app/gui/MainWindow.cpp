@@ -256,9 +256,16 @@ void MainWindow::wireModel() {
         updateStatus();
     });
     connect(m_train, &TrainController::runFinished, this,
-            [this](const QString&, const QString& reason, double imagesPerSecond) {
-                statusBar()->showMessage(
-                    tr("Run ended: %1 (%2 images/s)").arg(reason).arg(imagesPerSecond, 0, 'f', 1), 10000);
+            [this](const QString& path, const QString& reason, double imagesPerSecond) {
+                // A run that ended in an error (a full disk, a dead card) says so in front: a status-bar line
+                // is easy to miss, and the user has to know the file stops there.
+                if (reason.startsWith(QLatin1String("error")))
+                    showError(tr("The run stopped with an error"),
+                              tr("%1\n\n%2\n\nThe file keeps every step recorded before it.")
+                                  .arg(QDir::toNativeSeparators(path), reason));
+                else
+                    statusBar()->showMessage(
+                        tr("Run ended: %1 (%2 images/s)").arg(reason).arg(imagesPerSecond, 0, 'f', 1), 10000);
             });
     connect(m_train, &TrainController::runFailed, this, [this](const QString& path, const QString& message) {
         showError(tr("The run could not start"), tr("%1\n\n%2").arg(QDir::toNativeSeparators(path), message));

@@ -18,6 +18,11 @@ std::recursive_mutex& hdf5Mutex();
 class Hdf5Guard {
 public:
     Hdf5Guard();
+    // Clears this thread's HDF5 error stack. A thread-safe libhdf5 frees a thread's stack at thread exit
+    // without releasing the error records' references, so a worker thread whose last call failed (the
+    // writer on a full disk, a loader on a bad file) made HDF5 print "infinite loop closing library" at
+    // exit. The recorded message (hdf5LastError) is ours and survives.
+    ~Hdf5Guard();
     Hdf5Guard(const Hdf5Guard&) = delete;
     Hdf5Guard& operator=(const Hdf5Guard&) = delete;
 

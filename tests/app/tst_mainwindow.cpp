@@ -20,6 +20,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QProcess>
+#include <QRandomGenerator>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -111,6 +112,21 @@ private slots:
                      QString::fromStdString(top.parameters.front()));
     }
 
+    void aRunEndingInAnErrorSaysSoInFront() {
+        QTemporaryDir dir;
+        TrainConfig c = tinyConfig(dir.filePath("died.h5"), 1000);
+        c.faults = {"rank-exit@3:1"};
+        c.timeoutMs = 2000;
+        MainWindow w;
+        w.show();
+        QVERIFY(w.startRun(c));
+        QTRY_VERIFY_WITH_TIMEOUT(!w.trainController()->isRunning(), 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(w.lastError().contains("error"), 5000);
+        QVERIFY2(w.lastError().contains("died.h5"), qPrintable(w.lastError()));
+        QVERIFY2(w.lastError().contains("rank 1") || w.lastError().contains("card 1"),
+                 qPrintable(w.lastError()));
+    }
+
     void aRefusedRankTableIsShownAndNamed() {
         QTemporaryDir dir;
         TrainConfig c = tinyConfig(dir.filePath("refused.h5"), 30);
@@ -129,20 +145,36 @@ private slots:
                  QString("rank-table-invalid"));
     }
 
-    void closingMidRunKeepsTheFileComplete() {
+    void closingAtRandomMomentsKeepsTheFileComplete() {
+        // From "right after Start" (the trainer still setting up) to well into the run; a fixed seed.
+        constexpr quint32 kSeed = 20261204;
+        qInfo("close moments from seed %u", kSeed);
+        QRandomGenerator rng(kSeed);
         QTemporaryDir dir;
-        const QString path = dir.filePath("closed.h5");
-        {
-            MainWindow w;
-            w.show();
-            QVERIFY(w.startRun(tinyConfig(path, 1000000)));
-            QTRY_VERIFY_WITH_TIMEOUT(w.model()->stepCount() >= 3, 60000);
-            QVERIFY(w.close());
+        for (int i = 0; i < 5; ++i) {
+            const QString path = dir.filePath(QStringLiteral("closed%1.h5").arg(i));
+            TrainConfig c = tinyConfig(path, 1000000);
+            c.timeoutMs = 3000;
+            QElapsedTimer t;
+            {
+                MainWindow w;
+                w.show();
+                QVERIFY(w.startRun(c));
+                if (i > 0)
+                    QTRY_VERIFY_WITH_TIMEOUT(w.model()->stepCount() >= 1, 60000);
+                QTest::qWait(i == 0 ? 0 : int(rng.bounded(800)));
+                t.start();
+                QVERIFY(w.close());
+            }
+            qInfo("close %d: window gone %lld ms after close()", i, t.elapsed());
+            QVERIFY(t.elapsed() < c.timeoutMs);
+            auto r = reopen(path);
+            QVERIFY(r->complete());
+            QCOMPARE(QString::fromStdString(r->stopReason()), QString("stopped"));
+            const auto steps = r->readSteps(0, r->stepCount(), true);
+            for (int64_t s = 0; s < int64_t(steps.size()); ++s)
+                QCOMPARE(steps[size_t(s)].step, s);
         }
-        auto r = reopen(path);
-        QVERIFY(r->complete());
-        QCOMPARE(QString::fromStdString(r->stopReason()), QString("stopped"));
-        QVERIFY(r->stepCount() >= 3);
     }
 
     void startRefusesToOverwrite() {
