@@ -148,7 +148,13 @@ public:
         , m_rank(rank) {
         m_comm.setComputing(rank, true);
     }
-    ~ComputingGuard() { m_comm.setComputing(m_rank, false); }
+    ~ComputingGuard() {
+        try {
+            m_comm.setComputing(m_rank, false);
+        } catch (...) {
+            // Only a bad rank throws, and the constructor already checked it with the same call.
+        }
+    }
     ComputingGuard(const ComputingGuard&) = delete;
     ComputingGuard& operator=(const ComputingGuard&) = delete;
 

@@ -486,6 +486,7 @@ std::string Diagnoser::figures() const {
         return out;
     };
     std::vector<double> bias;
+    bias.reserve(size_t(s.R));
     for (int r = 0; r < s.R; ++r)
         bias.push_back(s.biasSteps ? std::exp(s.biasLogSum[size_t(r)] / double(s.biasSteps)) : 1.0);
     std::string out;

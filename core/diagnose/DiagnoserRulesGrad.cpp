@@ -27,6 +27,7 @@ Finding make(const char* cause, const char* dimension, double confidence, int64_
 
 std::vector<int> allRanks(int R) {
     std::vector<int> v;
+    v.reserve(size_t(R));
     for (int r = 0; r < R; ++r)
         v.push_back(r);
     return v;

@@ -14,7 +14,7 @@ torch::Tensor roundedCopy(const torch::Tensor& x) {
 }
 
 struct HalfRound : torch::autograd::Function<HalfRound> {
-    static torch::Tensor forward(torch::autograd::AutogradContext*, torch::Tensor x) {
+    static torch::Tensor forward(torch::autograd::AutogradContext*, const torch::Tensor& x) {
         return roundedCopy(x);
     }
     static torch::autograd::tensor_list backward(torch::autograd::AutogradContext*,
@@ -28,7 +28,7 @@ struct HalfRound : torch::autograd::Function<HalfRound> {
 // underflow and overflow counts would always read zero if backward had rounded it already). The synced
 // gradient is the same either way: one rounding of the same value.
 struct HalfParam : torch::autograd::Function<HalfParam> {
-    static torch::Tensor forward(torch::autograd::AutogradContext*, torch::Tensor x) {
+    static torch::Tensor forward(torch::autograd::AutogradContext*, const torch::Tensor& x) {
         return roundedCopy(x);
     }
     static torch::autograd::tensor_list backward(torch::autograd::AutogradContext*,
@@ -42,8 +42,10 @@ torch::Tensor halfParam(const torch::Tensor& p) {
 }
 
 struct StopPoint : torch::autograd::Function<StopPoint> {
-    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x, int64_t flag) {
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                                 int64_t flag) {
         ctx->saved_data["flag"] = flag;
+        // NOLINTNEXTLINE(performance-no-int-to-ptr): autograd carries the stop flag's address as an int64
         if (flag && reinterpret_cast<const std::atomic<bool>*>(flag)->load(std::memory_order_relaxed))
             throw ComputeStopped();
         return x.view_as(x);
@@ -51,6 +53,7 @@ struct StopPoint : torch::autograd::Function<StopPoint> {
     static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::tensor_list grads) {
         const int64_t flag = ctx->saved_data["flag"].toInt();
+        // NOLINTNEXTLINE(performance-no-int-to-ptr): autograd carries the stop flag's address as an int64
         if (flag && reinterpret_cast<const std::atomic<bool>*>(flag)->load(std::memory_order_relaxed))
             throw ComputeStopped();
         return {grads[0], torch::Tensor()};
@@ -210,7 +213,7 @@ template <typename Block> struct ResNet : NetImpl {
         fc = register_module("fc", torch::nn::Linear(in, 10));
         torch::NoGradGuard noGrad;
         for (auto& m : modules(false)) {
-            if (auto* c = m->as<torch::nn::Conv2d>())
+            if (auto* c = m->template as<torch::nn::Conv2d>())
                 torch::nn::init::kaiming_normal_(c->weight, 0.0, torch::kFanOut, torch::kReLU);
         }
         // Zero-init the last BatchNorm of every residual branch: each block starts as the identity, which

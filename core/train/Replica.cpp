@@ -139,7 +139,7 @@ BatchResult Replica::forwardBackward(const float* images, const int64_t* labels,
     } catch (...) {
         d->rethrow();
     }
-    r.accuracy = n > 0 ? static_cast<float>(r.correct) / n : 0.f;
+    r.accuracy = n > 0 ? static_cast<float>(r.correct) / static_cast<float>(n) : 0.f;
     return r;
 }
 
@@ -159,7 +159,7 @@ BatchResult Replica::evaluate(const float* images, const int64_t* labels, int n)
     BatchResult r;
     r.loss = torch::nn::functional::cross_entropy(logits, y).item<float>();
     r.correct = logits.argmax(1).eq(y).sum().item<int>();
-    r.accuracy = n > 0 ? static_cast<float>(r.correct) / n : 0.f;
+    r.accuracy = n > 0 ? static_cast<float>(r.correct) / static_cast<float>(n) : 0.f;
     d->net->train(wasTraining);
     return r;
 }

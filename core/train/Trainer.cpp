@@ -40,7 +40,9 @@ double msSince(Clock::time_point t) {
 std::string nowUtc() {
     std::time_t t = std::time(nullptr);
     char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
     return buf;
 }
 
@@ -186,8 +188,8 @@ float Trainer::Impl::learningRate(int64_t step) const {
         return base * static_cast<float>(step + 1) / static_cast<float>(cfg.warmupSteps + 1);
     if (cfg.lrSchedule == "constant")
         return base;
-    const double span = std::max<int64_t>(1, totalSteps - cfg.warmupSteps);
-    const double t = std::min(1.0, (step - cfg.warmupSteps) / span);
+    const auto span = static_cast<double>(std::max<int64_t>(1, totalSteps - cfg.warmupSteps));
+    const double t = std::min(1.0, static_cast<double>(step - cfg.warmupSteps) / span);
     return static_cast<float>(base * 0.5 * (1.0 + std::cos(M_PI * t)));
 }
 
@@ -198,8 +200,8 @@ void Trainer::Impl::setup() {
         faults->adjustConfig(cfg);
     // LibTorch allocates and frees the same large activation buffers every step; glibc would hand each one
     // back to the kernel (mmap/munmap) and fault it in again. Keep them in the heap instead.
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    mallopt(M_MMAP_THRESHOLD, 32 << 20); // NOLINT(concurrency-mt-unsafe): before the card threads start
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);  // NOLINT(concurrency-mt-unsafe): idem
     // Pre-flight: the rank table must describe exactly the cards of this run.
     RankTable table;
     std::string tableText;
@@ -374,7 +376,7 @@ void Trainer::Impl::evaluate(Card& card, int64_t step) {
         rec.step = step;
         rec.accuracy.resize(cfg.ranks);
         rec.loss.resize(cfg.ranks);
-        rec.accuracy[card.rank] = static_cast<float>(correct) / n;
+        rec.accuracy[card.rank] = static_cast<float>(correct) / static_cast<float>(n);
         rec.loss[card.rank] = static_cast<float>(lossSum / n);
     });
 }
@@ -774,7 +776,7 @@ RunSummary Trainer::run() {
     else
         s.stopReason = s.completed ? "completed" : "stopped";
     s.imagesPerSecond =
-        seconds > 0 ? s.stepsCompleted * double(d->cfg.ranks) * d->cfg.batchPerRank / seconds : 0;
+        seconds > 0 ? double(s.stepsCompleted) * d->cfg.ranks * d->cfg.batchPerRank / seconds : 0;
     try {
         if (d->writer)
             d->writer->close(s.stopReason);

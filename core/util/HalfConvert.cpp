@@ -3,6 +3,7 @@
 #include "util/Half.h"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define RS_HAVE_F16C_PATH 1
 #endif
@@ -53,7 +54,19 @@ __attribute__((target("avx,f16c"))) void accumulateHalfF16c(float* acc, const ui
 
 bool haveF16c() {
 #ifdef RS_HAVE_F16C_PATH
-    static const bool have = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    // CPUID leaf 1 rather than __builtin_cpu_supports("f16c"), which clang 14 does not know. AVX also needs
+    // the OS to save the YMM registers (OSXSAVE, and XCR0 bits 1-2).
+    static const bool have = [] {
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        if (!__get_cpuid(1, &a, &b, &c, &d))
+            return false;
+        const bool osxsave = c & bit_OSXSAVE, avx = c & bit_AVX, f16c = c & bit_F16C;
+        if (!(osxsave && avx && f16c))
+            return false;
+        unsigned lo = 0, hi = 0;
+        __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        return (lo & 0x6u) == 0x6u;
+    }();
     return have;
 #else
     return false;

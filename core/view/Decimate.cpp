@@ -49,8 +49,8 @@ XY minMaxDecimate(const std::vector<int64_t>& xs, const std::vector<float>& ys, 
         return out;
     }
 
-    out.x.reserve(size_t(2 * buckets));
-    out.y.reserve(size_t(2 * buckets));
+    out.x.reserve(2 * size_t(buckets));
+    out.y.reserve(2 * size_t(buckets));
     for (int64_t b = 0; b < buckets; ++b) {
         // Integer bucket edges: sizes differ by at most one and every index lands in exactly one bucket.
         const int64_t lo = begin + b * count / buckets;
