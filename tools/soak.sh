@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Soak: a long 8-card SmallCNN run with telemetry, watching that memory does not grow and steps do not slow
 # down. Long form (what issue 5 asks for):  tools/soak.sh 10000
-# Short form (the test suite runs it):      tools/soak.sh 300
-# Prints RSS after warm-up and at the end, step time (median over all ranks) in the first and last tenth
+# Short form (the test suite runs it):      tools/soak.sh 400
+# Prints RSS after warm-up and at the end, step time (max over ranks, median) in the first and last window
 # after warm-up, and exits 1 if RSS grew >= 5% or step time crept up >= 25%.
 set -euo pipefail
 STEPS=${1:-10000}
@@ -33,7 +33,9 @@ awk -F, 'NR > 1 { if ($8 > t[$1]) t[$1] = $8 } END { for (s in t) print s, t[s] 
     sort -n > "$WORK/steps.txt"
 N=$(wc -l < "$WORK/steps.txt")
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-TENTH=$(( (N - WARMUP) / 10 > 5 ? (N - WARMUP) / 10 : 5 ))
+# Step time is compared between the first and last tenth after warm-up; a short run compares thirds, so
+# each window still holds ~80 steps and one slow moment of a loaded machine cannot move the median.
+TENTH=$(( (N - WARMUP) / 10 >= 100 ? (N - WARMUP) / 10 : (N - WARMUP) / 3 ))
 EARLY=$(awk -v w="$WARMUP" -v t="$TENTH" '$1 >= w && $1 < w + t { print $2 }' "$WORK/steps.txt" | median)
 LATE=$(awk -v n="$N" -v t="$TENTH" '$1 >= n - t { print $2 }' "$WORK/steps.txt" | median)
 
@@ -52,7 +54,7 @@ awk -v steps="$N" -v start="$START" -v end="$END" -v rw="$RSS_WARM" -v re="$RSS_
     secs = end - start; growth = (re - rw) / rw * 100; maxg = (rm - rw) / rw * 100; drift = (l - e) / e * 100
     printf "soak: %d steps, 8 cards, SmallCNN O2 dynamic, %.0f s\n", steps, secs
     printf "RSS after warm-up %.1f MiB, at the end %.1f MiB (%+.1f%%), max %.1f MiB (%+.1f%%)\n", rw / 1024, re / 1024, growth, rm / 1024, maxg
-    printf "step time (max over ranks, median) first tenth after warm-up %.1f ms, last tenth %.1f ms (%+.1f%%)\n", e, l, drift
+    printf "step time (max over ranks, median) first window after warm-up %.1f ms, last window %.1f ms (%+.1f%%)\n", e, l, drift
     bad = (growth >= 5) || (drift >= 25)
     printf "%s\n", bad ? "FAIL: memory grew or steps slowed" : "ok"
     exit bad ? 1 : 0 }'

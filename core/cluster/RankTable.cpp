@@ -406,6 +406,18 @@ RankTableCheck parseRankTable(const std::string& jsonText, int expectedRanks) {
         check.problems.push_back(
             {lineColumn(jsonText, e.byte), "malformed JSON: " + parseErrorDetail(e.what())});
         return check;
+    } catch (const json::exception& e) {
+        // Valid syntax the parser still refuses, e.g. out_of_range.406 "number overflow parsing '1e999'". It
+        // carries no byte offset: point at the quoted text's first occurrence.
+        const std::string what = e.what();
+        const size_t open = what.find('\''), close = what.rfind('\'');
+        const size_t at =
+            open < close ? jsonText.find(what.substr(open + 1, close - open - 1)) : std::string::npos;
+        RankTableCheck check;
+        check.problems.push_back(
+            {at == std::string::npos ? std::string("document") : lineColumn(jsonText, at + 1),
+             "malformed JSON: " + what.substr(what.find(']') + 2)});
+        return check;
     }
     return Validator(doc, expectedRanks).run();
 }

@@ -107,7 +107,9 @@ std::string RunInspection::toJson() const {
     j["eval_accuracy"] = evalAccuracy ? num(*evalAccuracy) : nlohmann::json(nullptr);
     j["complete"] = complete;
     j["stop_reason"] = stopReason;
-    return j.dump(2);
+    // Strings come from the file (model, precision, stop reason...): invalid UTF-8 there must not make dump()
+    // throw (type_error.316); it is printed as U+FFFD instead.
+    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string RunInspection::toText() const {

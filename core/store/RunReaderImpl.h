@@ -21,7 +21,9 @@ struct RunReader::Impl {
         std::vector<hsize_t> row; // expected row dims
         size_t rowElems = 0;
         size_t fileElemBytes = 0;
-        hsize_t extent = 0;
+        std::vector<hsize_t> chunk; // chunk dims; empty when the dataset is not chunked
+        hsize_t claimed = 0;        // rows its dataspace claims
+        hsize_t extent = 0;         // rows backed by written data (see writtenRows)
     };
     struct RTable {
         explicit RTable(char s)
@@ -59,6 +61,8 @@ struct RunReader::Impl {
     void readStatus();
     void updateExtents(bool refreshFirst);
     void checkLastChunks() const;
+    hsize_t writtenRows(const RColumn& c, hsize_t claimed) const;
+    bool chunkWritten(const RColumn& c, hsize_t row) const;
     bool superblockSaysClosed() const;
 
     bool linkExists(const std::string& objPath) const;

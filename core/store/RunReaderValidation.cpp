@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <fmt/format.h>
+#include <fstream>
 #include <limits>
 #include <optional>
 
@@ -78,6 +78,8 @@ const char* className(H5T_class_t c) {
     }
 }
 
+constexpr unsigned kSwmrReadAttempts = 28;
+
 std::string humanBytes(double bytes) {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     int u = 0;
@@ -92,7 +94,14 @@ std::string humanBytes(double bytes) {
 
 void RunReader::Impl::openFile() {
     hdf5ClearLastError();
-    hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    // A SWMR reader retries a metadata read whose checksum fails (a writer may be mid-way through writing
+    // it), sleeping twice as long after each of its default 100 attempts past the first ~20: on a file whose
+    // metadata is really corrupt, H5Fopen then never returns (one flipped superblock byte took > 10 minutes).
+    // 28 attempts bound the retries to ~0.3 s, still far longer than a writer needs to finish a write.
+    const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_metadata_read_attempts(fapl, kSwmrReadAttempts);
+    hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl);
+    H5Pclose(fapl);
     swmr = id >= 0;
     const std::string swmrError = hdf5LastError();
     if (id < 0) {
@@ -367,6 +376,15 @@ void RunReader::Impl::openTable(RTable& table, std::span<const rsc::Column> colu
         c.row = rowDims(spec.row, dims);
         c.rowElems = size_t(elementCount(c.row));
         c.fileElemBytes = c.ds.getDataType().getSize();
+        const hid_t dcpl = H5Dget_create_plist(c.ds.getId());
+        if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED) {
+            c.chunk.assign(c.row.size() + 1, 0);
+            if (H5Pget_chunk(dcpl, int(c.chunk.size()), c.chunk.data()) != int(c.chunk.size()) ||
+                std::count(c.chunk.begin(), c.chunk.end(), hsize_t(0)))
+                c.chunk.clear(); // a rank we refuse below, when the dims are checked
+        }
+        if (dcpl >= 0)
+            H5Pclose(dcpl);
         table.cols.push_back(std::move(c));
     }
 }
@@ -426,11 +444,85 @@ void RunReader::Impl::updateExtents(bool refreshFirst) {
             }
             checkBytes(c.spec->path, satMul(satMul(d[0], c.rowElems), c.fileElemBytes),
                        fmt::format("{} rows", d[0]));
-            c.extent = d[0];
+            c.claimed = d[0];
+        }
+        // The writer adds one row to every column, then to the key column (last), so no column is more than
+        // one row ahead of its key. Flight entries are added a whole dump at a time, so they are exempt. (A
+        // SWMR reader sees each column's extent when it reads that column's header, key last, so a live file
+        // can only show the key further ahead, never a column.)
+        const RColumn& key = t->cols.back();
+        if (t != &entries)
+            for (const RColumn& c : t->cols)
+                if (c.claimed > key.claimed + 1)
+                    fail(
+                        fmt::format("dataset {} has {} rows but {} has {}: a column is at most one row ahead "
+                                    "of its table's key column; the file is corrupt",
+                                    c.spec->path, c.claimed, key.spec->path, key.claimed));
+        for (RColumn& c : t->cols) {
+            c.extent = writtenRows(c, c.claimed);
             rows = std::min(rows, c.extent);
         }
         t->rows = rows;
     }
+}
+
+// Whether the chunks holding row `row` were written: the first and the last chunk of the row (a big row
+// spans several chunks along its own dims).
+bool RunReader::Impl::chunkWritten(const RColumn& c, hsize_t row) const {
+    std::vector<hsize_t> first(c.chunk.size(), 0);
+    first[0] = row / c.chunk[0] * c.chunk[0];
+    std::vector<hsize_t> last = first;
+    for (size_t i = 1; i < c.chunk.size(); ++i)
+        last[i] = c.row[i - 1] ? (c.row[i - 1] - 1) / c.chunk[i] * c.chunk[i] : 0;
+    for (const std::vector<hsize_t>* coord : {&first, &last}) {
+        // An index lookup (unlike H5Dget_chunk_info_by_coord, which walks every chunk in HDF5 1.10). It fails
+        // both for a chunk that was never written ("chunk storage is not allocated") and when the index
+        // itself cannot be read (a corrupt or cut file): only the first means "not written".
+        hdf5ClearLastError();
+        hsize_t bytes = 0;
+        if (H5Dget_chunk_storage_size(c.ds.getId(), coord->data(), &bytes) >= 0 && bytes > 0)
+            continue;
+        const std::string err = hdf5LastError();
+        hdf5ClearLastError();
+        if (!err.empty() && err.find("not allocated") == std::string::npos)
+            fail(fmt::format("cannot read the chunk index of {} (row {}): {}{}", c.spec->path, row, err,
+                             superblockSaysClosed()
+                                 ? ""
+                                 : fmt::format("; the file has {} bytes: was it copied or downloaded "
+                                               "incompletely?",
+                                               fileBytes)));
+        return false;
+    }
+    return true;
+}
+
+// The rows of a column that are backed by written data. RunWriter writes every row it adds, so the chunk
+// holding a column's last row exists, except for the row a live writer is adding right now (its new extent
+// can reach a SWMR reader before the chunk does). An extent that runs further past the written chunks claims
+// rows that never existed (e.g. 3,000,000,000 rows in a 60 KB file): such a file is refused before any read
+// is sized by it.
+hsize_t RunReader::Impl::writtenRows(const RColumn& c, hsize_t claimed) const {
+    if (claimed == 0 || c.rowElems == 0)
+        return claimed;
+    if (c.chunk.empty()) { // contiguous or compact: the storage is all there or not at all
+        const uint64_t want = satMul(satMul(claimed, c.rowElems), c.fileElemBytes);
+        const hsize_t have = H5Dget_storage_size(c.ds.getId());
+        if (have < want)
+            fail(fmt::format(
+                "dataset {} has {} rows ({} bytes) but holds {} bytes of data: the file is corrupt",
+                c.spec->path, claimed, want, have));
+        return claimed;
+    }
+    if (chunkWritten(c, claimed - 1))
+        return claimed;
+    const hsize_t start = (claimed - 1) / c.chunk[0] * c.chunk[0]; // first row of the last chunk
+    if (start == 0)
+        return 0; // the first rows are being written
+    if (chunkWritten(c, start - 1))
+        return start; // the last chunk is being written
+    fail(fmt::format("dataset {} has {} rows, but the data of rows {}..{} was never written: the file claims "
+                     "rows it does not hold; it is corrupt",
+                     c.spec->path, claimed, start - std::min(start, c.chunk[0]), claimed - 1));
 }
 
 // A killed writer leaves the file flagged for SWMR writing, and HDF5 then skips its own "truncated file"
@@ -454,8 +546,8 @@ bool RunReader::Impl::superblockSaysClosed() const {
 void RunReader::Impl::checkLastChunks() const {
     // Fast path for a file its writer closed: HDF5 itself refuses such a file when it is shorter than its
     // superblock says (the "truncated copy" case), so nothing can lie past the end. The per-chunk walk below
-    // costs ~1 s on a 100k-step file (HDF5 1.10 visits every chunk of every column), so it only runs for files
-    // still being written or left by a killed writer, whose superblock end of allocation is stale.
+    // costs ~1 s on a 100k-step file (HDF5 1.10 visits every chunk of every column), so it only runs for
+    // files still being written or left by a killed writer, whose superblock end of allocation is stale.
     if (superblockSaysClosed())
         return;
     for (const RTable* t : {&steps, &weights, &evals, &events, &dumps, &entries}) {

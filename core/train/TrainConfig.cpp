@@ -178,6 +178,9 @@ TrainConfig TrainConfig::fromJson(const std::string& text, const std::string& wh
         j = Json::parse(text);
     } catch (const Json::parse_error& e) {
         throw ConfigError(fmt::format("{}: malformed JSON at byte {}: {}", where, e.byte, e.what()));
+    } catch (const Json::exception& e) {
+        // Not a syntax error but still unparseable, e.g. out_of_range.406: a number too large for a double.
+        throw ConfigError(fmt::format("{}: malformed JSON: {}", where, e.what()));
     }
     if (!j.is_object())
         throw ConfigError(fmt::format("{}: the top level must be a JSON object", where));
@@ -256,7 +259,9 @@ std::string TrainConfig::toJson() const {
     j["flight_budget_mb"] = flightBudgetMb;
     j["timeout_ms"] = timeoutMs;
     j["compute_threads"] = computeThreads;
-    return j.dump(2);
+    // data, rank_table and out are paths from the command line, not necessarily UTF-8: dump() would throw
+    // type_error.316 on them; such bytes are written as U+FFFD instead.
+    return j.dump(2, ' ', false, Json::error_handler_t::replace);
 }
 
 void TrainConfig::validate() const {

@@ -1,0 +1,7 @@
+// libFuzzer target: the entry logic is rs::fuzz::runRankTable (FuzzEntries.h), shared with
+// tst_fuzzregressions.
+#include "FuzzEntries.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    return rs::fuzz::fuzzRankTable(data, size);
+}
