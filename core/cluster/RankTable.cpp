@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
 
 namespace rs {
 
@@ -55,11 +56,15 @@ bool isIpv4(const std::string& text) {
     while (true) {
         const size_t dot = text.find('.', pos);
         const std::string part = text.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
-        if (part.empty() || part.size() > 3 || (part.size() > 1 && part[0] == '0')) return false;
-        if (!std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
-        if (std::stoi(part) > 255) return false;
+        if (part.empty() || part.size() > 3 || (part.size() > 1 && part[0] == '0'))
+            return false;
+        if (!std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; }))
+            return false;
+        if (std::stoi(part) > 255)
+            return false;
         ++parts;
-        if (dot == std::string::npos) break;
+        if (dot == std::string::npos)
+            break;
         pos = dot + 1;
     }
     return parts == 4;
@@ -168,7 +173,8 @@ private:
             return std::nullopt;
         }
         const std::string s = value.get<std::string>();
-        if (text) *text = s;
+        if (text)
+            *text = s;
         const bool digits =
             !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
         if (!digits) {
@@ -226,7 +232,8 @@ private:
                     fmt::format("expected an array of devices, found {}", describe(devices)));
             return;
         }
-        if (devices.empty()) problem(field(where, "device"), "is empty; a server needs at least one device");
+        if (devices.empty())
+            problem(field(where, "device"), "is empty; a server needs at least one device");
         std::map<int, std::string> deviceIds; // within this server
         for (size_t d = 0; d < devices.size(); ++d) {
             DeviceEntry entry;
@@ -300,7 +307,8 @@ private:
         if (allReadable && n > 0) {
             std::vector<int> missing;
             for (int r = 0; r < n; ++r)
-                if (!m_rankIds.count(r)) missing.push_back(r);
+                if (!m_rankIds.count(r))
+                    missing.push_back(r);
             if (!missing.empty())
                 problem("server_list",
                         fmt::format("rank ids must run 0..{} without gaps; missing rank_id{} {}", n - 1,
@@ -315,7 +323,8 @@ private:
     RankTableCheck finish() {
         RankTableCheck check;
         check.problems = std::move(m_problems);
-        if (!check.problems.empty()) return check;
+        if (!check.problems.empty())
+            return check;
         RankTable table;
         table.version = m_version.value_or("1.0");
         for (const DeviceEntry& entry : m_devices)
@@ -435,7 +444,8 @@ RankTableCheck loadRankTable(const std::string& path, int expectedRanks) {
     }
     std::ifstream in(path, std::ios::binary);
     if (!in) {
-        check.problems.push_back({path, fmt::format("cannot open: {}", std::strerror(errno))});
+        check.problems.push_back(
+            {path, fmt::format("cannot open: {}", std::generic_category().message(errno))});
         return check;
     }
     std::ostringstream text;

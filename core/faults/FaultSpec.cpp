@@ -68,6 +68,7 @@ FaultSpec parseFault(const std::string& text) {
 
 std::vector<FaultSpec> parseFaults(const std::vector<std::string>& texts) {
     std::vector<FaultSpec> out;
+    out.reserve(texts.size());
     for (const auto& t : texts)
         out.push_back(parseFault(t));
     return out;

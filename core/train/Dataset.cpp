@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <system_error>
 
 namespace rs {
 
@@ -158,7 +159,7 @@ struct Blob {
     Color color;
 };
 
-constexpr int kPixels = kImageH * kImageW;
+constexpr std::ptrdiff_t kPixels = std::ptrdiff_t(kImageH) * kImageW; // a pointer offset unit
 
 // Renders one sample of class `label` with all per-sample variation drawn from rng, into planes (3, 32*32).
 void renderSample(int label, Rng& rng, float* planes) {
@@ -309,7 +310,7 @@ std::string joinNames(const std::vector<std::string>& names) {
 
 std::string allCifarFiles() {
     auto names = Cifar10Dataset::expectedFiles(Split::Train);
-    names.push_back("test_batch.bin");
+    names.emplace_back("test_batch.bin");
     return joinNames(names);
 }
 
@@ -332,7 +333,8 @@ void readBatchFile(const std::filesystem::path& path, std::vector<uint8_t>& reco
                                     bytes % kCifarRecordBytes));
     std::ifstream in(path, std::ios::binary);
     if (!in)
-        throw DataError(fmt::format("CIFAR-10 file '{}' cannot be opened: {}", name, std::strerror(errno)));
+        throw DataError(fmt::format("CIFAR-10 file '{}' cannot be opened: {}", name,
+                                    std::generic_category().message(errno)));
     const size_t start = records.size();
     records.resize(start + bytes);
     in.read(reinterpret_cast<char*>(records.data() + start), static_cast<std::streamsize>(bytes));

@@ -316,7 +316,8 @@ void Trainer::Impl::buildCards() {
     const int64_t oneCopy = cards[0]->replica->numParams() * 4 * cfg.ranks;
     const int64_t budget = int64_t(cfg.flightBudgetMb) << 20;
     flightDepth = cfg.telemetry && cfg.flightSteps >= 1 && oneCopy <= budget ? 1 : 0; // part of telemetry
-    while (flightDepth >= 1 && flightDepth < cfg.flightSteps && (flightDepth + 1) * 3 * oneCopy <= budget)
+    while (flightDepth >= 1 && flightDepth < cfg.flightSteps &&
+           int64_t(flightDepth + 1) * 3 * oneCopy <= budget)
         ++flightDepth;
     for (auto& card : cards)
         card->ring.slots.resize(static_cast<size_t>(flightDepth));
