@@ -51,6 +51,9 @@ struct OpenBenchResult {
     int64_t ticks = 0;       // 5 ms timer ticks seen
     double maxGapMs = 0, p99GapMs = 0, meanGapMs = 0;
     int64_t gapsOver50Ms = 0;
+    // The same 5 ms tick while the large file opens and loads (file open to fully loaded).
+    double loadMaxGapMs = 0;
+    int64_t loadTicks = 0, loadGapsOver50Ms = 0;
     double guiCpuShare = 0; // GUI thread CPU time / wall time over phase (c)
     double loadAverage = 0; // 1-minute load average when phase (c) started: other work on the machine
                             // inflates wall-clock gaps (2 cores: the writer thread alone takes one)
