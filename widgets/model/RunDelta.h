@@ -20,7 +20,8 @@ struct RunDelta {
     RunMeta meta;
     int formatVersion = 0;
 
-    int64_t firstRow = 0;                                     // row of the first new step
+    int64_t firstRow = 0; // row of the first new step
+    int64_t fileRows = 0; // rows the file had when this delta was read: the model reserves room for them
     std::vector<int64_t> stepNumbers;                         // the new steps
     std::array<std::vector<float>, kStepColumnCount> columns; // new rows x ranks, row-major
     std::vector<Event> events;                                // new events

@@ -22,6 +22,7 @@ RunLoader::RunLoader(QObject* context, Callbacks callbacks)
 }
 
 RunLoader::~RunLoader() {
+    m_stopping = true; // a worker waiting for the GUI thread to apply its deltas gives up
     // Close the reader in its own thread (HDF5 objects are not thread-bound, but the order is then clear).
     QMetaObject::invokeMethod(
         m_worker,
@@ -143,6 +144,7 @@ void RunLoader::readNewRows(bool firstLoad) {
         }
         const int64_t end = std::min(total, m_stepsRead + (m_stepsRead == 0 ? kFirstChunkRows : kChunkRows));
         d->firstRow = m_stepsRead;
+        d->fileRows = total;
         if (end > m_stepsRead) {
             d->stepNumbers = r.readStepNumbers(m_stepsRead, end);
             for (int c = 0; c < kStepColumnCount; ++c)
@@ -169,7 +171,13 @@ void RunLoader::readNewRows(bool firstLoad) {
         d->complete = r.complete();
         d->stopReason = r.stopReason();
         d->loadDone = m_stepsRead >= total;
-        post([cb = m_cb.delta, d] { cb(d); });
+        while (m_deltasInFlight->load() >= kMaxDeltasInFlight && !m_stopping.load())
+            QThread::msleep(1);
+        ++*m_deltasInFlight;
+        post([cb = m_cb.delta, d, inFlight = m_deltasInFlight] {
+            cb(d);
+            --*inFlight;
+        });
         if (firstLoad && total > 0) {
             const int percent = int(100 * (m_stepsRead - start) / total);
             const uint64_t g = m_generation;

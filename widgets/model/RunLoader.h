@@ -10,6 +10,7 @@
 #include <QObject>
 #include <QString>
 #include <QThread>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -83,6 +84,15 @@ private:
     std::mutex m_requestMutex;
     std::vector<DetailRequest> m_requests;
     static constexpr size_t kMaxQueuedDetails = 3;
+
+    // Back-pressure while a large file loads: the reader makes a 16k-row delta in a few ms, far faster than
+    // the GUI thread applies it, and Qt delivers every queued call before the next timer, so a flood of
+    // deltas stalled the event loop for ~100 ms. The worker waits while this many deltas are not yet
+    // applied (two: reading the next chunk overlaps applying the last one). The counter is shared with the
+    // queued calls, which may run after the loader is gone; m_stopping ends the wait when it goes.
+    static constexpr int kMaxDeltasInFlight = 2;
+    std::shared_ptr<std::atomic<int>> m_deltasInFlight = std::make_shared<std::atomic<int>>(0);
+    std::atomic<bool> m_stopping{false};
 };
 
 } // namespace rs
