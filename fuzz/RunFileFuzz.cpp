@@ -82,7 +82,7 @@ void checkSteps(const RunReader& r, const std::vector<StepRecord>& steps, int64_
 // Returns RunReader::open's outcome: rejected with its message, or accepted.
 FuzzOutcome readEverything(const std::string& path, const std::string& work, bool writeBack) {
     std::unique_ptr<RunReader> reader;
-    const FuzzOutcome opened = call("RunReader::open", [&] { reader = RunReader::open(path); });
+    const FuzzOutcome opened = call("RunReader::open", [&] { reader = RunReader::openInProcess(path); });
     if (opened.rejected) {
         if (opened.message.find(path) == std::string::npos)
             fuzzBug(fmt::format("RunReader::open's message does not name the file: {}", opened.message));
@@ -184,11 +184,12 @@ FuzzOutcome readEverything(const std::string& path, const std::string& work, boo
     const int64_t lo = window.first, hi = window.second;
     const std::string slicePath = work + "/slice.h5";
     reader.reset();
-    const FuzzOutcome sliced =
-        call<std::exception>("sliceRun", [&] { sliceRun(path, slicePath, lo, std::max(lo, hi), true); });
+    const FuzzOutcome sliced = call<std::exception>("sliceRun", [&] {
+        sliceRun(*RunReader::openInProcess(path), slicePath, lo, std::max(lo, hi), true);
+    });
     if (!sliced.rejected && allRead) {
         const FuzzOutcome back = call("reading the slice", [&] {
-            auto s = RunReader::open(slicePath);
+            auto s = RunReader::openInProcess(slicePath);
             s->readAll();
             inspectRun(*s);
         });

@@ -22,6 +22,7 @@
 #include <hdf5.h>
 #include <limits>
 #include <optional>
+#include <string_view>
 #include <unistd.h>
 
 #ifndef RANKSIGHT_FUZZ_SEEDS
@@ -593,7 +594,15 @@ std::string readWhole(const std::string& path) {
 bool mutateRunFile(const Seed& seed, const std::string& path, FuzzInput& in) {
     std::string image = seed.image;
     const uint8_t modeByte = in.byte();
-    const uint8_t mode = modeByte % 8;
+    uint8_t mode = modeByte % 8;
+    // tools/fuzz-long.sh gives each mode its own share of a long run: RANKSIGHT_FUZZ_MODE=api keeps the
+    // program to HDF5 API mutations (0-5), =bytes to raw byte flips (6-7).
+    if (const char* only = std::getenv("RANKSIGHT_FUZZ_MODE")) {
+        if (std::string_view(only) == "api")
+            mode = modeByte % 6;
+        else if (std::string_view(only) == "bytes")
+            mode = uint8_t(6 + modeByte % 2);
+    }
     const bool writeBack = (modeByte & 8) != 0;
     if (mode >= 6) {
         // Raw byte flips: anywhere (6) or only inside the datasets' stored data (7).

@@ -3,7 +3,15 @@
 // killed (then complete() is false and every fully written step is readable). Foreign, newer, truncated or
 // inconsistent files are refused with a RunFileError that says what was found and what was expected;
 // nothing a file claims is allocated before it was checked against the meta and the file's size.
-// Thread-safe: every call takes hdf5Mutex().
+//
+// Two implementations behind one interface:
+// - open(): the file is parsed by libhdf5 in a reader process (ranksight-reader, ReaderProcess.h), so a
+//   damaged or hostile file that makes libhdf5 crash, hang or run out of memory takes down only that process;
+//   the caller gets a RunFileError saying the file is damaged and where the reader was. Everything that
+//   reads files from outside uses it: the window, the command line, reports, diagnosis.
+// - openInProcess(): libhdf5 in this process (Hdf5RunReader.h). Only for the reader process itself and the
+//   fuzzer, whose job is to find the files that crash it.
+// Thread-safe: calls may come from several threads (each implementation serialises them).
 #pragma once
 
 #include "store/RunRecords.h"
@@ -31,56 +39,58 @@ struct RunData {
 
 class RunReader {
 public:
-    // Opens for SWMR reading (falls back to a plain read-only open for files without SWMR support) and
-    // validates the whole layout. Throws RunFileError.
+    // Opens in a reader process and validates the whole layout there. Throws RunFileError (also when the
+    // reader process crashed, hung or could not be started).
     static std::unique_ptr<RunReader> open(const std::string& path);
-    ~RunReader();
+    // Opens with libhdf5 in this process (SWMR reading; a plain read-only open for files without SWMR
+    // support). Throws RunFileError. Not for files from outside: see above.
+    static std::unique_ptr<RunReader> openInProcess(const std::string& path);
+
+    virtual ~RunReader() = default;
     RunReader(const RunReader&) = delete;
     RunReader& operator=(const RunReader&) = delete;
 
-    const std::string& path() const;
-    const RunMeta& meta() const;
-    int formatVersion() const;
-    bool complete() const;          // the writer called close()
-    std::string stopReason() const; // "running" while written or after a kill; close()'s reason after
-    int64_t totalElements() const;  // floats per flight-recorder entry
+    virtual const std::string& path() const = 0;
+    virtual const RunMeta& meta() const = 0;
+    virtual int formatVersion() const = 0;
+    virtual bool complete() const = 0;          // the writer called close()
+    virtual std::string stopReason() const = 0; // "running" while written or after a kill; close()'s reason
+    virtual int64_t totalElements() const = 0;  // floats per flight-recorder entry
 
     // SWMR: re-reads extents and status; true if new rows appeared (in any table) or the status changed.
-    bool refresh();
+    virtual bool refresh() = 0;
 
     // Complete rows readable now (a row is complete once its table's key column has it).
-    int64_t stepCount() const;
-    int64_t weightCount() const;
-    int64_t evalCount() const;
-    int64_t eventCount() const;
-    int64_t flightDumpCount() const;
+    virtual int64_t stepCount() const = 0;
+    virtual int64_t weightCount() const = 0;
+    virtual int64_t evalCount() const = 0;
+    virtual int64_t eventCount() const = 0;
+    virtual int64_t flightDumpCount() const = 0;
 
     // Steps [begin, end). perParam=false reads only the scalar fields (step, epoch, lr and per-rank loss,
     // accuracy, loss scale, flags, times, sample fingerprint); sampleIds and per-parameter vectors stay
     // empty.
-    std::vector<StepRecord> readSteps(int64_t begin, int64_t end, bool perParam = true) const;
+    virtual std::vector<StepRecord> readSteps(int64_t begin, int64_t end, bool perParam = true) const = 0;
     std::vector<WeightRecord> readWeights() const;
-    std::vector<WeightRecord> readWeights(int64_t begin, int64_t end) const; // rows [begin, end)
-    std::vector<EvalRecord> readEvals() const;
+    virtual std::vector<WeightRecord> readWeights(int64_t begin, int64_t end) const = 0; // rows [begin, end)
+    virtual std::vector<EvalRecord> readEvals() const = 0;
     std::vector<Event> readEvents() const;
-    std::vector<Event> readEvents(int64_t begin, int64_t end) const; // rows [begin, end)
+    virtual std::vector<Event> readEvents(int64_t begin, int64_t end) const = 0; // rows [begin, end)
 
     // Key columns alone, for callers that keep an index of a large run: the step number of step rows
     // [begin, end), and of every weight-fingerprint row.
-    std::vector<int64_t> readStepNumbers(int64_t begin, int64_t end) const;
-    std::vector<int64_t> readWeightSteps() const;
-    std::vector<FlightDump> readFlightDumps() const;
+    virtual std::vector<int64_t> readStepNumbers(int64_t begin, int64_t end) const = 0;
+    virtual std::vector<int64_t> readWeightSteps() const = 0;
+    virtual std::vector<FlightDump> readFlightDumps() const = 0;
 
     // One per-rank step column for steps [begin, end), row-major: (end - begin) * worldSize floats.
     // Names: loss, accuracy, loss_scale, step_ms, compute_ms, comm_ms, overflow, skipped, state.
-    std::vector<float> readStepScalar(const std::string& name, int64_t begin, int64_t end) const;
+    virtual std::vector<float> readStepScalar(const std::string& name, int64_t begin, int64_t end) const = 0;
 
     RunData readAll() const;
 
-private:
-    struct Impl;
-    explicit RunReader(std::unique_ptr<Impl> impl);
-    std::unique_ptr<Impl> m_d;
+protected:
+    RunReader() = default;
 };
 
 } // namespace rs

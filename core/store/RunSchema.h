@@ -5,7 +5,9 @@
 
 #include "store/RunRecords.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -193,11 +195,18 @@ inline constexpr int64_t kMaxInflation = 1100;
 inline constexpr int64_t kInflationSlackBytes = 64 << 20;
 
 // Elements of the flat parameter buffer: the end of the last tensor (the flight recorder's row length).
+// Params may come from a file that nothing has checked yet (the fuzzer's mutator, a damaged file before
+// validation): a negative numel or offset counts as 0 and the end saturates at INT64_MAX instead of
+// overflowing, so callers can compare the result against their limits.
 inline int64_t totalElements(std::span<const ParamInfo> params) {
     int64_t total = 0;
-    for (const ParamInfo& p : params)
-        if (p.offset + p.numel > total)
-            total = p.offset + p.numel;
+    for (const ParamInfo& p : params) {
+        const int64_t offset = std::max<int64_t>(p.offset, 0), numel = std::max<int64_t>(p.numel, 0);
+        int64_t end = 0;
+        if (__builtin_add_overflow(offset, numel, &end))
+            end = std::numeric_limits<int64_t>::max();
+        total = std::max(total, end);
+    }
     return total;
 }
 

@@ -95,6 +95,12 @@ bool sameFile(const std::string& a, const std::string& b) {
 
 void sliceRun(const std::string& src, const std::string& dst, int64_t firstStep, int64_t lastStep,
               bool overwrite) {
+    sliceRun(*RunReader::open(src), dst, firstStep, lastStep, overwrite);
+}
+
+void sliceRun(const RunReader& source, const std::string& dst, int64_t firstStep, int64_t lastStep,
+              bool overwrite) {
+    const std::string& src = source.path();
     if (firstStep > lastStep)
         throw std::invalid_argument(
             fmt::format("slice: the first step ({}) is after the last step ({})", firstStep, lastStep));
@@ -102,7 +108,7 @@ void sliceRun(const std::string& src, const std::string& dst, int64_t firstStep,
     if (sameFile(src, dst))
         throw std::invalid_argument(fmt::format("slice: {} is the source file itself", dst));
 
-    const auto in = RunReader::open(src);
+    const RunReader* in = &source;
     auto out = RunWriter::create(dst, in->meta(), overwrite);
     try {
         copySteps(*in, *out, firstStep, lastStep);

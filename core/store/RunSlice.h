@@ -11,6 +11,8 @@
 
 namespace rs {
 
+class RunReader;
+
 // Writes dst as a run file with src's meta (plannedSteps unchanged) holding the step rows whose step number
 // is in [firstStep, lastStep], with every per-parameter column, and the weight rows, evaluations, events and
 // flight dumps (by trigger step) in the same range. Step rows are copied ~256 at a time, so memory stays
@@ -20,6 +22,9 @@ namespace rs {
 // Throws RunFileError (unreadable src, dst exists and !overwrite, write failure: a partly written dst is
 // removed) and std::invalid_argument (firstStep > lastStep, dst is src).
 void sliceRun(const std::string& src, const std::string& dst, int64_t firstStep, int64_t lastStep,
+              bool overwrite = false);
+// The same from an open reader (src is its path).
+void sliceRun(const RunReader& src, const std::string& dst, int64_t firstStep, int64_t lastStep,
               bool overwrite = false);
 
 // The smallest step of an event that marks an anomaly: severity Warning or Error, or one of the codes

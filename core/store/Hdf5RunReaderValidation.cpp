@@ -2,7 +2,8 @@
 // every table column's class and dims, sizes against the file's size, a truncated tail) before anything a
 // file claims is allocated or read. Row reading and the public API are in RunReader.cpp.
 #include "store/Hdf5Lock.h"
-#include "store/RunReaderImpl.h"
+#include "store/Hdf5RunReader.h"
+#include "store/ReaderTrace.h"
 
 #include <H5Cpp.h>
 #include <algorithm>
@@ -92,7 +93,8 @@ std::string humanBytes(double bytes) {
 
 } // namespace
 
-void RunReader::Impl::openFile() {
+void Hdf5RunReader::Impl::openFile() {
+    readertrace::atFile("the superblock and the root group");
     hdf5ClearLastError();
     // A SWMR reader retries a metadata read whose checksum fails (a writer may be mid-way through writing
     // it), sleeping twice as long after each of its default 100 attempts past the first ~20: on a file whose
@@ -133,7 +135,8 @@ void RunReader::Impl::openFile() {
         sharedWrite = (intent & H5F_ACC_RDWR) != 0;
 }
 
-H5::Attribute RunReader::Impl::attr(const char* name, H5T_class_t expected) const {
+H5::Attribute Hdf5RunReader::Impl::attr(const char* name, H5T_class_t expected) const {
+    readertrace::atAttribute(name);
     if (!file.attrExists(name))
         fail(fmt::format("root attribute '{}' is missing", name));
     H5::Attribute a = file.openAttribute(name);
@@ -147,7 +150,7 @@ H5::Attribute RunReader::Impl::attr(const char* name, H5T_class_t expected) cons
     return a;
 }
 
-std::string RunReader::Impl::stringAttr(const char* name) const {
+std::string Hdf5RunReader::Impl::stringAttr(const char* name) const {
     H5::Attribute a = attr(name, H5T_STRING);
     H5::StrType type = a.getStrType();
     if (!type.isVariableStr() && type.getSize() > size_t(rsc::kMaxStringBytes))
@@ -160,7 +163,7 @@ std::string RunReader::Impl::stringAttr(const char* name) const {
     return value;
 }
 
-int64_t RunReader::Impl::intAttr(const char* name, int64_t lo, int64_t hi) const {
+int64_t Hdf5RunReader::Impl::intAttr(const char* name, int64_t lo, int64_t hi) const {
     H5::Attribute a = attr(name, H5T_INTEGER);
     int64_t v = 0;
     a.read(H5::PredType::NATIVE_INT64, &v);
@@ -169,15 +172,16 @@ int64_t RunReader::Impl::intAttr(const char* name, int64_t lo, int64_t hi) const
     return v;
 }
 
-uint64_t RunReader::Impl::u64Attr(const char* name) const {
+uint64_t Hdf5RunReader::Impl::u64Attr(const char* name) const {
     H5::Attribute a = attr(name, H5T_INTEGER);
     uint64_t v = 0;
     a.read(H5::PredType::NATIVE_UINT64, &v);
     return v;
 }
 
-void RunReader::Impl::readRoot() {
+void Hdf5RunReader::Impl::readRoot() {
     try {
+        readertrace::atAttribute(rsc::kAttrFormat);
         if (!file.attrExists(rsc::kAttrFormat))
             fail(fmt::format("not a RankSight run file (format attribute missing; expected format='{}')",
                              rsc::kFormatName));
@@ -217,7 +221,7 @@ void RunReader::Impl::readRoot() {
     }
 }
 
-bool RunReader::Impl::linkExists(const std::string& objPath) const {
+bool Hdf5RunReader::Impl::linkExists(const std::string& objPath) const {
     // H5Lexists fails (rather than returning false) when an intermediate group is missing: walk the path.
     size_t pos = 0;
     while ((pos = objPath.find('/', pos + 1)) != std::string::npos)
@@ -226,7 +230,8 @@ bool RunReader::Impl::linkExists(const std::string& objPath) const {
     return H5Lexists(file.getId(), objPath.c_str(), H5P_DEFAULT) > 0;
 }
 
-H5::DataSet RunReader::Impl::openDataset(const char* objPath) const {
+H5::DataSet Hdf5RunReader::Impl::openDataset(const char* objPath) const {
+    readertrace::atDataset(objPath);
     if (!linkExists(objPath))
         fail(fmt::format("dataset {} is missing", objPath));
     try {
@@ -240,7 +245,7 @@ H5::DataSet RunReader::Impl::openDataset(const char* objPath) const {
     }
 }
 
-void RunReader::Impl::checkClass(const H5::DataSet& ds, const char* objPath, H5T_class_t expected) const {
+void Hdf5RunReader::Impl::checkClass(const H5::DataSet& ds, const char* objPath, H5T_class_t expected) const {
     const H5T_class_t cls = ds.getTypeClass();
     if (cls != expected)
         fail(fmt::format("dataset {} has dtype class {}, expected {}", objPath, className(cls),
@@ -255,7 +260,7 @@ void RunReader::Impl::checkClass(const H5::DataSet& ds, const char* objPath, H5T
     }
 }
 
-std::vector<hsize_t> RunReader::Impl::datasetDims(const H5::DataSet& ds) const {
+std::vector<hsize_t> Hdf5RunReader::Impl::datasetDims(const H5::DataSet& ds) const {
     const H5::DataSpace space = ds.getSpace();
     const int rank = space.getSimpleExtentNdims();
     std::vector<hsize_t> d(size_t(std::max(rank, 0)));
@@ -264,14 +269,15 @@ std::vector<hsize_t> RunReader::Impl::datasetDims(const H5::DataSet& ds) const {
     return d;
 }
 
-void RunReader::Impl::checkBytes(const char* objPath, uint64_t logicalBytes, const std::string& claim) const {
+void Hdf5RunReader::Impl::checkBytes(const char* objPath, uint64_t logicalBytes,
+                                     const std::string& claim) const {
     const uint64_t cap = satMul(fileBytes, rsc::kMaxInflation) + rsc::kInflationSlackBytes;
     if (logicalBytes > cap)
         fail(fmt::format("dataset {} claims {} ({}), more than a {} file can hold: the file is corrupt",
                          objPath, claim, humanBytes(double(logicalBytes)), humanBytes(double(fileBytes))));
 }
 
-H5::DataSet RunReader::Impl::openVector(const char* objPath, H5T_class_t expected, hsize_t n) const {
+H5::DataSet Hdf5RunReader::Impl::openVector(const char* objPath, H5T_class_t expected, hsize_t n) const {
     H5::DataSet ds = openDataset(objPath);
     checkClass(ds, objPath, expected);
     const std::vector<hsize_t> d = datasetDims(ds);
@@ -280,7 +286,7 @@ H5::DataSet RunReader::Impl::openVector(const char* objPath, H5T_class_t expecte
     return ds;
 }
 
-hsize_t RunReader::Impl::fixedExtent(const char* objPath) const {
+hsize_t Hdf5RunReader::Impl::fixedExtent(const char* objPath) const {
     H5::DataSet ds = openDataset(objPath);
     const std::vector<hsize_t> d = datasetDims(ds);
     if (d.size() != 1)
@@ -289,7 +295,7 @@ hsize_t RunReader::Impl::fixedExtent(const char* objPath) const {
 }
 
 template <class T>
-std::vector<T> RunReader::Impl::readFixedNumeric(const char* objPath, Dtype t, hsize_t n) const {
+std::vector<T> Hdf5RunReader::Impl::readFixedNumeric(const char* objPath, Dtype t, hsize_t n) const {
     H5::DataSet ds = openVector(objPath, typeClass(t), n);
     checkBytes(objPath, satMul(n, sizeof(T)), fmt::format("{} values", n));
     std::vector<T> v(n);
@@ -302,7 +308,7 @@ std::vector<T> RunReader::Impl::readFixedNumeric(const char* objPath, Dtype t, h
     return v;
 }
 
-std::vector<std::string> RunReader::Impl::readFixedStrings(const char* objPath, hsize_t n) const {
+std::vector<std::string> Hdf5RunReader::Impl::readFixedStrings(const char* objPath, hsize_t n) const {
     H5::DataSet ds = openVector(objPath, H5T_STRING, n);
     const size_t width = ds.getStrType().getSize();
     checkBytes(objPath, satMul(n, width), fmt::format("{} strings of {} bytes", n, width));
@@ -321,7 +327,7 @@ std::vector<std::string> RunReader::Impl::readFixedStrings(const char* objPath, 
     return out;
 }
 
-void RunReader::Impl::readFixed() {
+void Hdf5RunReader::Impl::readFixed() {
     const hsize_t P = fixedExtent(rsc::kParamNumel);
     if (P > hsize_t(rsc::kMaxParams))
         fail(fmt::format("dataset {} lists {} parameters, at most {} supported", rsc::kParamNumel, P,
@@ -367,7 +373,7 @@ void RunReader::Impl::readFixed() {
     dims = runDims(meta);
 }
 
-void RunReader::Impl::openTable(RTable& table, std::span<const rsc::Column> columns) {
+void Hdf5RunReader::Impl::openTable(RTable& table, std::span<const rsc::Column> columns) {
     for (const rsc::Column& spec : columns) {
         RColumn c;
         c.spec = &spec;
@@ -389,7 +395,7 @@ void RunReader::Impl::openTable(RTable& table, std::span<const rsc::Column> colu
     }
 }
 
-void RunReader::Impl::openTables() {
+void Hdf5RunReader::Impl::openTables() {
     openTable(steps, rsc::kStepColumns);
     openTable(weights, rsc::kWeightColumns);
     openTable(evals, rsc::kEvalColumns);
@@ -402,7 +408,8 @@ void RunReader::Impl::openTables() {
     checkClass(statusReason, rsc::kStatusStopReason, H5T_STRING);
 }
 
-void RunReader::Impl::readStatus() {
+void Hdf5RunReader::Impl::readStatus() {
+    readertrace::atDataset("/status");
     try {
         for (auto [ds, p] : {std::pair{&statusComplete, rsc::kStatusComplete},
                              std::pair{&statusReason, rsc::kStatusStopReason}})
@@ -421,7 +428,7 @@ void RunReader::Impl::readStatus() {
     }
 }
 
-void RunReader::Impl::updateExtents(bool refreshFirst) {
+void Hdf5RunReader::Impl::updateExtents(bool refreshFirst) {
     std::error_code ec;
     const auto size = std::filesystem::file_size(path, ec);
     if (!ec)
@@ -429,6 +436,7 @@ void RunReader::Impl::updateExtents(bool refreshFirst) {
     for (RTable* t : {&steps, &weights, &evals, &events, &dumps, &entries}) {
         hsize_t rows = std::numeric_limits<hsize_t>::max();
         for (RColumn& c : t->cols) {
+            readertrace::atDataset(c.spec->path);
             if (refreshFirst && H5Drefresh(c.ds.getId()) < 0)
                 fail(fmt::format("refreshing {}: {}", c.spec->path, hdf5LastError()));
             const std::vector<hsize_t> d = datasetDims(c.ds);
@@ -468,7 +476,8 @@ void RunReader::Impl::updateExtents(bool refreshFirst) {
 
 // Whether the chunks holding row `row` were written: the first and the last chunk of the row (a big row
 // spans several chunks along its own dims).
-bool RunReader::Impl::chunkWritten(const RColumn& c, hsize_t row) const {
+bool Hdf5RunReader::Impl::chunkWritten(const RColumn& c, hsize_t row) const {
+    readertrace::atChunkIndex(c.spec->path);
     std::vector<hsize_t> first(c.chunk.size(), 0);
     first[0] = row / c.chunk[0] * c.chunk[0];
     std::vector<hsize_t> last = first;
@@ -501,7 +510,7 @@ bool RunReader::Impl::chunkWritten(const RColumn& c, hsize_t row) const {
 // can reach a SWMR reader before the chunk does). An extent that runs further past the written chunks claims
 // rows that never existed (e.g. 3,000,000,000 rows in a 60 KB file): such a file is refused before any read
 // is sized by it.
-hsize_t RunReader::Impl::writtenRows(const RColumn& c, hsize_t claimed) const {
+hsize_t Hdf5RunReader::Impl::writtenRows(const RColumn& c, hsize_t claimed) const {
     if (claimed == 0 || c.rowElems == 0)
         return claimed;
     if (c.chunk.empty()) { // contiguous or compact: the storage is all there or not at all
@@ -532,7 +541,7 @@ hsize_t RunReader::Impl::writtenRows(const RColumn& c, hsize_t claimed) const {
 // The superblock (version >= 2, at offset 0 in every file RunWriter makes) keeps "file consistency flags":
 // bit 0 while a writer has the file open, bit 2 in SWMR write mode. HDF5 clears them on a clean close, and
 // only then checks the file's size against the superblock when a SWMR reader opens it.
-bool RunReader::Impl::superblockSaysClosed() const {
+bool Hdf5RunReader::Impl::superblockSaysClosed() const {
     static constexpr unsigned char kSignature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
     if (sharedWrite)
         return false;
@@ -543,7 +552,7 @@ bool RunReader::Impl::superblockSaysClosed() const {
     return std::equal(std::begin(kSignature), std::end(kSignature), head) && head[8] >= 2 && head[11] == 0;
 }
 
-void RunReader::Impl::checkLastChunks() const {
+void Hdf5RunReader::Impl::checkLastChunks() const {
     // Fast path for a file its writer closed: HDF5 itself refuses such a file when it is shorter than its
     // superblock says (the "truncated copy" case), so nothing can lie past the end. The per-chunk walk below
     // costs ~1 s on a 100k-step file (HDF5 1.10 visits every chunk of every column), so it only runs for
@@ -554,6 +563,7 @@ void RunReader::Impl::checkLastChunks() const {
         for (const RColumn& c : t->cols) {
             if (c.extent == 0 || c.rowElems == 0)
                 continue;
+            readertrace::atChunkIndex(c.spec->path);
             hid_t dcpl = H5Dget_create_plist(c.ds.getId());
             std::vector<hsize_t> chunk(c.row.size() + 1, 0);
             const bool chunked = H5Pget_layout(dcpl) == H5D_CHUNKED &&

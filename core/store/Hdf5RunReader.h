@@ -1,5 +1,7 @@
-// Internal to core/store: RunReader's state, shared by RunReaderValidation.cpp (opening a file and checking
-// it against RunSchema.h) and RunReader.cpp (reading rows, the public API). Not a public header.
+// Internal to core/store: the in-process RunReader, libhdf5 in this process (RunReader::openInProcess). Its
+// state is shared by Hdf5RunReaderValidation.cpp (opening a file and checking it against RunSchema.h) and
+// Hdf5RunReader.cpp (reading rows). Used by the reader process (ReaderServer.cpp) and the fuzzer; everything
+// else reads through RunReader::open. Not a public header.
 #pragma once
 
 #include "store/Hdf5Types.h"
@@ -13,7 +15,42 @@
 
 namespace rs {
 
-struct RunReader::Impl {
+class Hdf5RunReader final : public RunReader {
+public:
+    static std::unique_ptr<Hdf5RunReader> open(const std::string& path); // throws RunFileError
+    ~Hdf5RunReader() override;
+
+    const std::string& path() const override;
+    const RunMeta& meta() const override;
+    int formatVersion() const override;
+    bool complete() const override;
+    std::string stopReason() const override;
+    int64_t totalElements() const override;
+    bool refresh() override;
+    int64_t stepCount() const override;
+    int64_t weightCount() const override;
+    int64_t evalCount() const override;
+    int64_t eventCount() const override;
+    int64_t flightDumpCount() const override;
+    using RunReader::readEvents;
+    using RunReader::readWeights;
+    std::vector<StepRecord> readSteps(int64_t begin, int64_t end, bool perParam = true) const override;
+    std::vector<WeightRecord> readWeights(int64_t begin, int64_t end) const override;
+    std::vector<EvalRecord> readEvals() const override;
+    std::vector<Event> readEvents(int64_t begin, int64_t end) const override;
+    std::vector<int64_t> readStepNumbers(int64_t begin, int64_t end) const override;
+    std::vector<int64_t> readWeightSteps() const override;
+    std::vector<FlightDump> readFlightDumps() const override;
+    std::vector<float> readStepScalar(const std::string& name, int64_t begin, int64_t end) const override;
+
+    struct Impl;
+
+private:
+    explicit Hdf5RunReader(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> m_d;
+};
+
+struct Hdf5RunReader::Impl {
     // One table column, checked against its schema entry when the file was opened.
     struct RColumn {
         const runschema::Column* spec = nullptr;
@@ -53,7 +90,7 @@ struct RunReader::Impl {
         fail(fmt::format("{}: {}", where, h5detail::hdf5Detail(e)));
     }
 
-    // --- opening and validation (RunReaderValidation.cpp) ---------------------------------------------
+    // --- opening and validation (Hdf5RunReaderValidation.cpp) ---------------------------------------------
     void openFile();
     void readRoot();
     void readFixed();
@@ -83,7 +120,7 @@ struct RunReader::Impl {
     hsize_t fixedExtent(const char* objPath) const;
     void openTable(RTable& table, std::span<const runschema::Column> columns);
 
-    // --- reading rows (RunReader.cpp) -----------------------------------------------------------------
+    // --- reading rows (Hdf5RunReader.cpp) -----------------------------------------------------------------
     void readRows(const RColumn& c, hsize_t begin, hsize_t n, void* out, const H5::DataType& mem) const;
     template <class T> std::vector<T> readColumn(const RColumn& c, hsize_t begin, hsize_t n) const;
     std::vector<char> readStringColumn(const RColumn& c, hsize_t begin, hsize_t n) const;

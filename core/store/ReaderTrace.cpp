@@ -1,0 +1,54 @@
+// ReaderTrace: see ReaderTrace.h.
+#include "store/ReaderTrace.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace rs::readertrace {
+
+namespace {
+
+Page* g_page = nullptr;
+
+void write(std::string_view a, std::string_view b, std::string_view c = {}) {
+    Page* p = g_page;
+    if (!p)
+        return;
+    p->seq.fetch_add(1, std::memory_order_acq_rel); // odd: being rewritten
+    size_t n = 0;
+    for (std::string_view s : {a, b, c}) {
+        const size_t take = std::min(s.size(), sizeof p->text - 1 - n);
+        std::memcpy(p->text + n, s.data(), take);
+        n += take;
+    }
+    p->text[n] = '\0';
+    p->seq.fetch_add(1, std::memory_order_acq_rel);
+}
+
+} // namespace
+
+void attach(Page* page) {
+    g_page = page;
+}
+
+void atFile(std::string_view what) {
+    write(what, {});
+}
+
+void atAttribute(std::string_view name) {
+    write("root attribute '", name, "'");
+}
+
+void atDataset(std::string_view path) {
+    write("dataset ", path);
+}
+
+void atChunkIndex(std::string_view datasetPath) {
+    write("the chunk index of dataset ", datasetPath);
+}
+
+std::string_view text(const Page& page) {
+    return {page.text, strnlen(page.text, sizeof page.text)};
+}
+
+} // namespace rs::readertrace
