@@ -221,6 +221,10 @@ private slots:
         QTest::addRow("truncated") << QByteArray("truncate") << "truncated";
         QTest::addRow("newer version") << QByteArray("newer") << "newer RankSight";
         QTest::addRow("foreign HDF5") << QByteArray("foreign") << "format";
+        // libhdf5 itself crashes on this one (a damaged global heap behind a variable-length string): the
+        // reader process dies, the window names the file as damaged and where the reader was.
+        QTest::addRow("crashes libhdf5")
+            << QByteArray("crash") << "the file is damaged: reading root attribute";
     }
     void badFilesShowAnErrorAndTheWindowStaysUsable() {
         QFETCH(QByteArray, content);
@@ -239,6 +243,8 @@ private slots:
                 f.createAttribute("format_version", H5::PredType::STD_I32LE, H5::DataSpace(H5S_SCALAR))
                     .write(H5::PredType::NATIVE_INT, &v);
             });
+        } else if (content == "crash") {
+            QVERIFY(QFile::copy(QStringLiteral(RANKSIGHT_TEST_DATA "/damaged-vlen-heap.h5"), bad));
         } else if (content == "foreign") {
             H5::H5File f(bad.toStdString(), H5F_ACC_TRUNC); // an HDF5 file from some other tool
             f.createGroup("/data");

@@ -1,6 +1,7 @@
 // RunLoader: see RunLoader.h. Everything named do*/poll/read*/serve* runs in m_thread.
 #include "model/RunLoader.h"
 
+#include "store/ReaderProcess.h"
 #include "store/RunReader.h"
 
 #include <QTimer>
@@ -209,6 +210,12 @@ void RunLoader::serveDetails() {
                     auto rows = m_reader->readWeights(w, w + 1);
                     d->weights = std::make_shared<WeightRecord>(std::move(rows.front()));
                 }
+            } catch (const ReaderDiedError& e) {
+                // The reader process crashed or hung on this step: the file is damaged and the reader gone,
+                // so the run cannot stay open; the window says why.
+                post([cb = m_cb.detailDropped, g = req.generation, s = req.step] { cb(g, s); });
+                fail(QString::fromStdString(e.what()));
+                return;
             } catch (const std::exception&) {
                 d.reset(); // a step that cannot be read is reported as dropped; the run stays open
             }
