@@ -43,6 +43,9 @@ FuzzOutcome runCifar(std::span<const uint8_t> data);
 // fuzz_runfile: the input is a mutation program (see RunFileMutator.h) applied to a copy of one of the seed
 // run files, which is then opened with RunReader and read the way the CLI and the GUI read it.
 FuzzOutcome runRunFile(std::span<const uint8_t> data);
+// The run file a fuzz_runfile program makes (its seed with the program's mutations), written to `out` and
+// not read: to replay an input that crashes libhdf5 through the reader process and the command line.
+void writeFuzzedRunFile(std::span<const uint8_t> data, const std::string& out);
 
 // libFuzzer-shaped wrappers: run the entry, return 0.
 int fuzzRankTable(const uint8_t* data, size_t size);

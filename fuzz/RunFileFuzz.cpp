@@ -229,6 +229,13 @@ FuzzOutcome runRunFile(std::span<const uint8_t> data) {
     return outcome;
 }
 
+void writeFuzzedRunFile(std::span<const uint8_t> data, const std::string& out) {
+    FuzzInput in(data);
+    const std::vector<Seed>& all = runFileSeeds();
+    const Seed& seed = all[in.byte() % all.size()];
+    mutateRunFile(seed, out, in);
+}
+
 int fuzzRunFile(const uint8_t* data, size_t size) {
     runRunFile({data, size});
     return 0;

@@ -5,9 +5,12 @@
 // A regression FILE may come with FILE.expect, text the outcome ("accepted: ..." or "rejected: ...") must
 // contain: it pins what the input tests (and that gcc runs the same program as the clang fuzzer).
 #include "FuzzEntries.h"
+#include "store/RunReader.h"
 
 #include <QDir>
 #include <QFile>
+#include <QProcess>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <span>
 
@@ -47,6 +50,60 @@ private slots:
 
     void corpus_data() { addRows(QStringLiteral(RANKSIGHT_SOURCE_DIR "/fuzz/corpus/"), false); }
     void corpus() { replay(); }
+
+    // Inputs whose run file crashes libhdf5 itself (fuzz-regressions/runfile-contained/): never read in this
+    // process. Every command-line read command goes through the reader process and must exit 2 with one
+    // line that names the file, says it is damaged and where (FILE.expect), and leave no core dump; so must
+    // RunReader::open.
+    void containedThroughTheReaderProcess_data() {
+        QTest::addColumn<QString>("file");
+        const QString dir = QStringLiteral(RANKSIGHT_TEST_DATA "/fuzz-regressions/runfile-contained");
+        const QStringList all = inputs(dir);
+        QVERIFY2(!all.isEmpty(), qPrintable("no inputs under " + dir));
+        for (const QString& f : all)
+            QTest::addRow("%s", qPrintable(QFileInfo(f).fileName())) << f;
+    }
+    void containedThroughTheReaderProcess() {
+        QFETCH(QString, file);
+        QFile in(file), expectFile(file + QLatin1String(".expect"));
+        QVERIFY(in.open(QIODevice::ReadOnly));
+        QVERIFY2(expectFile.open(QIODevice::ReadOnly), "a contained input needs FILE.expect");
+        const QByteArray bytes = in.readAll();
+        const QString expect = QString::fromUtf8(expectFile.readAll()).trimmed();
+        QTemporaryDir dir;
+        const QString run = dir.filePath(QStringLiteral("damaged.h5"));
+        rs::fuzz::writeFuzzedRunFile(
+            {reinterpret_cast<const uint8_t*>(bytes.constData()), size_t(bytes.size())}, run.toStdString());
+
+        QString error;
+        try {
+            rs::RunReader::open(run.toStdString());
+        } catch (const rs::RunFileError& e) {
+            error = QString::fromUtf8(e.what());
+        }
+        QVERIFY2(error.startsWith(run + ": ") && error.contains(expect), qPrintable(error));
+
+        const QList<QStringList> commands = {
+            {"inspect", run},
+            {"inspect", run, "--json"},
+            {"diagnose", run},
+            {"export-csv", run, "--out", dir.filePath("csv")},
+            {"report", run, "--out", dir.filePath("report")},
+        };
+        for (const QStringList& args : commands) {
+            QProcess p;
+            p.setWorkingDirectory(dir.path()); // where a core dump would land
+            p.start(QStringLiteral(RANKSIGHT_CLI), args);
+            QVERIFY(p.waitForFinished(120000));
+            const QString err = QString::fromUtf8(p.readAllStandardError()).trimmed();
+            const QString what = args.join(' ') + ": " + err;
+            QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+            QVERIFY2(p.exitCode() == 2, qPrintable(what));
+            QVERIFY2(!err.contains('\n') && err.contains(run) && err.contains(expect), qPrintable(what));
+        }
+        QVERIFY(!QFileInfo::exists(dir.filePath("csv")) && !QFileInfo::exists(dir.filePath("report")));
+        QVERIFY(QDir(dir.path()).entryList({QStringLiteral("core*")}, QDir::Files).isEmpty());
+    }
 
 private:
     void addRows(const QString& root, bool mayBeEmpty) {
