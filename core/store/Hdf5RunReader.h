@@ -106,6 +106,9 @@ struct Hdf5RunReader::Impl {
     H5::DataSet openDataset(const char* objPath) const;
     H5::DataSet openVector(const char* objPath, H5T_class_t expected, hsize_t n) const;
     void checkClass(const H5::DataSet& ds, const char* objPath, H5T_class_t expected) const;
+    // Class, element size and (integers) sign exactly as the schema's dtype: nothing to convert on read.
+    void checkNumeric(const H5::DataSet& ds, const char* objPath, runschema::Dtype t) const;
+    void checkIntegerSize(const H5::Attribute& a, const char* name) const;
     std::vector<hsize_t> datasetDims(const H5::DataSet& ds) const;
     void checkBytes(const char* objPath, uint64_t logicalBytes, const std::string& claim) const;
 

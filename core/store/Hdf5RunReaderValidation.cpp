@@ -153,6 +153,13 @@ H5::Attribute Hdf5RunReader::Impl::attr(const char* name, H5T_class_t expected) 
 std::string Hdf5RunReader::Impl::stringAttr(const char* name) const {
     H5::Attribute a = attr(name, H5T_STRING);
     H5::StrType type = a.getStrType();
+    // Reading a variable-length string goes through HDF5's global heap, where a damaged file can make libhdf5
+    // itself write out of bounds (issue 10). Files of format_version 2 and later hold none, so one is refused
+    // before it is read; older files still have them and are read (in the reader process).
+    if (type.isVariableStr() && formatVersion >= 2)
+        fail(fmt::format("root attribute '{}' is a variable-length string; format_version {} files hold "
+                         "fixed-length strings only: the file is damaged or forged",
+                         name, formatVersion));
     if (!type.isVariableStr() && type.getSize() > size_t(rsc::kMaxStringBytes))
         fail(fmt::format("root attribute '{}' is a {}-byte string, at most {} supported", name,
                          type.getSize(), rsc::kMaxStringBytes));
@@ -165,6 +172,7 @@ std::string Hdf5RunReader::Impl::stringAttr(const char* name) const {
 
 int64_t Hdf5RunReader::Impl::intAttr(const char* name, int64_t lo, int64_t hi) const {
     H5::Attribute a = attr(name, H5T_INTEGER);
+    checkIntegerSize(a, name);
     int64_t v = 0;
     a.read(H5::PredType::NATIVE_INT64, &v);
     if (v < lo || v > hi)
@@ -172,8 +180,15 @@ int64_t Hdf5RunReader::Impl::intAttr(const char* name, int64_t lo, int64_t hi) c
     return v;
 }
 
+void Hdf5RunReader::Impl::checkIntegerSize(const H5::Attribute& a, const char* name) const {
+    const size_t bytes = a.getIntType().getSize();
+    if (bytes > 8)
+        fail(fmt::format("root attribute '{}' is a {}-byte integer, expected at most 8 bytes", name, bytes));
+}
+
 uint64_t Hdf5RunReader::Impl::u64Attr(const char* name) const {
     H5::Attribute a = attr(name, H5T_INTEGER);
+    checkIntegerSize(a, name);
     uint64_t v = 0;
     a.read(H5::PredType::NATIVE_UINT64, &v);
     return v;
@@ -190,11 +205,16 @@ void Hdf5RunReader::Impl::readRoot() {
             fail(fmt::format(
                 "not a RankSight run file (format attribute is of class {}, expected the string '{}')",
                 className(a.getTypeClass()), rsc::kFormatName));
+        // The version first (an integer, safe to read): it decides which string types the rest may have.
+        const bool hasVersion = file.attrExists(rsc::kAttrFormatVersion);
+        if (hasVersion)
+            formatVersion = int(intAttr(rsc::kAttrFormatVersion, INT32_MIN, INT32_MAX));
         const std::string format = stringAttr(rsc::kAttrFormat);
         if (format != rsc::kFormatName)
             fail(fmt::format("not a RankSight run file (found format '{}', expected '{}')", format,
                              rsc::kFormatName));
-        const int64_t version = intAttr(rsc::kAttrFormatVersion, INT32_MIN, INT32_MAX);
+        const int64_t version =
+            hasVersion ? formatVersion : intAttr(rsc::kAttrFormatVersion, INT32_MIN, INT32_MAX);
         if (version > rsc::kFormatVersion)
             fail(fmt::format("written by a newer RankSight: format_version {}, this build reads up to {}",
                              version, rsc::kFormatVersion));
@@ -277,6 +297,22 @@ void Hdf5RunReader::Impl::checkBytes(const char* objPath, uint64_t logicalBytes,
                          objPath, claim, humanBytes(double(logicalBytes)), humanBytes(double(fileBytes))));
 }
 
+void Hdf5RunReader::Impl::checkNumeric(const H5::DataSet& ds, const char* objPath, Dtype t) const {
+    checkClass(ds, objPath, typeClass(t));
+    const H5::DataType type = ds.getDataType();
+    const size_t bytes = type.getSize();
+    const bool wantSigned = t == Dtype::I32 || t == Dtype::I64;
+    bool ok = bytes == size_t(rsc::dtypeBytes(t));
+    if (ok && typeClass(t) == H5T_INTEGER)
+        ok = (H5Tget_sign(type.getId()) == H5T_SGN_2) == wantSigned;
+    if (!ok)
+        fail(fmt::format("dataset {} holds {}-byte {}{} values, expected {}", objPath, bytes,
+                         typeClass(t) == H5T_INTEGER
+                             ? (H5Tget_sign(type.getId()) == H5T_SGN_2 ? "signed " : "unsigned ")
+                             : "",
+                         className(typeClass(t)), rsc::dtypeName(t)));
+}
+
 H5::DataSet Hdf5RunReader::Impl::openVector(const char* objPath, H5T_class_t expected, hsize_t n) const {
     H5::DataSet ds = openDataset(objPath);
     checkClass(ds, objPath, expected);
@@ -297,6 +333,7 @@ hsize_t Hdf5RunReader::Impl::fixedExtent(const char* objPath) const {
 template <class T>
 std::vector<T> Hdf5RunReader::Impl::readFixedNumeric(const char* objPath, Dtype t, hsize_t n) const {
     H5::DataSet ds = openVector(objPath, typeClass(t), n);
+    checkNumeric(ds, objPath, t);
     checkBytes(objPath, satMul(n, sizeof(T)), fmt::format("{} values", n));
     std::vector<T> v(n);
     try {
@@ -378,7 +415,10 @@ void Hdf5RunReader::Impl::openTable(RTable& table, std::span<const rsc::Column> 
         RColumn c;
         c.spec = &spec;
         c.ds = openDataset(spec.path);
-        checkClass(c.ds, spec.path, typeClass(spec.dtype));
+        if (h5detail::isString(spec.dtype))
+            checkClass(c.ds, spec.path, H5T_STRING);
+        else
+            checkNumeric(c.ds, spec.path, spec.dtype);
         c.row = rowDims(spec.row, dims);
         c.rowElems = size_t(elementCount(c.row));
         c.fileElemBytes = c.ds.getDataType().getSize();
@@ -403,7 +443,7 @@ void Hdf5RunReader::Impl::openTables() {
     openTable(dumps, rsc::kDumpColumns);
     openTable(entries, rsc::kEntryColumns);
     statusComplete = openDataset(rsc::kStatusComplete);
-    checkClass(statusComplete, rsc::kStatusComplete, H5T_INTEGER);
+    checkNumeric(statusComplete, rsc::kStatusComplete, Dtype::U8);
     statusReason = openDataset(rsc::kStatusStopReason);
     checkClass(statusReason, rsc::kStatusStopReason, H5T_STRING);
 }

@@ -25,9 +25,12 @@ public:
 namespace runschema {
 
 inline constexpr std::string_view kFormatName = "ranksight-run";
-// Bump when a reader of the previous version would misread a new file. Adding groups, datasets or attributes
-// that old readers can ignore does not bump it (see docs/run-file.md, "Versioning").
-inline constexpr int kFormatVersion = 1;
+// Bump when a reader of the previous version would misread a new file, or when the new layout lets a reader
+// refuse what it had to accept before. Adding groups, datasets or attributes that old readers can ignore does
+// not bump it (see docs/run-file.md, "Versioning").
+// 2: root string attributes are fixed-length (1 had variable-length ones, which a reader of 2 still reads,
+// and refuses in a file that says 2).
+inline constexpr int kFormatVersion = 2;
 
 // Root attributes.
 inline constexpr const char* kAttrFormat = "format";                // string, kFormatName

@@ -142,10 +142,14 @@ void RunWriter::Impl::validateMeta() const {
 
 void RunWriter::Impl::writeRootAttributes() {
     H5::DataSpace scalar(H5S_SCALAR);
-    H5::StrType vlstr(H5::PredType::C_S1, H5T_VARIABLE);
-    vlstr.setCset(H5T_CSET_UTF8);
+    // Fixed-length strings, each as long as its value: no variable-length string, whose global-heap
+    // indirection is where damaged files crash libhdf5's reader (format_version 2).
     auto str = [&](const char* name, const std::string& value) {
-        file.createAttribute(name, vlstr, scalar).write(vlstr, value);
+        const size_t width = value.size() + 1;
+        const H5::StrType type = fixedString(width);
+        std::vector<std::byte> buf(width);
+        putFixedString(buf.data(), width, value);
+        file.createAttribute(name, type, scalar).write(type, buf.data());
     };
     auto i32 = [&](const char* name, int32_t v) {
         file.createAttribute(name, H5::PredType::STD_I32LE, scalar).write(H5::PredType::NATIVE_INT32, &v);

@@ -199,7 +199,7 @@ void TestRunFile::roundTrip() {
     }
 
     const auto reader = RunReader::open(path.toStdString());
-    QCOMPARE(reader->formatVersion(), 1);
+    QCOMPARE(reader->formatVersion(), runschema::kFormatVersion);
     QVERIFY(reader->complete());
     QCOMPARE(reader->stopReason(), std::string("completed"));
     QCOMPARE(reader->stepCount(), int64_t(steps));
@@ -207,7 +207,7 @@ void TestRunFile::roundTrip() {
     QVERIFY(!reader->refresh()); // nothing new in a closed file
 
     const RunData got = reader->readAll();
-    QCOMPARE(got.formatVersion, 1);
+    QCOMPARE(got.formatVersion, runschema::kFormatVersion);
     QVERIFY(got.complete);
     RS_COMPARE_EMPTY(diffMeta(got.meta, meta));
     QCOMPARE(got.steps.size(), expected.steps.size());

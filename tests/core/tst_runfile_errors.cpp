@@ -21,6 +21,7 @@ private slots:
     void rowsBeyondTheKeyColumnAreIgnored();
     void badInput_data();
     void badInput();
+    void formatVersion1FilesWithVariableLengthStringsStillOpen();
 
 private:
     QString file(const QString& name) const { return m_dir.filePath(name); }
@@ -64,7 +65,10 @@ void TestRunFileErrors::badInput_data() {
     QTest::addRow("format is a number")
         << "format-int" << QStringList{"format attribute is of class integer"};
     QTest::addRow("newer format_version")
-        << "newer" << QStringList{"written by a newer RankSight: format_version 7, this build reads up to 1"};
+        << "newer"
+        << QStringList{
+               QStringLiteral("written by a newer RankSight: format_version 7, this build reads up to %1")
+                   .arg(runschema::kFormatVersion)};
     QTest::addRow("format_version 0") << "version0" << QStringList{"format_version 0 is invalid"};
     QTest::addRow("missing attribute")
         << "no-world-size" << QStringList{"root attribute 'world_size' is missing"};
@@ -77,6 +81,22 @@ void TestRunFileErrors::badInput_data() {
         << "world-size" << QStringList{"dataset /cards/rank has dims (4), expected (0) or (3) (world_size)"};
     QTest::addRow("wrong dtype class")
         << "dtype" << QStringList{"dataset /steps/loss has dtype class integer, expected float"};
+    QTest::addRow("variable-length string in a version 2 file")
+        << "vlen-v2"
+        << QStringList{"root attribute 'model' is a variable-length string",
+                       "format_version 2 files hold fixed-length strings only"};
+    QTest::addRow("variable-length format attribute in a version 2 file")
+        << "vlen-format-v2" << QStringList{"root attribute 'format' is a variable-length string"};
+    QTest::addRow("8-byte floats") << "f64"
+                                   << QStringList{
+                                          "dataset /steps/loss holds 8-byte float values, expected float32"};
+    QTest::addRow("signed flags") << "signed-u8"
+                                  << QStringList{
+                                         "dataset /steps/overflow holds 1-byte signed integer values, "
+                                         "expected uint8"};
+    QTest::addRow("16-byte integer attribute")
+        << "int128"
+        << QStringList{"root attribute 'world_size' is a 16-byte integer, expected at most 8 bytes"};
     QTest::addRow("huge extent") << "huge"
                                  << QStringList{"dataset /steps/lr claims 1000000000000 rows",
                                                 "the file is corrupt"};
@@ -177,7 +197,21 @@ void TestRunFileErrors::badInput() {
                 setIntAttr(f, "world_size", 3);
             else if (kind == "dtype")
                 replaceDataset(f, "/steps/loss", H5::PredType::STD_I32LE, {10, 4});
-            else if (kind == "params")
+            else if (kind == "vlen-v2")
+                setStrAttr(f, "model", "smallcnn");
+            else if (kind == "vlen-format-v2")
+                setStrAttr(f, "format", "ranksight-run");
+            else if (kind == "f64")
+                replaceDataset(f, "/steps/loss", H5::PredType::IEEE_F64LE, {10, 4});
+            else if (kind == "signed-u8")
+                replaceDataset(f, "/steps/overflow", H5::PredType::STD_I8LE, {10, 4});
+            else if (kind == "int128") {
+                H5::IntType wide(H5::PredType::STD_I64LE);
+                wide.setSize(16);
+                const unsigned char v[16] = {4};
+                f.removeAttr("world_size");
+                f.createAttribute("world_size", wide, H5::DataSpace(H5S_SCALAR)).write(wide, v);
+            } else if (kind == "params")
                 replaceDataset(f, "/params/offset", H5::PredType::STD_I64LE, {4});
             else if (kind == "huge") {
                 f.unlink("/steps/lr");
@@ -197,6 +231,36 @@ void TestRunFileErrors::badInput() {
     QVERIFY2(err.startsWith(path), qPrintable(err));
     for (const QString& e : expected)
         QVERIFY2(err.contains(e), qPrintable(QStringLiteral("'%1' not in: %2").arg(e, err)));
+}
+
+// Files written before format_version 2 hold their root strings as variable-length strings: they still
+// open (through the reader process), with the same meta.
+void TestRunFileErrors::formatVersion1FilesWithVariableLengthStringsStillOpen() {
+    const QString path = file("version1.h5");
+    const RunMeta meta = makeMeta(3, 4, 2, 2);
+    writeRun(path, meta, 6);
+    mutateFile(path, [](H5::H5File& f) {
+        for (const char* name : {"format", "created", "model", "precision", "loss_scale", "data", "config",
+                                 "rank_table", "environment"}) {
+            H5::Attribute a = f.openAttribute(name);
+            QVERIFY(!a.getStrType().isVariableStr()); // version 2 writes fixed-length strings
+            std::string value;
+            a.read(a.getStrType(), value);
+            a.close();
+            f.removeAttr(name);
+            H5::StrType vlen(H5::PredType::C_S1, H5T_VARIABLE);
+            vlen.setCset(H5T_CSET_UTF8);
+            f.createAttribute(name, vlen, H5::DataSpace(H5S_SCALAR)).write(vlen, value);
+        }
+        const int v = 1;
+        f.openAttribute("format_version").write(H5::PredType::NATIVE_INT, &v);
+    });
+    const auto r = RunReader::open(path.toStdString());
+    QCOMPARE(r->formatVersion(), 1);
+    QCOMPARE(r->meta().model, meta.model);
+    QCOMPARE(r->meta().environment, meta.environment); // UTF-8 survives
+    QCOMPARE(r->meta().configJson, meta.configJson);
+    QCOMPARE(r->stepCount(), int64_t(6));
 }
 
 QTEST_GUILESS_MAIN(TestRunFileErrors)
