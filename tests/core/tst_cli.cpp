@@ -66,7 +66,7 @@ void TestCli::trainInspectExport() {
     QCOMPARE(inspect.code, 0);
     const auto j = QJsonDocument::fromJson(inspect.out.toUtf8()).object();
     QCOMPARE(j["format"].toString(), QString("ranksight-run"));
-    QCOMPARE(j["format_version"].toInt(), 1);
+    QCOMPARE(j["format_version"].toInt(), runschema::kFormatVersion);
     QCOMPARE(j["model"].toString(), QString("mlp"));
     QCOMPARE(j["world_size"].toInt(), 2);
     QCOMPARE(j["steps_recorded"].toInt(), 10);
@@ -261,7 +261,8 @@ int64_t TestCli::waitForSteps(const QString& path, int64_t atLeast, QProcess& pr
         try {
             if (QFile::exists(path)) {
                 const auto reader = RunReader::open(path.toStdString());
-                if (reader->stepCount() >= atLeast) return reader->stepCount();
+                if (reader->stepCount() >= atLeast)
+                    return reader->stepCount();
             }
         } catch (const std::exception&) {
             // created but not yet in SWMR mode: try again

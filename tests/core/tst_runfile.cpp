@@ -451,10 +451,10 @@ void TestRunFile::h5pyReadsClosedFile() {
 import h5py, json, sys
 with h5py.File(sys.argv[1], 'r') as f:
     print(json.dumps({
-        'format': f.attrs['format'],
+        'format': f.attrs['format'].decode(),  # fixed-length strings come back as bytes
         'format_version': int(f.attrs['format_version']),
         'world_size': int(f.attrs['world_size']),
-        'environment': f.attrs['environment'],
+        'environment': f.attrs['environment'].decode(),
         'sketch_shape': list(f['grads/sketch'].shape),
         'loss_3_1': float(f['steps/loss'][3, 1]),
         'synced_fp_2_1_3': str(f['grads/synced_fp'][2, 1, 3]),
@@ -472,7 +472,7 @@ with h5py.File(sys.argv[1], 'r') as f:
     QVERIFY2(p.exitCode() == 0, qPrintable(QString::fromUtf8(p.readAllStandardError())));
     const QJsonObject o = QJsonDocument::fromJson(p.readAllStandardOutput()).object();
     QCOMPARE(o["format"].toString(), QString("ranksight-run"));
-    QCOMPARE(o["format_version"].toInt(), 1);
+    QCOMPARE(o["format_version"].toInt(), runschema::kFormatVersion);
     QCOMPARE(o["world_size"].toInt(), 3);
     QCOMPARE(o["environment"].toString().toStdString(), meta.environment);
     QCOMPARE(o["sketch_shape"].toArray(), (QJsonArray{6, 3, 4, 5}));
