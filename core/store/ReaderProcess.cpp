@@ -178,7 +178,7 @@ ProcessRunReader::~ProcessRunReader() {
     stop();
 }
 
-void ProcessRunReader::stop() {
+void ProcessRunReader::stop() const {
     if (m_sock >= 0) {
         ::shutdown(m_sock, SHUT_RDWR);
         ::close(m_sock);
@@ -209,10 +209,9 @@ std::string ProcessRunReader::where() const {
 
 void ProcessRunReader::died(const std::string& why) const {
     m_dead = fmt::format("{}: {}", m_path, why);
-    auto* self = const_cast<ProcessRunReader*>(this);
-    if (self->m_pid > 0)
-        ::kill(self->m_pid, SIGKILL); // whatever state it is in, it is done
-    self->stop();
+    if (m_pid > 0)
+        ::kill(m_pid, SIGKILL); // whatever state it is in, it is done
+    stop();
     throw ReaderDiedError(m_dead);
 }
 

@@ -81,16 +81,17 @@ private:
     std::string receive(readerwire::Status& status) const;
     [[noreturn]] void died(const std::string& why) const;
     std::string where() const;
-    void stop();
+    void stop() const;
 
     std::string m_path;
     RunMeta m_meta;
     readerwire::State m_state; // as of the last open or refresh
 
+    // The process and its channels. Mutable: a read that finds the process dead (a const call) ends it.
     mutable std::mutex m_mutex; // one request at a time
-    pid_t m_pid = -1;
-    int m_sock = -1;
-    readertrace::Page* m_page = nullptr;
+    mutable pid_t m_pid = -1;
+    mutable int m_sock = -1;
+    mutable readertrace::Page* m_page = nullptr;
     int m_timeoutMs = 30000;
     mutable std::string m_dead; // the message, once the reader process is gone
 };
