@@ -618,17 +618,20 @@ void Hdf5RunReader::Impl::checkLastChunks() const {
             hsize_t size = 0;
             if (H5Dget_chunk_info_by_coord(c.ds.getId(), offset.data(), &filterMask, &addr, &size) < 0)
                 continue;
-            if (addr == HADDR_UNDEF || addr + size <= fileBytes)
+            // addr and size come from the file: compare without adding them (a forged address near 2^64
+            // would wrap around and look like it lies inside the file).
+            auto inside = [&](uint64_t bytes) { return size <= bytes && addr <= bytes - size; };
+            if (addr == HADDR_UNDEF || inside(fileBytes))
                 continue;
             // A live writer may have appended since fileBytes was taken; its chunks reach the disk before the
             // index that points to them, so the file's size now must cover them.
             std::error_code ec;
             const uint64_t now = std::filesystem::file_size(path, ec);
-            if (!ec && addr + size <= now)
+            if (!ec && inside(now))
                 continue;
             fail(fmt::format("the file is truncated: the last row of {} lies at bytes {}..{}, the file has "
                              "{} bytes; was it copied or downloaded incompletely?",
-                             c.spec->path, addr, addr + size, ec ? fileBytes : now));
+                             c.spec->path, addr, h5detail::satAdd(addr, size), ec ? fileBytes : now));
         }
     }
 }

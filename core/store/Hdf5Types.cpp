@@ -109,6 +109,11 @@ uint64_t satMul(uint64_t a, uint64_t b) {
     return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
+uint64_t satAdd(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
 bool isString(Dtype t) {
     return t == Dtype::Str32 || t == Dtype::Str256;
 }

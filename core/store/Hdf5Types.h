@@ -28,8 +28,9 @@ Dims runDims(const RunMeta& meta);
 std::vector<hsize_t> rowDims(runschema::Row row, const Dims& d);
 // Elements in a row of these dims (1 for a scalar row), saturating at UINT64_MAX.
 uint64_t elementCount(std::span<const hsize_t> row);
-// a * b, saturating at UINT64_MAX.
+// a * b and a + b, saturating at UINT64_MAX (for extents and addresses read from a file).
 uint64_t satMul(uint64_t a, uint64_t b);
+uint64_t satAdd(uint64_t a, uint64_t b);
 
 bool isString(runschema::Dtype t);
 H5::DataType fileType(runschema::Dtype t); // little-endian on disk
