@@ -1,0 +1,1 @@
+"""RankSight's Python side: write RankSight run files from real training jobs (runfile.RunFileWriter)."""
