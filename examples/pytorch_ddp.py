@@ -1,0 +1,124 @@
+"""A real PyTorch DDP job that records itself with ranksight.ddp.Recorder: N gloo processes on 127.0.0.1
+training a small CNN on a built-in learnable CIFAR-10-shaped set (no download).
+
+    PYTHONPATH=python /usr/bin/python3 examples/pytorch_ddp.py --out runs/ddp.h5 [--ranks 4] [--steps 60]
+        [--mistake none|not-synced|checkpoint-one-rank|same-batches|sum-hook|eval-mode|slow-rank]
+
+The mistakes are the real ones DDP users make: a parameter left out of DDP's buckets, a checkpoint loaded
+on one rank after wrapping, every rank reading the same batches (no DistributedSampler), a hook that sums
+instead of averaging, one rank left in eval mode, a slow rank.
+"""
+
+import argparse
+import os
+import socket
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from ranksight.ddp import Recorder  # noqa: E402
+
+MISTAKES = ["none", "not-synced", "checkpoint-one-rank", "same-batches", "sum-hook", "eval-mode", "slow-rank"]
+
+
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(16)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.fc = nn.Linear(32 * 8 * 8, 10)
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc(self.drop(torch.flatten(x, 1)))
+
+
+def dataset(n, seed=1234):
+    """A learnable CIFAR-10-shaped set: each class is a fixed random pattern plus noise."""
+    g = torch.Generator().manual_seed(seed)
+    protos = torch.randn(10, 3, 32, 32, generator=g)
+    labels = torch.randint(0, 10, (n,), generator=g)
+    images = protos[labels] * 0.5 + torch.randn(n, 3, 32, 32, generator=g)
+    return images, labels
+
+
+def sum_hook(state, bucket):
+    """The mistake: all-reduce without dividing by the world size (gradients summed, lr N times too high)."""
+    return dist.all_reduce(bucket.buffer(), async_op=True).get_future().then(lambda f: f.value()[0])
+
+
+def worker(rank, args, port):
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=args.ranks)
+    torch.manual_seed(args.seed)
+    model = SmallCNN()
+    if args.mistake == "not-synced":
+        # A parameter DDP is told to ignore: it never reaches a bucket, each rank keeps its own gradient.
+        DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(model, ["fc.bias"])
+    ddp = DistributedDataParallel(model)
+    if args.mistake == "checkpoint-one-rank" and rank == args.ranks - 1:
+        with torch.no_grad():  # a checkpoint loaded on one rank after wrapping: DDP broadcast only at init
+            for p in model.parameters():
+                p.add_(0.01 * torch.randn_like(p))
+    rec = Recorder(ddp, args.out, weight_every=5, sketch_dim=16, hook=sum_hook if args.mistake == "sum-hook" else None,
+                   batch_size=args.batch, model_name="smallcnn",
+                   config={"mistake": args.mistake, "ranks": args.ranks, "batch": args.batch, "lr": args.lr})
+    opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
+    images, labels = dataset(args.ranks * args.batch * 64)
+    n = images.shape[0]
+    ddp.train()
+    if args.mistake == "eval-mode" and rank == args.ranks - 1:
+        ddp.eval()
+    for step in range(args.steps):
+        if args.mistake == "same-batches":
+            ids = torch.arange(args.batch) + (step * args.batch) % (n - args.batch)
+        else:  # DistributedSampler semantics: rank-strided
+            base = (step * args.batch * args.ranks) % (n - args.batch * args.ranks)
+            ids = base + rank + args.ranks * torch.arange(args.batch)
+        x, y = images[ids], labels[ids]
+        if args.mistake == "slow-rank" and rank == args.ranks - 1:
+            time.sleep(0.05)
+        out = ddp(x)
+        loss = F.cross_entropy(out, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        acc = float((out.argmax(1) == y).float().mean())
+        rec.step(loss=loss.item(), accuracy=acc, sample_ids=ids.tolist(), lr=args.lr)
+    rec.close("completed")
+    dist.destroy_process_group()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--lr", type=float, default=0.05)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--mistake", choices=MISTAKES, default="none")
+    args = ap.parse_args()
+    mp.spawn(worker, args=(args, free_port()), nprocs=args.ranks, join=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,274 @@
+"""A PyTorch DDP job records itself into a RankSight run file.
+
+    from ranksight.ddp import Recorder
+    ddp = DistributedDataParallel(model)
+    rec = Recorder(ddp, "runs/job.h5")
+    for batch in loader:
+        ...; loss.backward(); opt.step()
+        rec.step(loss=loss.item(), accuracy=acc)   # every rank, after the optimizer step
+    rec.close()
+
+Built on every rank after wrapping and before the first backward, the recorder installs a DDP communication
+hook that wraps the user's own (hook=, default DDP's mean all-reduce): before the inner hook it takes each
+parameter's local gradient statistics from the bucket, in the future's .then() the synced ones. Parameters
+that never reach a bucket (left out of DDP, unused) are recorded from p.grad at step(): their "synced"
+gradient is whatever p.grad holds, which is exactly the bug to see. Rank 0 gathers each step's statistics
+(one dist.gather of one packed tensor) and appends one row to a SWMR run file that RankSight follows live.
+"""
+
+import os
+import platform
+import socket
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+from .runfile import RunFileWriter
+
+_MASK = (1 << 64) - 1
+_FP16_MAX = 65504.0
+_FP16_ZERO = 2.0 ** -25  # |x| <= this rounds to 0 in fp16
+
+
+def _mix64(x):
+    """splitmix64's finaliser: a well-spread 64-bit value from any integer."""
+    x = (x + 0x9E3779B97F4A7C15) & _MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
+    return x ^ (x >> 31)
+
+
+def fingerprint(t):
+    """A 64-bit fingerprint of a tensor's bits: equal bits give equal fingerprints on every rank; any flipped
+    bit or moved element changes it (sums of the raw words over the whole tensor and two strided subsets)."""
+    flat = t.detach().contiguous().view(-1)
+    width = {4: torch.int32, 2: torch.int16, 8: torch.int64}.get(flat.element_size(), torch.uint8)
+    words = flat.view(torch.uint8).view(width) if width is torch.uint8 else flat.view(width)
+    words = words.to(torch.int64)
+    h = _mix64(flat.numel())
+    for part in (words, words[::7], words[1::13]):
+        h = _mix64(h ^ (int(part.sum()) & _MASK))
+    return h
+
+
+def _signed64(u):
+    return u - (1 << 64) if u >= (1 << 63) else u
+
+
+class Recorder:
+    """Records a DDP job (see the module's doc). Every rank builds one; rank 0 writes `path`."""
+
+    def __init__(self, ddp, path, weight_every=10, sketch_dim=16, hook=None, scaler=None, state=None,
+                 batch_size=0, model_name=None, config=None):
+        if not dist.is_initialized():
+            raise RuntimeError("ranksight.ddp.Recorder: torch.distributed is not initialised")
+        self.ddp = ddp
+        self.module = ddp.module
+        self.rank = dist.get_rank()
+        self.world = dist.get_world_size()
+        self.weight_every = max(int(weight_every), 1)
+        self.K = int(sketch_dim)
+        self.B = int(batch_size)
+        self.scaler = scaler
+        self.params = [(n, p) for n, p in self.module.named_parameters() if p.requires_grad]
+        self.index = {id(p): i for i, (_, p) in enumerate(self.params)}
+        self.P = len(self.params)
+        self.buffers = [(n, b) for n, b in self.module.named_buffers() if "running" in n]
+        # Count sketch: element i of parameter p goes to bin h(i) of 2K (+ for the first K, - for the rest);
+        # the same seed on every rank, so sketches compare across ranks.
+        gen = torch.Generator().manual_seed(0x5EED)
+        self._bins = [torch.randint(0, 2 * self.K, (p.numel(),), generator=gen, dtype=torch.int32)
+                      if self.K else None for _, p in self.params]
+        self._inner = hook or default_hooks.allreduce_hook
+        self._state = state
+        self._reset()
+        ddp.register_comm_hook(state, self._comm_hook)
+        self.steps = 0
+        self._prev_scale = None
+        self._last = time.perf_counter()
+        self.writer = None
+        if self.rank == 0:
+            self.writer = RunFileWriter(path, self._meta(model_name, config), overwrite=True)
+        dist.barrier()
+
+    # --- per bucket, in DDP's backward ---------------------------------------------------------------------
+
+    def _reset(self):
+        P, K = self.P, self.K
+        self._local = torch.zeros(P, 6, dtype=torch.float64)  # norm, max, sum, nonfinite, overflow, underflow
+        self._sketch = torch.zeros(P, K, dtype=torch.float64)
+        self._synced = torch.zeros(P, 2, dtype=torch.float64)  # norm, sum
+        self._synced_fp = [0] * P
+        self._seen = [False] * P
+        self._comm_s = 0.0
+        self._backward_start = None
+
+    def _scale(self):
+        if self.scaler is not None and self.scaler.is_enabled():
+            return float(self.scaler.get_scale())
+        return 1.0
+
+    def _local_stats(self, i, g):
+        scale = self._scale()
+        g = g.detach().reshape(-1)
+        gd = g.to(torch.float64)
+        finite = torch.isfinite(gd)
+        a = gd.abs()
+        self._local[i, 0] = gd.norm() / scale
+        self._local[i, 1] = (a.max() if a.numel() else torch.tensor(0.0)) / scale
+        self._local[i, 2] = gd.sum() / scale
+        self._local[i, 3] = float((~finite).sum())
+        # fp16 overflow and underflow of the gradient as backward computed it (scaled, with a scaler)
+        self._local[i, 4] = float((a > _FP16_MAX).sum())
+        self._local[i, 5] = float(((a <= _FP16_ZERO) & (a != 0)).sum())
+        if self.K:
+            bins = torch.zeros(2 * self.K, dtype=torch.float64).index_add_(0, self._bins[i], gd)
+            self._sketch[i] = (bins[: self.K] - bins[self.K:]) / scale
+
+    def _synced_stats(self, i, g):
+        scale = self._scale()
+        gd = g.detach().reshape(-1).to(torch.float64)
+        self._synced[i, 0] = gd.norm() / scale
+        self._synced[i, 1] = gd.sum() / scale
+        self._synced_fp[i] = fingerprint(g)
+        self._seen[i] = True
+
+    def _comm_hook(self, state, bucket):
+        if self._backward_start is None:
+            self._backward_start = time.perf_counter()
+        params = bucket.parameters()
+        idx = [self.index.get(id(p)) for p in params]
+        for i, g in zip(idx, bucket.gradients()):
+            if i is not None:
+                self._local_stats(i, g)
+        numels = [p.numel() for p in params]
+        launched = time.perf_counter()
+        fut = self._inner(state, bucket)
+
+        def synced(f):
+            value = f.value()
+            result = value[0] if isinstance(value, (list, tuple)) else value
+            self._comm_s += time.perf_counter() - launched
+            for i, g in zip(idx, torch.split(result.reshape(-1), numels)):
+                if i is not None:
+                    self._synced_stats(i, g)
+            return result
+
+        return fut.then(synced)
+
+    # --- per step, after the optimizer step ----------------------------------------------------------------
+
+    def step(self, loss, accuracy=0.0, sample_ids=None, lr=None, epoch=0):
+        now = time.perf_counter()
+        step_ms = (now - self._last) * 1000.0
+        self._last = now
+        # Parameters that no bucket carried: their gradient is whatever backward left in p.grad.
+        for i, (_, p) in enumerate(self.params):
+            if not self._seen[i] and p.grad is not None:
+                self._local_stats(i, p.grad)
+                self._synced_stats(i, p.grad)
+        # A GradScaler lowers its scale in update() after a step it skipped for an overflow.
+        scale = self._scale()
+        skipped = int(self._prev_scale is not None and scale < self._prev_scale)
+        self._prev_scale = scale
+        comm_ms = self._comm_s * 1000.0
+        compute_ms = max(step_ms - comm_ms, 0.0)
+        weights_due = self.steps % self.weight_every == 0
+
+        ids = np.full(self.B, -1, dtype=np.int64)
+        if sample_ids is not None and self.B:
+            s = np.asarray(sample_ids, dtype=np.int64).reshape(-1)[: self.B]
+            ids[: s.size] = s
+        sample_fp = fingerprint(torch.from_numpy(ids)) if sample_ids is not None else 0
+
+        floats = [float(loss), float(accuracy), scale, step_ms, compute_ms, comm_ms, float(self.steps)]
+        ints = [_signed64(sample_fp), skipped] + [_signed64(x) for x in self._synced_fp]
+        wnorm, wfp, bnorm, bfp = [], [], 0.0, 0
+        if weights_due:
+            with torch.no_grad():
+                for _, p in self.params:
+                    wnorm.append(float(p.detach().double().norm()))
+                    wfp.append(_signed64(fingerprint(p)))
+                bufs = [b.detach().reshape(-1).double() for _, b in self.buffers]
+                flat = torch.cat(bufs) if bufs else torch.zeros(0, dtype=torch.float64)
+                bnorm = float(flat.norm())
+                bfp = _signed64(fingerprint(flat))
+        packed_f = torch.cat([torch.tensor(floats, dtype=torch.float64), self._local.reshape(-1),
+                              self._sketch.reshape(-1), self._synced.reshape(-1),
+                              torch.tensor(wnorm + [bnorm], dtype=torch.float64)])
+        packed = torch.cat([packed_f.view(torch.int64), torch.tensor(ints + wfp + [bfp], dtype=torch.int64),
+                            torch.from_numpy(ids)])
+        gathered = [torch.empty_like(packed) for _ in range(self.world)] if self.rank == 0 else None
+        dist.gather(packed, gathered, dst=0)
+        if self.rank == 0:
+            self._write(gathered, weights_due, lr, epoch)
+        self.steps += 1
+        self._reset()
+
+    def _write(self, gathered, weights_due, lr, epoch):
+        R, P, K = self.world, self.P, self.K
+        nf = 7 + 6 * P + P * K + 2 * P + (P + 1 if weights_due else 1)
+        rows = [g[:nf].view(torch.float64).numpy() for g in gathered]
+        ints = [g[nf:].numpy() for g in gathered]
+        at = 7
+        local = np.stack([r[at:at + 6 * P].reshape(P, 6) for r in rows])
+        at += 6 * P
+        sketch = np.stack([r[at:at + P * K].reshape(P, K) for r in rows])
+        at += P * K
+        synced = np.stack([r[at:at + 2 * P].reshape(P, 2) for r in rows])
+        at += 2 * P
+        u64 = lambda a: np.asarray(a, dtype=np.int64).view(np.uint64)  # noqa: E731
+        synced_fp = np.stack([u64(i[2:2 + P]) for i in ints])
+        step = self.steps
+        self.writer.append_step(dict(
+            step=step, epoch=epoch, lr=lr if lr is not None else 0.0,
+            loss=[r[0] for r in rows], accuracy=[r[1] for r in rows], loss_scale=[r[2] for r in rows],
+            step_ms=[r[3] for r in rows], compute_ms=[r[4] for r in rows], comm_ms=[r[5] for r in rows],
+            skipped=[i[1] for i in ints], sample_fp=[u64(i[0]) for i in ints],
+            sample_ids=np.stack([i[-self.B:] if self.B else i[:0] for i in ints]).astype(np.int32),
+            local_norm=local[:, :, 0], local_max=local[:, :, 1], local_sum=local[:, :, 2],
+            nonfinite=local[:, :, 3], overflow_count=local[:, :, 4], underflow_count=local[:, :, 5],
+            sketch=sketch, synced_norm=synced[:, :, 0], synced_sum=synced[:, :, 1], synced_fp=synced_fp))
+        if weights_due:
+            wnorm = np.stack([r[at:at + P] for r in rows])
+            bnorm = np.array([r[at + P] for r in rows])
+            wfp = np.stack([u64(i[2 + P:2 + 2 * P]) for i in ints])
+            bfp = np.array([u64(i[2 + 2 * P]) for i in ints])
+            drift = np.abs(bnorm - bnorm[0]) / bnorm[0] if bnorm[0] > 0 else np.zeros(R)
+            self.writer.append_weights(step, wfp, wnorm, bfp, drift)
+        mismatch = [r for r in range(1, R) if (synced_fp[r] != synced_fp[0]).any()]
+        if mismatch:
+            self.writer.append_event(step, mismatch[0], 2, "GRADIENT_SYNC",
+                                     "Rank 0 and Rank %d parameter gradient mismatch at step %d" % (mismatch[0], step))
+
+    def close(self, reason="completed"):
+        if self.writer is not None:
+            self.writer.close(reason)
+            self.writer = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close("completed" if exc_type is None else "error: %s" % exc)
+        return False
+
+    # --- the file's meta --------------------------------------------------------------------------------------
+
+    def _meta(self, model_name, config):
+        host = socket.gethostname()
+        return dict(
+            model=model_name or type(self.module).__name__, world_size=self.world, batch_per_rank=self.B,
+            precision="O0", loss_scale="dynamic" if self.scaler is not None else "none", data="",
+            seed=int(torch.initial_seed()) & _MASK, sketch_dim=self.K, weight_every=self.weight_every,
+            planned_steps=0, config=config or {}, rank_table={}, source="pytorch-ddp",
+            environment={"source": "pytorch-ddp", "torch": torch.__version__, "python": platform.python_version(),
+                         "host": host, "backend": dist.get_backend(), "pid": os.getpid()},
+            params=[(n, tuple(p.shape)) for n, p in self.params], buffer_names=[n for n, _ in self.buffers],
+            cards=[dict(rank=r, device_id=r, device_ip="", server_id=host) for r in range(self.world)])
+
+
+__all__ = ["Recorder", "fingerprint"]
