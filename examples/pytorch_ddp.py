@@ -97,7 +97,7 @@ def worker(rank, args, port):
         opt.step()
         acc = float((out.argmax(1) == y).float().mean())
         rec.step(loss=loss.item(), accuracy=acc, sample_ids=ids.tolist(), lr=args.lr)
-    rec.close("completed")
+    rec.close("completed")  # collective: ends in a barrier
     dist.destroy_process_group()
 
 

@@ -90,6 +90,7 @@ class Recorder:
         self._prev_scale = None
         self._last = time.perf_counter()
         self.writer = None
+        self._closed = False
         if self.rank == 0:
             self.writer = RunFileWriter(path, self._meta(model_name, config), overwrite=True)
         dist.barrier()
@@ -245,9 +246,14 @@ class Recorder:
                                      "Rank 0 and Rank %d parameter gradient mismatch at step %d" % (mismatch[0], step))
 
     def close(self, reason="completed"):
+        """Every rank calls it (like step): rank 0 closes the file, then all ranks meet in a barrier, so no
+        rank tears its process group down while another still communicates or writes."""
         if self.writer is not None:
             self.writer.close(reason)
             self.writer = None
+        if not self._closed and dist.is_initialized():
+            self._closed = True
+            dist.barrier()
 
     def __enter__(self):
         return self
