@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Long fuzzing of every target, as the README's Reliability section reports it:
 #   tools/fuzz-long.sh [RUNFILE_MINUTES [OTHER_MINUTES]]        (defaults: 60 and 10)
+# A target given 0 minutes is not run; the causes of the crash inputs already in $FUZZ_OUT are still
+# printed (so a long run can be done in parts: `60 0`, then `0 10`).
 # fuzz_runfile gets RUNFILE_MINUTES split evenly between its two modes (HDF5 API mutations and raw byte
 # flips, RANKSIGHT_FUZZ_MODE); fuzz_ranktable, fuzz_config and fuzz_cifar get OTHER_MINUTES each. Each run is
 # libFuzzer's fork mode with crashes, timeouts and OOMs ignored, so one crash inside libhdf5 does not end the
@@ -19,12 +21,16 @@ for t in ranktable config cifar runfile; do
 done
 mkdir -p "$out"
 summary="$out/summary.txt"
-: > "$summary"
+echo "== $(date -u +%FT%TZ) tools/fuzz-long.sh $runfile_min $other_min" >> "$summary"
 
 # run NAME TARGET SECONDS [MODE]: one fork-mode run; appends "NAME inputs crashes timeouts ooms" to summary
 run() {
   local name=$1 target=$2 secs=$3 mode=${4:-}
   local corpus="$out/corpus/$name" art="$out/artifacts/$name/" log="$out/$name.log"
+  if [ "$secs" -eq 0 ]; then
+    echo "fuzz-long: $name not run (0 minutes)" >&2
+    return
+  fi
   mkdir -p "$corpus" "$art"
   echo "fuzz-long: $name for ${secs}s (log $log)" >&2
   RANKSIGHT_FUZZ_MODE=$mode "$bin/fuzz_$target" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
@@ -58,6 +64,24 @@ causes() {
                    END { for (k in n) printf "%4d %s | e.g. %s\n", n[k], k, ex[k] }' | tee -a "$summary"
 }
 
+# portable NAME MODE: copies of fuzz_runfile's crash inputs that replay without RANKSIGHT_FUZZ_MODE (byte 1,
+# the mode byte, rewritten to select the same mode by itself), ready for tests/data/fuzz-regressions/.
+portable() {
+  local name=$1 mode=$2 f
+  mkdir -p "$out/portable/$name"
+  shopt -s nullglob
+  for f in "$out/artifacts/$name/"crash-*; do
+    /usr/bin/python3 - "$f" "$mode" "$out/portable/$name/$(basename "$f")" <<'PY'
+import sys
+data = bytearray(open(sys.argv[1], "rb").read())
+if len(data) > 1:  # api: mode = b % 6; bytes: mode = 6 + b % 2; without the variable: mode = b % 8
+    b = data[1]
+    data[1] = (b & ~7) | (b % 6 if sys.argv[2] == "api" else 6 + b % 2)
+open(sys.argv[3], "wb").write(bytes(data))
+PY
+  done
+}
+
 half=$((runfile_min * 30))
 run runfile-api runfile "$half" api
 run runfile-bytes runfile "$half" bytes
@@ -67,5 +91,8 @@ done
 echo "causes (count, sanitizer summary, first frame, an example input):" | tee -a "$summary"
 causes runfile-api runfile api
 causes runfile-bytes runfile bytes
+portable runfile-api api
+portable runfile-bytes bytes
 for t in ranktable config cifar; do causes "$t" "$t"; done
-echo "fuzz-long: summary in $summary; crash inputs in $out/artifacts/" >&2
+echo "fuzz-long: summary in $summary; crash inputs in $out/artifacts/ (fuzz_runfile's, replayable without" \
+  "RANKSIGHT_FUZZ_MODE, in $out/portable/)" >&2
