@@ -236,6 +236,7 @@ void Hdf5RunReader::Impl::readRoot() {
         meta.configJson = stringAttr(rsc::kAttrConfig);
         meta.rankTableJson = stringAttr(rsc::kAttrRankTable);
         meta.environment = stringAttr(rsc::kAttrEnvironment);
+        meta.source = file.attrExists(rsc::kAttrSource) ? stringAttr(rsc::kAttrSource) : rsc::kDefaultSource;
     } catch (const H5::Exception& e) {
         fail("reading the root attributes", e);
     }

@@ -21,6 +21,7 @@ void put(Writer& w, const RunMeta& m) {
     w.str(m.rankTableJson);
     w.str(m.environment);
     w.str(m.createdUtc);
+    w.str(m.source);
     w.pod<uint64_t>(m.params.size());
     for (const ParamInfo& p : m.params) {
         w.str(p.name);
@@ -58,6 +59,7 @@ RunMeta getMeta(Reader& r) {
     m.rankTableJson = r.str();
     m.environment = r.str();
     m.createdUtc = r.str();
+    m.source = r.str();
     m.params.resize(size_t(r.count(32)));
     for (ParamInfo& p : m.params) {
         p.name = r.str();

@@ -24,6 +24,7 @@ RunInspection inspectRun(const RunReader& reader) {
     RunInspection in;
     in.format = std::string(runschema::kFormatName);
     in.formatVersion = reader.formatVersion();
+    in.source = m.source;
     in.model = m.model;
     in.worldSize = m.worldSize;
     in.batchPerRank = m.batchPerRank;
@@ -85,6 +86,7 @@ std::string RunInspection::toJson() const {
     nlohmann::json j;
     j["format"] = format;
     j["format_version"] = formatVersion;
+    j["source"] = source;
     j["model"] = model;
     j["world_size"] = worldSize;
     j["batch_per_rank"] = batchPerRank;
@@ -115,7 +117,7 @@ std::string RunInspection::toJson() const {
 std::string RunInspection::toText() const {
     auto opt = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : std::string("none"); };
     std::string s;
-    s += fmt::format("format          {} v{}\n", format, formatVersion);
+    s += fmt::format("format          {} v{} (written by {})\n", format, formatVersion, source);
     s += fmt::format("model           {} ({} tensors, {} parameters)\n", model, parameterTensors, parameters);
     s += fmt::format("cluster         {} ranks x batch {}, {}, loss scale {}\n", worldSize, batchPerRank,
                      precision, lossScale);

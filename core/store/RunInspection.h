@@ -12,6 +12,7 @@ class RunReader;
 struct RunInspection {
     std::string format;
     int formatVersion = 0;
+    std::string source; // who wrote the file
     std::string model;
     int worldSize = 0;
     int batchPerRank = 0;

@@ -35,13 +35,14 @@ struct RunMeta {
     std::string lossScale; // none | fixed:V | dynamic
     std::string data;      // synthetic | cifar10:DIR
     uint64_t seed = 0;
-    int sketchDim = 0;         // K of the per-parameter random-projection sketch
-    int weightEvery = 0;       // weight fingerprints every this many steps (and at step 0)
-    int64_t plannedSteps = 0;  // steps the run was asked for
-    std::string configJson;    // the full effective config, as JSON
-    std::string rankTableJson; // the hccl.json used (generated or the user's)
-    std::string environment;   // JSON: versions, cores, host
-    std::string createdUtc;    // ISO 8601
+    int sketchDim = 0;                       // K of the per-parameter random-projection sketch
+    int weightEvery = 0;                     // weight fingerprints every this many steps (and at step 0)
+    int64_t plannedSteps = 0;                // steps the run was asked for
+    std::string configJson;                  // the full effective config, as JSON
+    std::string rankTableJson;               // the hccl.json used (generated or the user's)
+    std::string environment;                 // JSON: versions, cores, host
+    std::string createdUtc;                  // ISO 8601
+    std::string source = "ranksight-engine"; // who wrote it: ranksight-engine | pytorch-ddp | msprobe
     std::vector<ParamInfo> params;
     std::vector<std::string> bufferNames; // BatchNorm running statistics (never all-reduced)
     std::vector<CardInfo> cards;          // one per rank, index = rank

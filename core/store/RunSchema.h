@@ -49,6 +49,9 @@ inline constexpr const char* kAttrPlannedSteps = "planned_steps"; // int64
 inline constexpr const char* kAttrConfig = "config";              // string, JSON
 inline constexpr const char* kAttrRankTable = "rank_table";       // string, JSON (hccl.json)
 inline constexpr const char* kAttrEnvironment = "environment";    // string, JSON
+// Optional (files without it were written by the engine): ranksight-engine | pytorch-ddp | msprobe.
+inline constexpr const char* kAttrSource = "source";
+inline constexpr const char* kDefaultSource = "ranksight-engine";
 
 // Fixed-size datasets, written once at creation.
 inline constexpr const char* kParamName = "/params/name";     // [P] fixed string

@@ -174,6 +174,7 @@ void RunWriter::Impl::writeRootAttributes() {
     str(rsc::kAttrConfig, meta.configJson);
     str(rsc::kAttrRankTable, meta.rankTableJson);
     str(rsc::kAttrEnvironment, meta.environment);
+    str(rsc::kAttrSource, meta.source.empty() ? std::string(rsc::kDefaultSource) : meta.source);
 }
 
 template <class T>

@@ -67,6 +67,7 @@ void TestCli::trainInspectExport() {
     const auto j = QJsonDocument::fromJson(inspect.out.toUtf8()).object();
     QCOMPARE(j["format"].toString(), QString("ranksight-run"));
     QCOMPARE(j["format_version"].toInt(), runschema::kFormatVersion);
+    QCOMPARE(j["source"].toString(), QString("ranksight-engine"));
     QCOMPARE(j["model"].toString(), QString("mlp"));
     QCOMPARE(j["world_size"].toInt(), 2);
     QCOMPARE(j["steps_recorded"].toInt(), 10);

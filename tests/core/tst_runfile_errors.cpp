@@ -252,6 +252,7 @@ void TestRunFileErrors::formatVersion1FilesWithVariableLengthStringsStillOpen() 
             vlen.setCset(H5T_CSET_UTF8);
             f.createAttribute(name, vlen, H5::DataSpace(H5S_SCALAR)).write(vlen, value);
         }
+        f.removeAttr("source"); // version 1 files had none: they were all the engine's
         const int v = 1;
         f.openAttribute("format_version").write(H5::PredType::NATIVE_INT, &v);
     });
@@ -260,6 +261,7 @@ void TestRunFileErrors::formatVersion1FilesWithVariableLengthStringsStillOpen() 
     QCOMPARE(r->meta().model, meta.model);
     QCOMPARE(r->meta().environment, meta.environment); // UTF-8 survives
     QCOMPARE(r->meta().configJson, meta.configJson);
+    QCOMPARE(r->meta().source, std::string("ranksight-engine"));
     QCOMPARE(r->stepCount(), int64_t(6));
 }
 
