@@ -1,0 +1,148 @@
+"""What ranksight.ddp.Recorder costs a real DDP job: the same job with and without it, side by side.
+
+    PYTHONPATH=python /usr/bin/python3 bench/ddp_recorder_bench.py [--model resnet18|smallcnn] [--ranks 4]
+        [--batch 8] [--steps 8] [--warmup 2] [--rounds 2] [--json]
+
+Each round runs the job twice, plain DDP then DDP with the recorder (every statistic, the sketch,
+fingerprints, weights every 10 steps, the run file flushed every step), each in its own N gloo processes on
+127.0.0.1; throughput is measured on rank 0 over the steps after the warm-up. Prints img/s of both and the
+ratio (target: >= 0.95), medians over the rounds. The machine is noisy: read the ratio, not the figures.
+"""
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+from pytorch_ddp import SmallCNN  # noqa: E402
+from ranksight.ddp import Recorder  # noqa: E402
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.short = None
+        if stride != 1 or cin != cout:
+            self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + (self.short(x) if self.short is not None else x))
+
+
+class ResNet18(nn.Module):
+    """The CIFAR variant (3x3 stem, no max-pool), as the engine's."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        layers, cin = [], 64
+        for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+            layers += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
+            cin = cout
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(512, 10)
+
+    def forward(self, x):
+        x = self.layers(F.relu(self.bn1(self.conv1(x))))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def worker(rank, args, port, record, out_file, result_file):
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=args.ranks)
+    torch.manual_seed(1)
+    model = ResNet18() if args.model == "resnet18" else SmallCNN()
+    ddp = DistributedDataParallel(model)
+    rec = Recorder(ddp, out_file, batch_size=args.batch, model_name=args.model) if record else None
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(args.batch, 3, 32, 32)
+    y = torch.randint(0, 10, (args.batch,))
+    start = None
+    for step in range(args.warmup + args.steps):
+        if step == args.warmup:
+            dist.barrier()
+            start = time.perf_counter()
+        loss = F.cross_entropy(ddp(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if rec is not None:
+            rec.step(loss=loss.item(), sample_ids=list(range(args.batch)))
+    dist.barrier()
+    elapsed = time.perf_counter() - start
+    if rec is not None:
+        rec.close()
+    if rank == 0:
+        with open(result_file, "w") as f:
+            f.write(str(args.steps * args.batch * args.ranks / elapsed))
+    dist.destroy_process_group()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(args, record, tmp):
+    result = os.path.join(tmp, "result")
+    mp.spawn(worker, args=(args, free_port(), record, os.path.join(tmp, "bench.h5"), result),
+             nprocs=args.ranks, join=True)
+    with open(result) as f:
+        return float(f.read())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", choices=["resnet18", "smallcnn"], default="resnet18")
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    plain, recorded = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            plain.append(run(args, False, tmp))
+            recorded.append(run(args, True, tmp))
+            print("round %d: plain DDP %.1f img/s, with the recorder %.1f img/s" % (r + 1, plain[-1], recorded[-1]),
+                  file=sys.stderr)
+    p, q = statistics.median(plain), statistics.median(recorded)
+    res = {"model": args.model, "ranks": args.ranks, "batch_per_rank": args.batch, "steps": args.steps,
+           "rounds": args.rounds, "plain_img_s": round(p, 2), "recorded_img_s": round(q, 2),
+           "recorded_vs_plain": round(q / p, 3)}
+    if args.json:
+        print(json.dumps(res))
+    else:
+        print("%s, %d ranks x batch %d, gloo on 127.0.0.1, medians of %d rounds" % (args.model, args.ranks, args.batch,
+                                                                                  args.rounds))
+        print("plain DDP               %.1f img/s" % p)
+        print("DDP + ranksight.Recorder %.1f img/s  (%.3f of plain; target >= 0.95)" % (q, q / p))
+
+
+if __name__ == "__main__":
+    main()
