@@ -42,16 +42,31 @@ def _mix64(x):
 
 
 def fingerprint(t):
-    """A 64-bit fingerprint of a tensor's bits: equal bits give equal fingerprints on every rank; any flipped
-    bit or moved element changes it (sums of the raw words over the whole tensor and two strided subsets)."""
-    flat = t.detach().contiguous().view(-1)
-    width = {4: torch.int32, 2: torch.int16, 8: torch.int64}.get(flat.element_size(), torch.uint8)
-    words = flat.view(torch.uint8).view(width) if width is torch.uint8 else flat.view(width)
-    words = words.to(torch.int64)
-    h = _mix64(flat.numel())
-    for part in (words, words[::7], words[1::13]):
-        h = _mix64(h ^ (int(part.sum()) & _MASK))
+    """A 64-bit fingerprint of a tensor's bits: equal bits give equal fingerprints on every rank; a flipped bit
+    or a moved block changes it. The bytes are read as 64-bit words (no widened copy: ~3 ms for ResNet-18's
+    11M floats): their sum mod 2^64, and the sums of blocks of 64 words weighted by position."""
+    raw = t.detach().contiguous().view(-1).view(torch.uint8)
+    head = raw.numel() // 8 * 8
+    words = raw[:head].view(torch.int64)
+    h = _mix64(raw.numel())
+    h = _mix64(h ^ (int(words.sum()) & _MASK))
+    n = words.numel() // 64 * 64
+    if n:
+        blocks = words[:n].view(-1, 64).sum(1)
+        h = _mix64(h ^ (int(torch.dot(blocks, torch.arange(1, blocks.numel() + 1, dtype=torch.int64))) & _MASK))
+    if n < words.numel():
+        tail = words[n:]
+        h = _mix64(h ^ (int(torch.dot(tail, torch.arange(1, tail.numel() + 1, dtype=torch.int64))) & _MASK))
+    for k, b in enumerate(raw[head:].tolist()):
+        h = _mix64(h ^ (b << (8 * k)))
     return h
+
+
+def _norm(g):
+    """L2 norm of a flat tensor: BLAS's dot in its own precision, the root in double (a pass, no copy)."""
+    if g.dtype in (torch.float32, torch.float64):
+        return float(torch.dot(g, g)) ** 0.5
+    return float(torch.linalg.vector_norm(g.double()))
 
 
 def _signed64(u):
@@ -113,27 +128,35 @@ class Recorder:
         return 1.0
 
     def _local_stats(self, i, g):
+        # One pass per statistic over the float32 gradient, float64 only in the accumulators; the counts that
+        # are 0 in a healthy step (non-finite, fp16 overflow) cost nothing unless the extremes say otherwise.
         scale = self._scale()
         g = g.detach().reshape(-1)
-        gd = g.to(torch.float64)
-        finite = torch.isfinite(gd)
-        a = gd.abs()
-        self._local[i, 0] = gd.norm() / scale
-        self._local[i, 1] = (a.max() if a.numel() else torch.tensor(0.0)) / scale
-        self._local[i, 2] = gd.sum() / scale
-        self._local[i, 3] = float((~finite).sum())
-        # fp16 overflow and underflow of the gradient as backward computed it (scaled, with a scaler)
-        self._local[i, 4] = float((a > _FP16_MAX).sum())
-        self._local[i, 5] = float(((a <= _FP16_ZERO) & (a != 0)).sum())
+        if g.numel() == 0:
+            self._local[i].zero_()
+            return
+        lo, hi = torch.aminmax(g)
+        amax = max(-float(lo), float(hi))
+        self._local[i, 0] = _norm(g) / scale
+        self._local[i, 1] = amax / scale
+        self._local[i, 2] = float(g.sum()) / scale
+        finite = amax == amax and amax != float("inf")
+        self._local[i, 3] = 0.0 if finite else float(torch.count_nonzero(~torch.isfinite(g)))
+        # fp16 overflow and underflow of the gradient as backward computed it (scaled): they mean something
+        # for mixed-precision jobs, so they are counted when a GradScaler is given (0 otherwise).
+        if self.scaler is not None:
+            a = g.abs()
+            self._local[i, 4] = 0.0 if amax <= _FP16_MAX else float(torch.count_nonzero(a > _FP16_MAX))
+            self._local[i, 5] = float(torch.count_nonzero(a <= _FP16_ZERO) - torch.count_nonzero(g == 0))
         if self.K:
-            bins = torch.zeros(2 * self.K, dtype=torch.float64).index_add_(0, self._bins[i], gd)
-            self._sketch[i] = (bins[: self.K] - bins[self.K:]) / scale
+            bins = torch.zeros(2 * self.K, dtype=g.dtype).index_add_(0, self._bins[i], g)
+            self._sketch[i] = (bins[: self.K] - bins[self.K:]).double() / scale
 
     def _synced_stats(self, i, g):
         scale = self._scale()
-        gd = g.detach().reshape(-1).to(torch.float64)
-        self._synced[i, 0] = gd.norm() / scale
-        self._synced[i, 1] = gd.sum() / scale
+        g = g.detach().reshape(-1)
+        self._synced[i, 0] = _norm(g) / scale
+        self._synced[i, 1] = float(g.sum()) / scale
         self._synced_fp[i] = fingerprint(g)
         self._seen[i] = True
 
