@@ -92,11 +92,12 @@ class Recorder:
         self.index = {id(p): i for i, (_, p) in enumerate(self.params)}
         self.P = len(self.params)
         self.buffers = [(n, b) for n, b in self.module.named_buffers() if "running" in n]
-        # Count sketch: element i of parameter p goes to bin h(i) of 2K (+ for the first K, - for the rest);
-        # the same seed on every rank, so sketches compare across ranks.
+        # Sketch: a random projection with +-1 signs, component k over the k-th of K contiguous blocks of the
+        # flattened gradient (one BLAS dot per block: one pass, no copy). The same seed on every rank, so
+        # sketches compare across ranks; identical gradients give identical sketches.
         gen = torch.Generator().manual_seed(0x5EED)
-        self._bins = [torch.randint(0, 2 * self.K, (p.numel(),), generator=gen, dtype=torch.int32)
-                      if self.K else None for _, p in self.params]
+        self._signs = [torch.randint(0, 2, (p.numel(),), generator=gen).float().mul_(2).sub_(1)
+                       if self.K else None for _, p in self.params]
         self._inner = hook or default_hooks.allreduce_hook
         self._state = state
         self._reset()
@@ -149,8 +150,11 @@ class Recorder:
             self._local[i, 4] = 0.0 if amax <= _FP16_MAX else float(torch.count_nonzero(a > _FP16_MAX))
             self._local[i, 5] = float(torch.count_nonzero(a <= _FP16_ZERO) - torch.count_nonzero(g == 0))
         if self.K:
-            bins = torch.zeros(2 * self.K, dtype=g.dtype).index_add_(0, self._bins[i], g)
-            self._sketch[i] = (bins[: self.K] - bins[self.K:]).double() / scale
+            signs, n = self._signs[i], g.numel()
+            gf = g if g.dtype == torch.float32 else g.float()
+            for k in range(self.K):
+                a, b = k * n // self.K, (k + 1) * n // self.K
+                self._sketch[i, k] = float(torch.dot(gf[a:b], signs[a:b])) / scale if b > a else 0.0
 
     def _synced_stats(self, i, g):
         scale = self._scale()
