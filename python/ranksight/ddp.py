@@ -107,6 +107,7 @@ class Recorder:
         self._last = time.perf_counter()
         self.writer = None
         self._closed = False
+        self._last_mismatch = ()
         if self.rank == 0:
             self.writer = RunFileWriter(path, self._meta(model_name, config), overwrite=True)
         dist.barrier()
@@ -267,10 +268,13 @@ class Recorder:
             bfp = np.array([u64(i[2 + 2 * P]) for i in ints])
             drift = np.abs(bnorm - bnorm[0]) / bnorm[0] if bnorm[0] > 0 else np.zeros(R)
             self.writer.append_weights(step, wfp, wnorm, bfp, drift)
+        # The event log says when ranks start to disagree (or which parameters changes), not every step.
         mismatch = [r for r in range(1, R) if (synced_fp[r] != synced_fp[0]).any()]
-        if mismatch:
+        params = tuple(np.nonzero((synced_fp != synced_fp[:1]).any(axis=0))[0].tolist())
+        if mismatch and params != self._last_mismatch:
             self.writer.append_event(step, mismatch[0], 2, "GRADIENT_SYNC",
                                      "Rank 0 and Rank %d parameter gradient mismatch at step %d" % (mismatch[0], step))
+        self._last_mismatch = params
 
     def close(self, reason="completed"):
         """Every rank calls it (like step): rank 0 closes the file, then all ranks meet in a barrier, so no
