@@ -73,7 +73,7 @@ def worker(rank, args, port):
             for p in model.parameters():
                 p.add_(0.01 * torch.randn_like(p))
     rec = Recorder(ddp, args.out, weight_every=5, sketch_dim=16, hook=sum_hook if args.mistake == "sum-hook" else None,
-                   batch_size=args.batch, model_name="smallcnn",
+                   batch_size=args.batch, model_name="smallcnn", planned_steps=args.steps,
                    config={"mistake": args.mistake, "ranks": args.ranks, "batch": args.batch, "lr": args.lr})
     opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
     images, labels = dataset(args.ranks * args.batch * 64)

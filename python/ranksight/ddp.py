@@ -77,7 +77,7 @@ class Recorder:
     """Records a DDP job (see the module's doc). Every rank builds one; rank 0 writes `path`."""
 
     def __init__(self, ddp, path, weight_every=10, sketch_dim=16, hook=None, scaler=None, state=None,
-                 batch_size=0, model_name=None, config=None):
+                 batch_size=0, model_name=None, config=None, planned_steps=0):
         if not dist.is_initialized():
             raise RuntimeError("ranksight.ddp.Recorder: torch.distributed is not initialised")
         self.ddp = ddp
@@ -88,6 +88,7 @@ class Recorder:
         self.K = int(sketch_dim)
         self.B = int(batch_size)
         self.scaler = scaler
+        self.planned_steps = int(planned_steps)
         self.params = [(n, p) for n, p in self.module.named_parameters() if p.requires_grad]
         self.index = {id(p): i for i, (_, p) in enumerate(self.params)}
         self.P = len(self.params)
@@ -301,7 +302,7 @@ class Recorder:
             model=model_name or type(self.module).__name__, world_size=self.world, batch_per_rank=self.B,
             precision="O0", loss_scale="dynamic" if self.scaler is not None else "none", data="",
             seed=int(torch.initial_seed()) & _MASK, sketch_dim=self.K, weight_every=self.weight_every,
-            planned_steps=0, config=config or {}, rank_table={}, source="pytorch-ddp",
+            planned_steps=self.planned_steps, config=config or {}, rank_table={}, source="pytorch-ddp",
             environment={"source": "pytorch-ddp", "torch": torch.__version__, "python": platform.python_version(),
                          "host": host, "backend": dist.get_backend(), "pid": os.getpid()},
             params=[(n, tuple(p.shape)) for n, p in self.params], buffer_names=[n for n, _ in self.buffers],

@@ -54,6 +54,8 @@ class DdpRecorderTest(unittest.TestCase):
         j = json.loads(p.stdout)
         self.assertEqual(j["world_size"], 4)
         self.assertEqual(j["steps_recorded"], 30)
+        self.assertEqual(j["planned_steps"], 30)
+        self.assertEqual(j["source"], "pytorch-ddp")
         self.assertTrue(j["complete"])
         self.assertTrue(j["weights_identical"])
         self.assertLess(j["loss_last"], j["loss_first"])  # it learns
