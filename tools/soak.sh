@@ -15,12 +15,14 @@ WARMUP=$(( STEPS / 10 > 150 ? STEPS / 10 : 150 )) # RSS still rises over the fir
 "$CLI" train --model smallcnn --ranks 8 --batch 4 --steps "$STEPS" --precision O2 --loss-scale dynamic \
     --set eval_every=0 --quiet --out "$RUN" &
 PID=$!
-# RSS (kB) sampled every 0.5 s with the steps written by then (inspect opens the file as a SWMR reader).
+# RSS (kB) sampled every 0.5 s with the steps written by then (inspect opens the file as a SWMR reader, in its
+# reader process). The sampler runs at low priority: on 2 cores its CPU would otherwise show up in the step
+# times it is there to watch.
 : > "$WORK/rss.txt"
 START=$(date +%s.%N)
 while kill -0 "$PID" 2>/dev/null; do
     RSS=$(awk '/VmRSS/ {print $2}' "/proc/$PID/status" 2>/dev/null || true)
-    DONE=$("$CLI" inspect "$RUN" --json 2>/dev/null | awk -F'[:,]' '/"steps_recorded"/ { gsub(/ /, "", $2); print $2 }' || true)
+    DONE=$(nice -n 15 "$CLI" inspect "$RUN" --json 2>/dev/null | awk -F'[:,]' '/"steps_recorded"/ { gsub(/ /, "", $2); print $2 }' || true)
     [ -n "$RSS" ] && [ -n "$DONE" ] && echo "$DONE $RSS" >> "$WORK/rss.txt"
     sleep 0.5
 done
