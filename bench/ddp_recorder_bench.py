@@ -21,50 +21,15 @@ import time
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+from ddp_peer import make  # noqa: E402  (the peer's CIFAR ResNets: one definition of the models)
 from pytorch_ddp import SmallCNN  # noqa: E402
 from ranksight.ddp import Recorder  # noqa: E402
-
-
-class BasicBlock(nn.Module):
-    def __init__(self, cin, cout, stride):
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
-        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
-        self.short = None
-        if stride != 1 or cin != cout:
-            self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-
-    def forward(self, x):
-        out = F.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        return F.relu(out + (self.short(x) if self.short is not None else x))
-
-
-class ResNet18(nn.Module):
-    """The CIFAR variant (3x3 stem, no max-pool), as the engine's."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
-        layers, cin = [], 64
-        for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
-            layers += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
-            cin = cout
-        self.layers = nn.Sequential(*layers)
-        self.fc = nn.Linear(512, 10)
-
-    def forward(self, x):
-        x = self.layers(F.relu(self.bn1(self.conv1(x))))
-        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
 def worker(rank, args, port, record, out_file, result_file):
@@ -73,7 +38,7 @@ def worker(rank, args, port, record, out_file, result_file):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=args.ranks)
     torch.manual_seed(1)
-    model = ResNet18() if args.model == "resnet18" else SmallCNN()
+    model = make("resnet18") if args.model == "resnet18" else SmallCNN()
     ddp = DistributedDataParallel(model)
     rec = Recorder(ddp, out_file, batch_size=args.batch, model_name=args.model) if record else None
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)

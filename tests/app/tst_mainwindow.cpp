@@ -255,15 +255,7 @@ private slots:
         QVERIFY2(w.lastError().contains("bad.h5"), qPrintable(w.lastError()));
         if (!expected.isEmpty())
             QVERIFY2(w.lastError().contains(expected), qPrintable(w.lastError()));
-        QVERIFY(w.errorBox() && w.errorBox()->isVisible());
-        QVERIFY(!w.model()->hasRun());
-        w.errorBox()->accept();
-
-        // Still usable: a good file opens afterwards.
-        const QString good = dir.filePath("good.h5");
-        writeRun(good, makeMeta(2, 3, 4, 4), 12);
-        w.openRun(good);
-        QTRY_VERIFY_WITH_TIMEOUT(w.model()->hasRun() && w.model()->stepCount() == 12, 10000);
+        expectErrorShownThenGoodFileOpens(w, dir);
     }
 
     // Files on which libhdf5 itself crashes or hangs (tests/data/damaged-*.h5: issue 10's file and those the
@@ -295,14 +287,7 @@ private slots:
         QVERIFY2(error.contains("crashed the HDF5 library") || error.contains("exit code") ||
                      error.contains("made no progress"),
                  qPrintable(error));
-        QVERIFY(w.errorBox() && w.errorBox()->isVisible());
-        QVERIFY(!w.model()->hasRun());
-        w.errorBox()->accept();
-
-        const QString good = dir.filePath("good.h5");
-        writeRun(good, makeMeta(2, 3, 4, 4), 12);
-        w.openRun(good);
-        QTRY_VERIFY_WITH_TIMEOUT(w.model()->hasRun() && w.model()->stepCount() == 12, 10000);
+        expectErrorShownThenGoodFileOpens(w, dir);
     }
 
     void exportsTheBugReportOfTheOpenRun() {
@@ -397,6 +382,18 @@ private slots:
         auto r = reopen(run);
         QVERIFY(r->complete());
         QCOMPARE(QString::fromStdString(r->stopReason()), QString("stopped"));
+    }
+
+private:
+    // After a refused file: the error dialog is up, no run is loaded; dismissed, a good file still opens.
+    static void expectErrorShownThenGoodFileOpens(MainWindow& w, const QTemporaryDir& dir) {
+        QVERIFY(w.errorBox() && w.errorBox()->isVisible());
+        QVERIFY(!w.model()->hasRun());
+        w.errorBox()->accept();
+        const QString good = dir.filePath("good.h5");
+        writeRun(good, makeMeta(2, 3, 4, 4), 12);
+        w.openRun(good);
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->hasRun() && w.model()->stepCount() == 12, 10000);
     }
 };
 
