@@ -3,7 +3,9 @@
 # down. Long form (what issue 5 asks for):  tools/soak.sh 10000
 # Short form (the test suite runs it):      tools/soak.sh 400
 # Prints RSS after warm-up and at the end, step time (max over ranks, median) in the first and last window
-# after warm-up, and exits 1 if RSS grew >= 5% or step time crept up >= 25%.
+# after warm-up, and exits 1 if RSS grew >= 5%, or, in runs of 2,000 steps or more, step time crept up >= 25%.
+# The short form reports step time without judging it: ~80-step windows on a shared 2-core machine move by
+# 25% when another job starts, so a timed assertion there fails at random (it did, in CI).
 set -euo pipefail
 STEPS=${1:-10000}
 CLI=${RANKSIGHT_CLI:-$(dirname "$0")/../build/release/app/ranksight-cli}
@@ -51,12 +53,13 @@ if [ -z "$RSS_WARM" ] || [ -z "$RSS_END" ]; then
     exit 2
 fi
 
-awk -v steps="$N" -v start="$START" -v end="$END" -v rw="$RSS_WARM" -v re="$RSS_END" -v rm="$RSS_MAX" \
+JUDGE_TIME=$(( STEPS >= 2000 ? 1 : 0 ))
+awk -v judge="$JUDGE_TIME" -v steps="$N" -v start="$START" -v end="$END" -v rw="$RSS_WARM" -v re="$RSS_END" -v rm="$RSS_MAX" \
     -v e="$EARLY" -v l="$LATE" 'BEGIN {
     secs = end - start; growth = (re - rw) / rw * 100; maxg = (rm - rw) / rw * 100; drift = (l - e) / e * 100
     printf "soak: %d steps, 8 cards, SmallCNN O2 dynamic, %.0f s\n", steps, secs
     printf "RSS after warm-up %.1f MiB, at the end %.1f MiB (%+.1f%%), max %.1f MiB (%+.1f%%)\n", rw / 1024, re / 1024, growth, rm / 1024, maxg
-    printf "step time (max over ranks, median) first window after warm-up %.1f ms, last window %.1f ms (%+.1f%%)\n", e, l, drift
-    bad = (growth >= 5) || (drift >= 25)
-    printf "%s\n", bad ? "FAIL: memory grew or steps slowed" : "ok"
+    printf "step time (max over ranks, median) first window after warm-up %.1f ms, last window %.1f ms (%+.1f%%)%s\n", e, l, drift, judge ? "" : " (reported, not judged: short run)"
+    bad = (growth >= 5) || (judge && drift >= 25)
+    printf "%s\n", bad ? (growth >= 5 ? "FAIL: memory grew" : "FAIL: steps slowed") : "ok"
     exit bad ? 1 : 0 }'
