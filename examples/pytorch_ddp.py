@@ -2,11 +2,14 @@
 training a small CNN on a built-in learnable CIFAR-10-shaped set (no download).
 
     PYTHONPATH=python /usr/bin/python3 examples/pytorch_ddp.py --out runs/ddp.h5 [--ranks 4] [--steps 60]
-        [--mistake none|not-synced|checkpoint-one-rank|same-batches|sum-hook|eval-mode|slow-rank]
+        [--mistake none|not-synced|checkpoint-one-rank|same-batches|sum-hook|eval-mode|slow-rank|sdc-after]
+        [--no-sample-ids]
 
 The mistakes are the real ones DDP users make: a parameter left out of DDP's buckets, a checkpoint loaded
 on one rank after wrapping, every rank reading the same batches (no DistributedSampler), a hook that sums
-instead of averaging, one rank left in eval mode, a slow rank.
+instead of averaging, one rank left in eval mode, a slow rank; and what a faulty card does: one bit of the
+all-reduced gradient flipped on the last rank at step 8 (silent data corruption after the all-reduce).
+--no-sample-ids keeps the sample ids from the recorder, as a job that does not pass them.
 """
 
 import argparse
@@ -20,12 +23,15 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from ranksight.ddp import Recorder  # noqa: E402
 
-MISTAKES = ["none", "not-synced", "checkpoint-one-rank", "same-batches", "sum-hook", "eval-mode", "slow-rank"]
+MISTAKES = ["none", "not-synced", "checkpoint-one-rank", "same-batches", "sum-hook", "eval-mode", "slow-rank",
+            "sdc-after"]
+SDC_STEP = 8
 
 
 class SmallCNN(nn.Module):
@@ -57,6 +63,29 @@ def sum_hook(state, bucket):
     return dist.all_reduce(bucket.buffer(), async_op=True).get_future().then(lambda f: f.value()[0])
 
 
+def bitflip_hook(rank, world):
+    """DDP's mean all-reduce, then on the last rank at step SDC_STEP one bit of the first bucket's result
+    flipped: a card that corrupts what the all-reduce delivered."""
+    calls = {"step": 0}
+
+    def hook(state, bucket):
+        fut = default_hooks.allreduce_hook(state, bucket)
+        step = calls["step"]
+        if bucket.is_last():
+            calls["step"] += 1
+        if rank != world - 1 or step != SDC_STEP or bucket.index() != 0:
+            return fut
+
+        def flip(f):
+            t = f.value()[0] if isinstance(f.value(), (list, tuple)) else f.value()
+            t.view(-1)[:1].view(torch.int32).bitwise_xor_(1 << 20)
+            return t
+
+        return fut.then(flip)
+
+    return hook
+
+
 def worker(rank, args, port):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
@@ -72,8 +101,9 @@ def worker(rank, args, port):
         with torch.no_grad():  # a checkpoint loaded on one rank after wrapping: DDP broadcast only at init
             for p in model.parameters():
                 p.add_(0.01 * torch.randn_like(p))
-    rec = Recorder(ddp, args.out, weight_every=5, sketch_dim=16, hook=sum_hook if args.mistake == "sum-hook" else None,
-                   batch_size=args.batch, model_name="smallcnn", planned_steps=args.steps,
+    hook = {"sum-hook": sum_hook, "sdc-after": bitflip_hook(rank, args.ranks)}.get(args.mistake)
+    rec = Recorder(ddp, args.out, hook=hook, batch_size=0 if args.no_sample_ids else args.batch,
+                   model_name="smallcnn", planned_steps=args.steps,
                    config={"mistake": args.mistake, "ranks": args.ranks, "batch": args.batch, "lr": args.lr})
     opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
     images, labels = dataset(args.ranks * args.batch * 64)
@@ -96,7 +126,7 @@ def worker(rank, args, port):
         loss.backward()
         opt.step()
         acc = float((out.argmax(1) == y).float().mean())
-        rec.step(loss=loss.item(), accuracy=acc, sample_ids=ids.tolist(), lr=args.lr)
+        rec.step(loss=loss.item(), accuracy=acc, sample_ids=None if args.no_sample_ids else ids.tolist(), lr=args.lr)
     rec.close("completed")  # collective: ends in a barrier
     dist.destroy_process_group()
 
@@ -116,6 +146,7 @@ def main():
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--mistake", choices=MISTAKES, default="none")
+    ap.add_argument("--no-sample-ids", action="store_true", help="do not give the recorder the sample ids")
     args = ap.parse_args()
     mp.spawn(worker, args=(args, free_port()), nprocs=args.ranks, join=True)
 

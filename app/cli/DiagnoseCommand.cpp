@@ -1,5 +1,7 @@
 // `diagnose`: the likely causes of cross-rank disagreement in a run file (also one still being written),
 // as text blocks or JSON. Exit 0 with no findings, 3 with findings, 2 when the file cannot be read.
+// --verbose adds the rules' figures and the checks that could not run on this file (also in --json's
+// "not_run", always): a file from a source that records less is not silently "all clear".
 #include "CliArgs.h"
 #include "Commands.h"
 #include "diagnose/Diagnoser.h"
@@ -16,19 +18,30 @@ int diagnoseCommand(const Args& argv) {
         throw UsageError(fmt::format("expected one run file, got {}", args.positionals().size()));
     std::vector<Finding> findings;
     std::string figures;
+    std::vector<CheckNotRun> notRun;
     try {
         const auto reader = RunReader::open(args.positionals().front());
-        findings = diagnoseRun(*reader, {}, &figures);
+        findings = diagnoseRun(*reader, {}, &figures, &notRun);
     } catch (const std::exception& e) {
         printError(fmt::format("diagnose: {}", e.what()));
         return 2;
     }
-    if (args.flag("verbose"))
+    if (args.flag("verbose")) {
         std::fputs(figures.c_str(), stderr);
+        if (!notRun.empty())
+            std::fputs("checks that could not run:\n", stderr);
+        for (const CheckNotRun& c : notRun)
+            std::fputs(("  " + checkNotRunLine(c) + "\n").c_str(), stderr);
+    }
     if (args.flag("json")) {
-        std::fputs((findingsToJson(findings) + "\n").c_str(), stdout);
+        std::fputs((findingsToJson(findings, notRun) + "\n").c_str(), stdout);
     } else if (findings.empty()) {
-        std::fputs("no findings: the ranks agree\n", stdout);
+        std::fputs(notRun.empty() ? "no findings: the ranks agree\n"
+                                  : fmt::format("no findings in what was recorded: the ranks agree; {} check(s) "
+                                                "could not run (--verbose lists them)\n",
+                                                notRun.size())
+                                        .c_str(),
+                   stdout);
     } else {
         for (size_t i = 0; i < findings.size(); ++i) {
             if (i)

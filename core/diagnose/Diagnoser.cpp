@@ -11,6 +11,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <cstring>
 #include <regex>
 #include <set>
 
@@ -20,6 +21,10 @@ Diagnoser::State::State(const RunMeta& m)
     : meta(m)
     , R(m.worldSize)
     , P(int(m.params.size())) {
+    haveSyncedFp = recorded(runschema::kSyncedFp);
+    haveSyncedNorm = recorded(runschema::kSyncedNorm);
+    haveSampleFp = recorded(runschema::kSampleFp);
+    haveLocalNorm = recorded(runschema::kLocalNorm);
     const size_t r = size_t(std::max(R, 0)), pairs = r * r, p = size_t(P);
     deadStep.assign(r, kNoStep);
     skipMinority.assign(r, 0);
@@ -68,6 +73,40 @@ bool hasParamVectors(const RankStep& x, int P) {
     const auto p = size_t(P);
     return P > 0 && x.localNorm.size() == p && x.localMax.size() == p && x.localSum.size() == p &&
            x.syncedSum.size() == p && x.syncedFp.size() == p && x.underflowCount.size() == p;
+}
+
+uint64_t floatBits(float v) {
+    uint32_t u = 0;
+    std::memcpy(&u, &v, sizeof u);
+    return u;
+}
+
+// What identifies rank r's synced gradient of p: its fingerprint, or without one its synced norm as recorded
+// (bit 40 set so a norm of 0 is not "not recorded"). 0: not recorded.
+uint64_t syncedKey(const Diagnoser::State& s, const RankStep& x, int p) {
+    if (s.haveSyncedFp)
+        return x.syncedFp[size_t(p)];
+    if (!s.haveSyncedNorm || size_t(p) >= x.syncedNorm.size() || !std::isfinite(x.syncedNorm[size_t(p)]))
+        return 0;
+    return floatBits(x.syncedNorm[size_t(p)]) | (uint64_t(1) << 40);
+}
+
+// What identifies a rank's batch: the sample fingerprint, or without sample ids the local gradient it produced
+// (every parameter's norm and max |g| as recorded). 0: nothing to compare.
+uint64_t batchKey(const Diagnoser::State& s, const RankStep& x) {
+    if (s.haveSampleFp)
+        return x.sampleFp;
+    if (!s.haveLocalNorm || x.localNorm.size() != size_t(s.P) || s.P == 0)
+        return 0;
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (size_t p = 0; p < x.localNorm.size(); ++p) {
+        if (!std::isfinite(x.localNorm[p]))
+            return 0;
+        const uint64_t mx = p < x.localMax.size() ? floatBits(x.localMax[p]) : 0;
+        h = (h ^ floatBits(x.localNorm[p]) ^ (mx << 32)) * 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 29;
+    }
+    return h | 1;
 }
 
 // "... waiting for rank(s) 1, 3 (call #12)" -> {1, 3}
@@ -167,12 +206,18 @@ void scalarPart(Diagnoser::State& s, const StepRecord& st) {
     for (int r = 0; r < R; ++r)
         if (std::count(rk[size_t(r)].sampleIds.begin(), rk[size_t(r)].sampleIds.end(), -1) > 0)
             ++s.paddedSteps[size_t(r)];
+    std::vector<uint64_t> batch(static_cast<size_t>(R));
+    for (int r = 0; r < R; ++r)
+        batch[size_t(r)] = batchKey(s, rk[size_t(r)]);
+    if (std::count(batch.begin(), batch.end(), uint64_t(0)) == R)
+        return; // nothing recorded to compare batches by
     ++s.sampleSteps;
+    s.gradientKeySteps += !s.haveSampleFp;
     for (int i = 0; i < R; ++i)
         for (int j = i + 1; j < R; ++j) {
             const auto& a = rk[size_t(i)];
             const auto& b = rk[size_t(j)];
-            const bool same = a.sampleFp != 0 && a.sampleFp == b.sampleFp &&
+            const bool same = batch[size_t(i)] != 0 && batch[size_t(i)] == batch[size_t(j)] &&
                               (a.sampleIds.empty() || a.sampleIds == b.sampleIds);
             const int k = s.pair(i, j);
             if (same) {
@@ -211,17 +256,19 @@ void scalarPart(Diagnoser::State& s, const StepRecord& st) {
 void syncedPart(Diagnoser::State& s, const StepRecord& st) {
     const int R = s.R, P = s.P;
     const auto& rk = st.ranks;
-    bool mismatch = false;
+    bool mismatch = false, comparable = false;
     std::vector<int> oddThisStep(size_t(R), 0), sumAloneThisStep(size_t(R), 0);
     std::vector<int> mismatched;
+    std::vector<uint64_t> key(static_cast<size_t>(R));
     for (int p = 0; p < P; ++p) {
         std::map<uint64_t, int> groups;
         bool recorded = true;
         for (int r = 0; r < R; ++r) {
-            const uint64_t fp = rk[size_t(r)].syncedFp[size_t(p)];
-            recorded = recorded && fp != 0; // 0: not recorded
-            ++groups[fp];
+            key[size_t(r)] = syncedKey(s, rk[size_t(r)], p);
+            recorded = recorded && key[size_t(r)] != 0; // 0: not recorded
+            ++groups[key[size_t(r)]];
         }
+        comparable = comparable || recorded;
         if (!recorded || groups.size() <= 1)
             continue;
         mismatch = true;
@@ -233,7 +280,7 @@ void syncedPart(Diagnoser::State& s, const StepRecord& st) {
         // The odd rank: alone against a majority that agrees (needs 3 ranks or more).
         if (R >= 3 && groups.size() == 2)
             for (int r = 0; r < R; ++r)
-                if (groups[rk[size_t(r)].syncedFp[size_t(p)]] == 1)
+                if (groups[key[size_t(r)]] == 1)
                     oddThisStep[size_t(r)] = 1;
         // Sum checks: the all-reduce must give mean(local sums) (or their sum) everywhere; a rank whose
         // synced sum is instead its own local sum never took part.
@@ -262,6 +309,7 @@ void syncedPart(Diagnoser::State& s, const StepRecord& st) {
         if (failing == 1)
             sumAloneThisStep[size_t(failRank)] = 1;
     }
+    s.syncedComparableSteps += comparable;
     if (!mismatch)
         return;
     ++s.syncMismatchSteps;
@@ -336,7 +384,8 @@ void localPart(Diagnoser::State& s, const StepRecord& st) {
                     ++s.outlierRank[size_t(r)];
                     bool agree = true;
                     for (int q = 1; q < R; ++q)
-                        agree = agree && rk[size_t(q)].syncedFp == rk[0].syncedFp;
+                        for (int pp = 0; pp < P && agree; ++pp)
+                            agree = syncedKey(s, rk[size_t(q)], pp) == syncedKey(s, rk[0], pp);
                     s.outlierSyncedAgree += agree;
                 }
                 s.firstOutlier.note(st.step, r, p, mx / others);
@@ -516,7 +565,7 @@ std::string Diagnoser::figures() const {
 }
 
 std::vector<Finding> diagnoseRun(const RunReader& reader, const std::function<void(int)>& progress,
-                                 std::string* figures) {
+                                 std::string* figures, std::vector<CheckNotRun>* notRun) {
     constexpr int64_t kChunk = 256;
     Diagnoser d(reader.meta());
     const int64_t steps = reader.stepCount();
@@ -537,6 +586,8 @@ std::vector<Finding> diagnoseRun(const RunReader& reader, const std::function<vo
         progress(100);
     if (figures)
         *figures = d.figures();
+    if (notRun)
+        *notRun = d.checksNotRun();
     return d.findings();
 }
 

@@ -40,6 +40,9 @@ public:
     // The figures the rules compare with their thresholds, one per line (diagnose --verbose), so a user can
     // see how far a healthy run is from each rule.
     std::string figures() const;
+    // The checks that cannot run on this file (DiagnoserChecks.cpp): what the source did not record, or what
+    // the run does not have. Empty for a run the engine recorded in full.
+    std::vector<CheckNotRun> checksNotRun() const;
 
     struct State; // the summaries (DiagnoserState.h)
 
@@ -49,10 +52,10 @@ private:
 
 // Reads the whole file in chunks (a few hundred steps at a time) and diagnoses it. progress gets 0..100.
 // Throws RunFileError like the reader.
-// figures, when given, receives Diagnoser::figures().
+// figures, when given, receives Diagnoser::figures(); notRun, Diagnoser::checksNotRun().
 std::vector<Finding> diagnoseRun(const RunReader& reader,
                                  const std::function<void(int percent)>& progress = {},
-                                 std::string* figures = nullptr);
+                                 std::string* figures = nullptr, std::vector<CheckNotRun>* notRun = nullptr);
 
 // One line per finding for text output and the bug report: "cause (dimension, confidence 0.93): evidence".
 std::string findingLine(const Finding& f);

@@ -222,17 +222,25 @@ void sharedSamples(const Diagnoser::State& s, Findings& out) {
     if (first == kNoStep)
         first = s.firstStep;
     const double conf = identPairs.size() == size_t(totalPairs) ? 0.9 : (identPairs.empty() ? 0.7 : 0.8);
+    // Without sample ids the batches are compared through the local gradients they produced: identical on
+    // every parameter means the same samples went through the same weights.
+    const bool byGradients = s.gradientKeySteps > 0;
     out.push_back(
         make("shard-overlap", "data-model", conf, first, {ranks.begin(), ranks.end()},
              fmt::format(
-                 "{} of {} rank pairs read identical batches (equal sample fingerprints){}; with a "
-                 "distributed sampler every rank's ids are disjoint",
+                 "{} of {} rank pairs read identical batches ({}){}; with a distributed sampler {}",
                  identPairs.size(), totalPairs,
+                 byGradients ? fmt::format("the source ({}) records no sample ids: their local gradients are "
+                                           "identical on every parameter",
+                                           s.meta.source)
+                             : "equal sample fingerprints",
                  overlapPairs.empty()
                      ? fmt::format(" on {:.0f}% of steps",
                                    100.0 * double(ident) / double(std::max<size_t>(1, identPairs.size()) * n))
                      : fmt::format(", {} more pairs share up to {:.0f}% of their sample ids",
-                                   overlapPairs.size(), 100 * overlap)),
+                                   overlapPairs.size(), 100 * overlap),
+                 byGradients ? "every rank's batch, and so its local gradient, differs"
+                             : "every rank's ids are disjoint"),
              "Shard the data set across ranks: PyTorch DistributedSampler(dataset, num_replicas=world_size, "
              "rank=rank) with sampler.set_epoch(epoch); MindSpore dataset(..., num_shards=rank_size, "
              "shard_id=rank_id)."));

@@ -37,6 +37,14 @@ int argmax(const std::vector<int64_t>& v) {
     return v.empty() ? -1 : int(std::max_element(v.begin(), v.end()) - v.begin());
 }
 
+// Evidence resting on synced norms instead of fingerprints says so: equal to the file's rounding is weaker.
+std::string syncedBasis(const Diagnoser::State& s) {
+    return s.haveSyncedFp ? std::string()
+                          : fmt::format("; the source ({}) records no fingerprints, so ranks were compared on "
+                                        "their synced gradient norms as recorded (equal to the file's rounding)",
+                                        s.meta.source);
+}
+
 std::string precisionOf(const Diagnoser::State& s) {
     return s.meta.precision;
 }
@@ -171,6 +179,7 @@ void syncedMismatch(const Diagnoser::State& s, Findings& out) {
             "other parameter agrees; on {} of those its synced sum equals each rank's own "
             "local sum: it never went through the all-reduce",
             f.parameters.front(), s.paramMismatchSteps[size_t(always[0])], s.paramSteps, ownSteps);
+        f.evidence += syncedBasis(s);
         f.fix = fmt::format("Check the gradient reducer's parameter list and fusion buckets: {} is missing "
                             "(MindSpore: the parameter must be in network.trainable_params() when "
                             "DistributedGradReducer is built, check all_reduce_fusion_config; PyTorch DDP: "
@@ -207,6 +216,7 @@ void syncedMismatch(const Diagnoser::State& s, Findings& out) {
         located && s.weightDiverge[size_t(r)] != kNoStep
             ? fmt::format("; its weights differ from rank 0's from step {}", s.weightDiverge[size_t(r)])
             : std::string());
+    f.evidence += syncedBasis(s);
     f.fix = located ? fmt::format("Hardware check of card {} (silent data corruption after the all-reduce): "
                                   "npu-smi health, ECC / HBM error counters, vendor diagnostics; rerun to "
                                   "confirm and take the card out of the pool if it repeats.",

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "diagnose/Diagnoser.h"
+#include "store/RunSchema.h"
 
 #include <cstdint>
 #include <limits>
@@ -41,6 +42,12 @@ struct KeptEvent {
 struct Diagnoser::State {
     RunMeta meta;
     int R = 0, P = 0;
+    // What the source recorded (RunMeta::absent). Without synced fingerprints ranks are compared on their
+    // synced norms as recorded (msprobe: to the csv's rounding); without sample ids, batches are compared
+    // through the local gradients they produced (identical weights and batches give identical gradients).
+    bool haveSyncedFp = true, haveSyncedNorm = true, haveSampleFp = true, haveLocalNorm = true;
+    int64_t syncedComparableSteps = 0; // steps where some parameter's synced gradient came from every rank
+    int64_t gradientKeySteps = 0;      // steps whose batches were compared through local gradients
 
     // --- steps, scalar part
     int64_t steps = 0, paramSteps = 0; // steps seen; of those, with per-parameter vectors
@@ -129,6 +136,8 @@ struct Diagnoser::State {
     std::string stopReason;
 
     explicit State(const RunMeta& m);
+    bool recorded(runschema::StepCol c) const { return meta.recorded(runschema::kStepColumns[c].path); }
+    bool recorded(runschema::WeightCol c) const { return meta.recorded(runschema::kWeightColumns[c].path); }
     int pair(int i, int j) const { return i * R + j; }
     std::string paramName(int p) const {
         return p >= 0 && p < P ? meta.params[size_t(p)].name : std::string("?");

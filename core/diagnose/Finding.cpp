@@ -6,7 +6,14 @@
 
 namespace rs {
 
-std::string findingsToJson(const std::vector<Finding>& findings) {
+std::string checkNotRunLine(const CheckNotRun& c) {
+    std::string causes;
+    for (const std::string& cause : c.causes)
+        causes += (causes.empty() ? "" : ", ") + cause;
+    return c.check + " (" + causes + "): " + c.reason;
+}
+
+std::string findingsToJson(const std::vector<Finding>& findings, const std::vector<CheckNotRun>& notRun) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& f : findings) {
         nlohmann::json j;
@@ -23,6 +30,10 @@ std::string findingsToJson(const std::vector<Finding>& findings) {
     }
     nlohmann::json root;
     root["findings"] = std::move(list);
+    nlohmann::json skipped = nlohmann::json::array();
+    for (const auto& c : notRun)
+        skipped.push_back({{"check", c.check}, {"causes", c.causes}, {"reason", c.reason}});
+    root["not_run"] = std::move(skipped);
     // Invalid UTF-8 in a parameter name must not make the whole diagnosis unprintable.
     return root.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -22,7 +22,19 @@ struct Finding {
     std::string fix;      // what the user changes in their job
 };
 
-// {"findings": [ {...}, ... ]}, in the order given (diagnosis orders by confidence).
-std::string findingsToJson(const std::vector<Finding>& findings);
+// A diagnosis check that could not run on a file, and why: the file's source did not record what it reads
+// (an msprobe import has no fingerprints), or the run has too little of it (one rank, no BatchNorm). A rule
+// that cannot run does not guess; the user sees which causes were not looked for.
+struct CheckNotRun {
+    std::string check;               // e.g. "weight consistency"
+    std::vector<std::string> causes; // the causes the check would name
+    std::string reason;              // e.g. "the source (msprobe) recorded no weight fingerprints (/weights/fp)"
+};
+
+// {"findings": [ {...}, ... ], "not_run": [ {"check", "causes", "reason"}, ... ]}, findings in the order given
+// (diagnosis orders by confidence).
+std::string findingsToJson(const std::vector<Finding>& findings, const std::vector<CheckNotRun>& notRun = {});
+// "weight consistency (init-mismatch): the source (msprobe) recorded no weight fingerprints (/weights/fp)"
+std::string checkNotRunLine(const CheckNotRun& c);
 
 } // namespace rs

@@ -237,6 +237,8 @@ void Hdf5RunReader::Impl::readRoot() {
         meta.rankTableJson = stringAttr(rsc::kAttrRankTable);
         meta.environment = stringAttr(rsc::kAttrEnvironment);
         meta.source = file.attrExists(rsc::kAttrSource) ? stringAttr(rsc::kAttrSource) : rsc::kDefaultSource;
+        if (file.attrExists(rsc::kAttrAbsent))
+            meta.absent = rsc::splitAbsent(stringAttr(rsc::kAttrAbsent));
     } catch (const H5::Exception& e) {
         fail("reading the root attributes", e);
     }

@@ -22,6 +22,9 @@ void put(Writer& w, const RunMeta& m) {
     w.str(m.environment);
     w.str(m.createdUtc);
     w.str(m.source);
+    w.pod<uint64_t>(m.absent.size());
+    for (const std::string& a : m.absent)
+        w.str(a);
     w.pod<uint64_t>(m.params.size());
     for (const ParamInfo& p : m.params) {
         w.str(p.name);
@@ -60,6 +63,9 @@ RunMeta getMeta(Reader& r) {
     m.environment = r.str();
     m.createdUtc = r.str();
     m.source = r.str();
+    m.absent.resize(size_t(r.count(8)));
+    for (std::string& a : m.absent)
+        a = r.str();
     m.params.resize(size_t(r.count(32)));
     for (ParamInfo& p : m.params) {
         p.name = r.str();

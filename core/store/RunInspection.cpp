@@ -3,6 +3,7 @@
 #include "store/RunReader.h"
 #include "store/RunSchema.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -25,6 +26,7 @@ RunInspection inspectRun(const RunReader& reader) {
     in.format = std::string(runschema::kFormatName);
     in.formatVersion = reader.formatVersion();
     in.source = m.source;
+    in.absent = m.absent;
     in.model = m.model;
     in.worldSize = m.worldSize;
     in.batchPerRank = m.batchPerRank;
@@ -87,6 +89,7 @@ std::string RunInspection::toJson() const {
     j["format"] = format;
     j["format_version"] = formatVersion;
     j["source"] = source;
+    j["absent"] = absent;
     j["model"] = model;
     j["world_size"] = worldSize;
     j["batch_per_rank"] = batchPerRank;
@@ -126,8 +129,17 @@ std::string RunInspection::toText() const {
     s += fmt::format("loss            {:.4f} -> {:.4f} (mean over ranks)\n", lossFirst, lossLast);
     if (evalAccuracy)
         s += fmt::format("eval accuracy   {:.1f}%\n", *evalAccuracy * 100);
-    s += fmt::format("weights         {}\n",
-                     weightsIdentical ? "identical across ranks" : "DIFFER across ranks");
+    if (!absent.empty()) {
+        std::string list;
+        for (const std::string& a : absent)
+            list += (list.empty() ? "" : ", ") + a;
+        s += fmt::format("not recorded    {}\n", list);
+    }
+    const bool noWeights = std::find(absent.begin(), absent.end(), runschema::kWeightColumns[runschema::kWFp].path) !=
+                           absent.end();
+    s += fmt::format("weights         {}\n", noWeights          ? "no fingerprints recorded"
+                                              : weightsIdentical ? "identical across ranks"
+                                                                 : "DIFFER across ranks");
     s += fmt::format("first mismatch  gradient step {}, weight step {}\n", opt(firstGradMismatchStep),
                      opt(firstWeightMismatchStep));
     s += fmt::format("overflow        {} steps ({} skipped)\n", overflowSteps, skippedSteps);

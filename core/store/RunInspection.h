@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace rs {
 
@@ -12,7 +13,8 @@ class RunReader;
 struct RunInspection {
     std::string format;
     int formatVersion = 0;
-    std::string source; // who wrote the file
+    std::string source;              // who wrote the file
+    std::vector<std::string> absent; // datasets the source could not record
     std::string model;
     int worldSize = 0;
     int batchPerRank = 0;

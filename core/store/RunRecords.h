@@ -43,6 +43,13 @@ struct RunMeta {
     std::string environment;                 // JSON: versions, cores, host
     std::string createdUtc;                  // ISO 8601
     std::string source = "ranksight-engine"; // who wrote it: ranksight-engine | pytorch-ddp | msprobe
+    std::vector<std::string> absent;         // dataset paths the source could not record (see RunSchema.h)
+    bool recorded(const std::string& datasetPath) const {
+        for (const std::string& a : absent)
+            if (a == datasetPath)
+                return false;
+        return true;
+    }
     std::vector<ParamInfo> params;
     std::vector<std::string> bufferNames; // BatchNorm running statistics (never all-reduced)
     std::vector<CardInfo> cards;          // one per rank, index = rank

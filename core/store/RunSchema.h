@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace rs {
 
@@ -52,6 +53,10 @@ inline constexpr const char* kAttrEnvironment = "environment";    // string, JSO
 // Optional (files without it were written by the engine): ranksight-engine | pytorch-ddp | msprobe.
 inline constexpr const char* kAttrSource = "source";
 inline constexpr const char* kDefaultSource = "ranksight-engine";
+// Optional: the datasets the source could not record, comma-separated paths of step and weight columns
+// (e.g. "/grads/sketch,/grads/synced_fp"). Their rows hold the "missing" fill (NaN, 0, -1) and diagnosis
+// does not read them. Files without the attribute recorded everything.
+inline constexpr const char* kAttrAbsent = "absent";
 
 // Fixed-size datasets, written once at creation.
 inline constexpr const char* kParamName = "/params/name";     // [P] fixed string
@@ -182,6 +187,37 @@ inline constexpr Column kEntryColumns[kEntryColCount] = {
     {"/flight/entries/rank", Dtype::I32, Row::Scalar},   {"/flight/entries/kind", Dtype::U8, Row::Scalar},
     {"/flight/entries/dump", Dtype::I64, Row::Scalar},
 };
+
+// The columns a file may declare absent (kAttrAbsent): every step and weight column except the key columns.
+inline bool mayBeAbsent(std::string_view path) {
+    for (int c = 0; c < kStepColCount; ++c)
+        if (c != kStep && path == kStepColumns[c].path)
+            return true;
+    for (int c = 0; c < kWeightColCount; ++c)
+        if (c != kWStep && path == kWeightColumns[c].path)
+            return true;
+    return false;
+}
+
+inline std::string joinAbsent(const std::vector<std::string>& paths) {
+    std::string out;
+    for (const std::string& p : paths)
+        out += (out.empty() ? "" : ",") + p;
+    return out;
+}
+
+// Names a reader does not know (a later version's columns) are dropped: they cannot concern it.
+inline std::vector<std::string> splitAbsent(std::string_view list) {
+    std::vector<std::string> out;
+    while (!list.empty()) {
+        const size_t comma = list.find(',');
+        const std::string_view name = list.substr(0, comma);
+        if (mayBeAbsent(name) && std::find(out.begin(), out.end(), name) == out.end())
+            out.emplace_back(name);
+        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    }
+    return out;
+}
 
 // Groups, in creation order.
 inline constexpr const char* kGroups[] = {"/params", "/cards",        "/status",        "/steps",

@@ -135,6 +135,9 @@ void RunWriter::Impl::validateMeta() const {
         if (p.numel < 0 || p.offset < 0 || p.numel > rsc::kMaxTotalElements ||
             p.offset > rsc::kMaxTotalElements - p.numel)
             invalid(fmt::format("parameter '{}' has numel {} at offset {}", p.name, p.numel, p.offset));
+    for (const std::string& a : meta.absent)
+        if (!rsc::mayBeAbsent(a))
+            invalid(fmt::format("meta.absent names '{}', which is not a step or weight column", a));
     if (!meta.cards.empty() && int(meta.cards.size()) != meta.worldSize)
         invalid(fmt::format("meta has {} cards, expected 0 or {} (worldSize)", meta.cards.size(),
                             meta.worldSize));
@@ -175,6 +178,8 @@ void RunWriter::Impl::writeRootAttributes() {
     str(rsc::kAttrRankTable, meta.rankTableJson);
     str(rsc::kAttrEnvironment, meta.environment);
     str(rsc::kAttrSource, meta.source.empty() ? std::string(rsc::kDefaultSource) : meta.source);
+    if (!meta.absent.empty())
+        str(rsc::kAttrAbsent, rsc::joinAbsent(meta.absent));
 }
 
 template <class T>

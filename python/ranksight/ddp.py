@@ -103,6 +103,19 @@ class Recorder:
         self._state = state
         self._reset()
         ddp.register_comm_hook(state, self._comm_hook)
+        # BatchNorm statistics: DDP broadcasts rank 0's buffers before every forward, so a rank's buffers say
+        # little about its own forward. Instead each rank chains the fingerprints its own forwards produce,
+        # and only when a forward moved them: a rank in eval mode keeps its chain still while the others' move.
+        self._buffer_chain = 0
+        self._buffer_before = None
+        # DDP's forward starts with a collective (the buffer broadcast, and the unused-parameter bookkeeping):
+        # a rank there waits for its slowest peer. Timed between DDP's forward and the module's.
+        self._ddp_forward_at = None
+        self._forward_sync_s = 0.0
+        ddp.register_forward_pre_hook(self._ddp_before_forward)
+        self.module.register_forward_pre_hook(self._before_forward)
+        if self.buffers:
+            self.module.register_forward_hook(self._after_forward)
         self.steps = 0
         self._prev_scale = None
         self._last = time.perf_counter()
@@ -113,6 +126,29 @@ class Recorder:
             self.writer = RunFileWriter(path, self._meta(model_name, config), overwrite=True)
         dist.barrier()
 
+    # --- per forward -----------------------------------------------------------------------------------------
+
+    def _buffer_fp(self):
+        with torch.no_grad():
+            return fingerprint(torch.cat([b.detach().reshape(-1).double() for _, b in self.buffers]))
+
+    def _ddp_before_forward(self, module, inputs):
+        self._ddp_forward_at = time.perf_counter() if torch.is_grad_enabled() else None
+
+    def _before_forward(self, module, inputs):
+        if self._ddp_forward_at is not None:
+            self._forward_sync_s += time.perf_counter() - self._ddp_forward_at
+            self._ddp_forward_at = None
+        self._buffer_before = self._buffer_fp() if torch.is_grad_enabled() and self.buffers else None
+
+    def _after_forward(self, module, inputs, output):
+        if self._buffer_before is None:
+            return  # a no_grad forward (validation) is not a training step
+        after = self._buffer_fp()
+        if after != self._buffer_before:
+            self._buffer_chain = fingerprint(torch.tensor([_signed64(self._buffer_chain), _signed64(after)]))
+        self._buffer_before = None
+
     # --- per bucket, in DDP's backward ---------------------------------------------------------------------
 
     def _reset(self):
@@ -122,8 +158,12 @@ class Recorder:
         self._synced = torch.zeros(P, 2, dtype=torch.float64)  # norm, sum
         self._synced_fp = [0] * P
         self._seen = [False] * P
-        self._comm_s = 0.0
-        self._backward_start = None
+        # Time in collectives = waiting for peers: from handing the last bucket to the all-reduce (this rank's
+        # backward is done) until the last bucket's result arrives. Earlier buckets overlap with backward, so
+        # summing their flights would count compute as communication.
+        self._last_launch = None
+        self._comm_end = None
+        self._forward_sync_s = 0.0
 
     def _scale(self):
         if self.scaler is not None and self.scaler.is_enabled():
@@ -167,21 +207,21 @@ class Recorder:
         self._seen[i] = True
 
     def _comm_hook(self, state, bucket):
-        if self._backward_start is None:
-            self._backward_start = time.perf_counter()
         params = bucket.parameters()
         idx = [self.index.get(id(p)) for p in params]
         for i, g in zip(idx, bucket.gradients()):
             if i is not None:
                 self._local_stats(i, g)
         numels = [p.numel() for p in params]
-        launched = time.perf_counter()
+        if bucket.is_last():
+            self._last_launch = time.perf_counter()
         fut = self._inner(state, bucket)
 
         def synced(f):
+            arrived = time.perf_counter()
+            self._comm_end = arrived if self._comm_end is None else max(self._comm_end, arrived)
             value = f.value()
             result = value[0] if isinstance(value, (list, tuple)) else value
-            self._comm_s += time.perf_counter() - launched
             for i, g in zip(idx, torch.split(result.reshape(-1), numels)):
                 if i is not None:
                     self._synced_stats(i, g)
@@ -204,7 +244,9 @@ class Recorder:
         scale = self._scale()
         skipped = int(self._prev_scale is not None and scale < self._prev_scale)
         self._prev_scale = scale
-        comm_ms = self._comm_s * 1000.0
+        comm_ms = self._forward_sync_s * 1000.0
+        if self._last_launch is not None and self._comm_end is not None:
+            comm_ms += max(self._comm_end - self._last_launch, 0.0) * 1000.0
         compute_ms = max(step_ms - comm_ms, 0.0)
         weights_due = self.steps % self.weight_every == 0
 
@@ -225,7 +267,7 @@ class Recorder:
                 bufs = [b.detach().reshape(-1).double() for _, b in self.buffers]
                 flat = torch.cat(bufs) if bufs else torch.zeros(0, dtype=torch.float64)
                 bnorm = float(flat.norm())
-                bfp = _signed64(fingerprint(flat))
+                bfp = _signed64(self._buffer_chain)
         packed_f = torch.cat([torch.tensor(floats, dtype=torch.float64), self._local.reshape(-1),
                               self._sketch.reshape(-1), self._synced.reshape(-1),
                               torch.tensor(wnorm + [bnorm], dtype=torch.float64)])
@@ -258,6 +300,7 @@ class Recorder:
             loss=[r[0] for r in rows], accuracy=[r[1] for r in rows], loss_scale=[r[2] for r in rows],
             step_ms=[r[3] for r in rows], compute_ms=[r[4] for r in rows], comm_ms=[r[5] for r in rows],
             skipped=[i[1] for i in ints], sample_fp=[u64(i[0]) for i in ints],
+            overflow=[i[1] for i in ints] if self.scaler is not None else [0] * R,
             sample_ids=np.stack([i[-self.B:] if self.B else i[:0] for i in ints]).astype(np.int32),
             local_norm=local[:, :, 0], local_max=local[:, :, 1], local_sum=local[:, :, 2],
             nonfinite=local[:, :, 3], overflow_count=local[:, :, 4], underflow_count=local[:, :, 5],
@@ -296,6 +339,17 @@ class Recorder:
 
     # --- the file's meta --------------------------------------------------------------------------------------
 
+    def _absent(self):
+        """What this job cannot record (docs/run-file.md, "absent"): fp16 counts and overflow flags need a
+        GradScaler (a float32 job has none), sample ids need batch_size; DDP broadcasts BatchNorm buffers, so
+        /weights/buffer_fp holds each rank's own forwards' chain (see __init__), not a plain fingerprint."""
+        absent = []
+        if self.scaler is None:
+            absent += ["/steps/overflow", "/grads/overflow_count", "/grads/underflow_count"]
+        if not self.B:
+            absent += ["/steps/sample_fp", "/steps/sample_ids"]
+        return absent
+
     def _meta(self, model_name, config):
         host = socket.gethostname()
         return dict(
@@ -303,6 +357,7 @@ class Recorder:
             precision="O0", loss_scale="dynamic" if self.scaler is not None else "none", data="",
             seed=int(torch.initial_seed()) & _MASK, sketch_dim=self.K, weight_every=self.weight_every,
             planned_steps=self.planned_steps, config=config or {}, rank_table={}, source="pytorch-ddp",
+            absent=self._absent(),
             environment={"source": "pytorch-ddp", "torch": torch.__version__, "python": platform.python_version(),
                          "host": host, "backend": dist.get_backend(), "pid": os.getpid()},
             params=[(n, tuple(p.shape)) for n, p in self.params], buffer_names=[n for n, _ in self.buffers],

@@ -130,6 +130,7 @@ class RunFileWriter:
 
     meta: dict with model, world_size, batch_per_rank, precision, loss_scale, data, seed, sketch_dim,
     weight_every, planned_steps, config (dict), rank_table (dict or str), environment (dict), source,
+    absent [dataset paths the source cannot record, e.g. "/grads/overflow_count"],
     params [(name, shape)], buffer_names [str], cards [dict(rank, device_id, device_ip, server_id,
     hbm_total_bytes, hbm_used_bytes)] (or empty).
     """
@@ -187,6 +188,8 @@ class RunFileWriter:
         s("rank_table", rank_table if isinstance(rank_table, str) else json.dumps(rank_table))
         s("environment", json.dumps(m.get("environment", {}), ensure_ascii=False))
         s("source", m.get("source", "pytorch-ddp"))
+        if m.get("absent"):
+            s("absent", ",".join(m["absent"]))
 
     def _strings(self, path, values):
         raws = [_fixed(v) for v in values]

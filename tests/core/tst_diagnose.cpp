@@ -141,6 +141,10 @@ private slots:
     void rule();
     void twoRankSdcAfterUsesSumCheck();
     void chunkingDoesNotMatter();
+    void checksNotRunNameWhatIsMissing();
+    void withoutFingerprintsRanksCompareOnSyncedNorms();
+    void withoutSampleIdsBatchesCompareOnLocalGradients();
+    void absentColumnsGiveNoFindingFromTheirFill();
     void jsonKeys();
     void cleanRealRuns();
     void cliExitCodes();
@@ -380,6 +384,127 @@ void TestDiagnose::chunkingDoesNotMatter() {
         QCOMPARE(whole[i].evidence, single[i].evidence);
     }
     QCOMPARE(QString::fromStdString(findingsToJson(whole)), QString::fromStdString(findingsToJson(single)));
+}
+
+// What a source did not record: the checks that read it are listed (with the source and the dataset), the
+// others are not; one rank lists the cross-rank comparison; the engine's full recording lists nothing.
+void TestDiagnose::checksNotRunNameWhatIsMissing() {
+    Sim sim(4, 3, 20);
+    {
+        Diagnoser full(sim.meta);
+        full.addWeights(sim.weights);
+        QVERIFY(full.checksNotRun().empty()); // everything recorded
+    }
+    sim.meta.source = "msprobe";
+    sim.meta.absent = {"/weights/fp", "/weights/buffer_fp", "/grads/synced_fp", "/steps/sample_fp",
+                       "/steps/compute_ms"};
+    Diagnoser d(sim.meta);
+    d.addWeights(sim.weights);
+    d.addSteps(sim.steps);
+    const auto notRun = d.checksNotRun();
+    QStringList names;
+    for (const auto& c : notRun)
+        names << QString::fromStdString(c.check);
+    // Synced agreement still runs on the synced norms; shards on the local gradients.
+    QCOMPARE(names, QStringList({"weight consistency", "BatchNorm statistics", "step timing"}));
+    QCOMPARE(notRun[0].causes, std::vector<std::string>{"init-mismatch"});
+    QCOMPARE(notRun[0].reason, std::string("the source (msprobe) recorded no weight fingerprints (/weights/fp)"));
+    QCOMPARE(notRun[2].causes, std::vector<std::string>{"straggler"});
+    QCOMPARE(checkNotRunLine(notRun[2]),
+             std::string("step timing (straggler): the source (msprobe) recorded no compute time (/steps/compute_ms)"));
+    const auto json = QJsonDocument::fromJson(QByteArray::fromStdString(findingsToJson({}, notRun))).object();
+    QCOMPARE(json.value("not_run").toArray().size(), 3);
+    QCOMPARE(json.value("not_run").toArray().at(1).toObject().value("check").toString(),
+             QStringLiteral("BatchNorm statistics"));
+
+    // Both synced columns gone: the agreement check cannot run either.
+    sim.meta.absent.push_back("/grads/synced_norm");
+    QCOMPARE(Diagnoser(sim.meta).checksNotRun().size(), size_t(4));
+    // Synced columns recorded, but only on rank 0 (msprobe with dp_group set): said from the data.
+    Sim dp(4, 3, 10);
+    dp.meta.absent = {"/grads/synced_fp"};
+    for (auto& st : dp.steps)
+        for (size_t r = 1; r < st.ranks.size(); ++r)
+            std::fill(st.ranks[r].syncedNorm.begin(), st.ranks[r].syncedNorm.end(), std::nanf(""));
+    Diagnoser dd(dp.meta);
+    dd.addSteps(dp.steps);
+    bool said = false;
+    for (const auto& c : dd.checksNotRun())
+        said = said || (c.check == "synced gradient agreement" && c.reason.find("dp_group") != std::string::npos);
+    QVERIFY(said);
+
+    const auto one = Diagnoser(Sim(1, 3, 1).meta).checksNotRun();
+    QCOMPARE(one.size(), size_t(1));
+    QCOMPARE(one[0].check, std::string("cross-rank comparison"));
+    QCOMPARE(one[0].reason, std::string("the run has 1 rank"));
+}
+
+// No fingerprints (msprobe): a parameter whose synced norm differs across ranks on every step is still found,
+// and the evidence says on what it rests. A clean run compared the same way stays clean.
+void TestDiagnose::withoutFingerprintsRanksCompareOnSyncedNorms() {
+    Sim clean(4, 6, 40);
+    clean.meta.absent = {"/grads/synced_fp"};
+    for (auto& st : clean.steps)
+        for (auto& x : st.ranks)
+            std::fill(x.syncedFp.begin(), x.syncedFp.end(), 0);
+    QVERIFY2(clean.diagnose().empty(), qPrintable(describe(clean.diagnose())));
+
+    Sim sim = clean;
+    for (auto& st : sim.steps)
+        for (int r = 0; r < sim.R; ++r) {
+            auto& x = st.ranks[size_t(r)];
+            x.syncedNorm[3] = x.localNorm[3]; // never reduced: each rank keeps its own
+            x.syncedSum[3] = x.localSum[3];
+        }
+    const auto f = sim.diagnose();
+    QVERIFY2(!f.empty() && f.front().cause == "param-not-synced", qPrintable(describe(f)));
+    QCOMPARE(f.front().parameters, std::vector<std::string>{sim.meta.params[3].name});
+    QVERIFY2(f.front().evidence.find("records no fingerprints") != std::string::npos, f.front().evidence.c_str());
+}
+
+// No sample ids (a DDP job that does not pass them): ranks whose local gradients are identical on every
+// parameter read the same batches.
+void TestDiagnose::withoutSampleIdsBatchesCompareOnLocalGradients() {
+    Sim clean(4, 6, 30);
+    clean.meta.absent = {"/steps/sample_fp", "/steps/sample_ids"};
+    for (auto& st : clean.steps)
+        for (auto& x : st.ranks) {
+            x.sampleFp = 0;
+            x.sampleIds.clear();
+        }
+    QVERIFY2(clean.diagnose().empty(), qPrintable(describe(clean.diagnose())));
+    Sim sim = clean;
+    for (auto& st : sim.steps)
+        for (auto& x : st.ranks) {
+            x.localNorm = st.ranks[0].localNorm;
+            x.localMax = st.ranks[0].localMax;
+        }
+    const auto f = sim.diagnose();
+    QVERIFY2(!f.empty() && f.front().cause == "shard-overlap", qPrintable(describe(f)));
+    QCOMPARE(f.front().ranks, ints({0, 1, 2, 3}));
+    QVERIFY2(f.front().evidence.find("records no sample ids") != std::string::npos, f.front().evidence.c_str());
+}
+
+// The fill of absent columns (NaN floats, 0 integers) must not look like a symptom.
+void TestDiagnose::absentColumnsGiveNoFindingFromTheirFill() {
+    Sim sim(4, 6, 40);
+    sim.meta.absent = {"/steps/loss_scale", "/steps/compute_ms", "/steps/comm_ms", "/grads/local_sum",
+                       "/grads/synced_sum", "/grads/local_max", "/weights/buffer_fp", "/weights/fp"};
+    const float nan = std::nanf("");
+    for (auto& st : sim.steps)
+        for (auto& x : st.ranks) {
+            x.lossScale = x.computeMs = x.commMs = nan;
+            std::fill(x.localSum.begin(), x.localSum.end(), std::nan(""));
+            std::fill(x.syncedSum.begin(), x.syncedSum.end(), std::nan(""));
+            std::fill(x.localMax.begin(), x.localMax.end(), nan);
+        }
+    for (auto& w : sim.weights) {
+        std::fill(w.bufferFp.begin(), w.bufferFp.end(), 0);
+        for (auto& fp : w.fp)
+            std::fill(fp.begin(), fp.end(), 0);
+    }
+    const auto f = sim.diagnose();
+    QVERIFY2(f.empty(), qPrintable(describe(f)));
 }
 
 void TestDiagnose::jsonKeys() {

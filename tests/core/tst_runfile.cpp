@@ -29,6 +29,7 @@ private slots:
     void roundTrip_data();
     void roundTrip();
     void missingValuesArePaddedAndStringsCut();
+    void absentColumnsAreDeclaredInTheFile();
     void flightRowsLargerThanAChunk();
     void writerRejectsInconsistentRecords();
     void createRefusesAnExistingFile();
@@ -351,6 +352,38 @@ void TestRunFile::flightRowsLargerThanAChunk() {
     QCOMPARE(f.openDataSet("/flight/entries/data").getCreatePlist().getChunk(2, chunk), 2);
     QCOMPARE(chunk[0], hsize_t(1));
     QCOMPARE(chunk[1], hsize_t(262144));
+}
+
+// A source that cannot record some columns says so (root attribute `absent`); the reader process hands the
+// list on, drops names it does not know (a later version's) and duplicates; the writer refuses a name that
+// is not a step or weight column, and files without the attribute recorded everything.
+void TestRunFile::absentColumnsAreDeclaredInTheFile() {
+    RunMeta meta = makeMeta(2, 3, 2, 4);
+    meta.source = "msprobe";
+    meta.absent = {"/grads/synced_fp", "/weights/fp", "/steps/sample_ids"};
+    const QString path = file("absent.h5");
+    {
+        auto w = RunWriter::create(path.toStdString(), meta);
+        w->appendStep(makeStep(meta, 0));
+        w->close();
+    }
+    const auto reader = RunReader::open(path.toStdString());
+    QCOMPARE(reader->meta().absent, meta.absent);
+    QVERIFY(!reader->meta().recorded("/weights/fp"));
+    QVERIFY(reader->meta().recorded("/grads/local_norm"));
+    QCOMPARE(reader->meta().source, std::string("msprobe"));
+
+    QCOMPARE(runschema::splitAbsent("/grads/sketch,/grads/future_column,/steps/step,/grads/sketch,,/weights/norm"),
+             (std::vector<std::string>{"/grads/sketch", "/weights/norm"}));
+    RunMeta bad = makeMeta(2, 3, 2, 4);
+    bad.absent = {"/steps/step"}; // the key column is always there
+    QVERIFY(errorOf([&] { RunWriter::create(file("absent-bad.h5").toStdString(), bad); })
+                .contains("meta.absent names '/steps/step', which is not a step or weight column"));
+    QVERIFY(!QFile::exists(file("absent-bad.h5")));
+
+    const QString full = file("absent-none.h5");
+    RunWriter::create(full.toStdString(), makeMeta(2, 3, 2, 4))->close();
+    QVERIFY(RunReader::open(full.toStdString())->meta().absent.empty());
 }
 
 void TestRunFile::writerRejectsInconsistentRecords() {

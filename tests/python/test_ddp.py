@@ -30,11 +30,11 @@ class DdpRecorderTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.dir.cleanup()
 
-    def job(self, mistake, steps=20):
-        out = os.path.join(self.dir.name, "%s.h5" % mistake)
+    def job(self, mistake, steps=20, extra=()):
+        out = os.path.join(self.dir.name, "%s%s.h5" % (mistake, "".join(extra)))
         env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), OMP_NUM_THREADS="1")
         p = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "pytorch_ddp.py"), "--out", out,
-                            "--ranks", "4", "--steps", str(steps), "--mistake", mistake],
+                            "--ranks", "4", "--steps", str(steps), "--mistake", mistake, *extra],
                            capture_output=True, text=True, timeout=300, env=env)
         self.assertEqual(p.returncode, 0, p.stderr[-2000:])
         return out
@@ -42,10 +42,13 @@ class DdpRecorderTest(unittest.TestCase):
     def cli(self, *args):
         return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=120)
 
-    def findings(self, path):
+    def diagnosis(self, path):
         p = self.cli("diagnose", path, "--json")
         self.assertIn(p.returncode, (0, 3), p.stderr)
-        return json.loads(p.stdout)["findings"]
+        return json.loads(p.stdout)
+
+    def findings(self, path):
+        return self.diagnosis(path)["findings"]
 
     def test_clean_job_opens_and_has_no_findings(self):
         path = self.job("none", steps=30)
@@ -59,16 +62,28 @@ class DdpRecorderTest(unittest.TestCase):
         self.assertTrue(j["complete"])
         self.assertTrue(j["weights_identical"])
         self.assertLess(j["loss_last"], j["loss_first"])  # it learns
-        self.assertEqual(self.findings(path), [])
+        # A float32 job without a GradScaler has no fp16 counts or overflow flags: the file says so, and
+        # diagnosis lists the checks that need them instead of passing them silently.
+        self.assertEqual(set(j["absent"]), {"/steps/overflow", "/grads/overflow_count", "/grads/underflow_count"})
+        d = self.diagnosis(path)
+        self.assertEqual(d["findings"], [])
+        self.assertEqual(sorted(c["check"] for c in d["not_run"]), ["fp16 underflow", "loss scaling"])
+        self.assertTrue(all("pytorch-ddp" in c["reason"] for c in d["not_run"]), d["not_run"])
+        verbose = self.cli("diagnose", path, "--verbose")
+        self.assertIn("checks that could not run:", verbose.stderr)
+        self.assertIn("loss scaling (loss-scale-too-high, overflow-not-synced)", verbose.stderr)
 
-    def check_top(self, mistake, cause, parameter=None, rank=None):
-        f = self.findings(self.job(mistake))
-        self.assertTrue(f, "no finding for %s" % mistake)
-        self.assertEqual(f[0]["cause"], cause, json.dumps(f, indent=1))
+    def check_top(self, mistake, cause, parameter=None, rank=None, extra=(), step=None):
+        """The job's mistake is the only finding (no false positive next to it), on the right rank."""
+        f = self.findings(self.job(mistake, extra=extra))
+        self.assertEqual([x["cause"] for x in f], [cause], json.dumps(f, indent=1))
         if parameter is not None:
             self.assertEqual(f[0]["parameters"], [parameter])
         if rank is not None:
             self.assertIn(rank, f[0]["ranks"])
+        if step is not None:
+            self.assertEqual(f[0]["first_step"], step)
+        return f[0]
 
     def test_a_parameter_left_out_of_ddp(self):
         self.check_top("not-synced", "param-not-synced", parameter="fc.bias")
@@ -81,6 +96,25 @@ class DdpRecorderTest(unittest.TestCase):
 
     def test_a_hook_that_sums_instead_of_averaging(self):
         self.check_top("sum-hook", "grad-sum")
+
+    def test_the_same_batches_seen_through_local_gradients_without_sample_ids(self):
+        f = self.check_top("same-batches", "shard-overlap", extra=("--no-sample-ids",))
+        self.assertIn("records no sample ids", f["evidence"])
+        self.assertEqual(f["ranks"], [0, 1, 2, 3])
+
+    def test_one_rank_left_in_eval_mode(self):
+        # DDP broadcasts rank 0's BatchNorm buffers before each forward: the recorder's chain of each rank's
+        # own forwards is what stays still on the rank in eval mode.
+        f = self.check_top("eval-mode", "eval-mode", rank=3)
+        self.assertEqual(f["ranks"], [3])
+
+    def test_a_slow_rank(self):
+        f = self.check_top("slow-rank", "straggler", rank=3)
+        self.assertEqual(f["ranks"], [3])
+
+    def test_a_bit_flipped_after_the_all_reduce_on_one_rank(self):
+        f = self.check_top("sdc-after", "sdc-after", rank=3, step=8)
+        self.assertEqual(f["ranks"], [3])
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 // The Findings panel: the table model (QAbstractItemModelTester), the detail text, clicking a finding moves
 // the cursor, and the background diagnosis of a real run file (a clean run: no findings).
+#include "core/RunFileFixtures.h"
 #include "diagnose/Finding.h"
 #include "model/DiagnosisRunner.h"
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
 #include "panels/FindingsModel.h"
 #include "panels/FindingsPanel.h"
+#include "store/RunWriter.h"
 
 #include <QAbstractItemModelTester>
 #include <QProcess>
@@ -96,8 +98,43 @@ private slots:
         QVERIFY2(panel.runner()->error().isEmpty(), qPrintable(panel.runner()->error()));
         QCOMPARE(panel.findingsModel()->rowCount(), 0);
         QVERIFY2(panel.statusText().startsWith("No findings"), qPrintable(panel.statusText()));
+        // The engine records everything; the MLP has no BatchNorm, which is all the panel lists.
+        QCOMPARE(panel.notRunText(), QString("Could not run on this file:\n• BatchNorm statistics (eval-mode): "
+                                             "the model has no BatchNorm running statistics"));
         model.close(); // a new run clears the findings and their status
         QCOMPARE(panel.runner()->hasResult(), false);
+    }
+
+    // A file from a source that records less: the panel says which checks could not run and why, and the
+    // status does not claim more than was looked at.
+    void checksThatCouldNotRunAreListed() {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("partial.h5").toStdString();
+        RunMeta meta = runfile_fixtures::makeMeta(2, 3, 2, 4);
+        meta.source = "msprobe";
+        meta.absent = {"/weights/fp", "/steps/compute_ms"};
+        {
+            auto w = RunWriter::create(path, meta);
+            for (int s = 0; s < 3; ++s)
+                w->appendStep(runfile_fixtures::makeStep(meta, s));
+            w->close();
+        }
+        RunModel model;
+        StepCursor cursor;
+        FindingsPanel panel(&model, &cursor);
+        model.open(QString::fromStdString(path));
+        QTRY_VERIFY_WITH_TIMEOUT(panel.runner()->hasResult(), 30000);
+        QVERIFY2(panel.runner()->error().isEmpty(), qPrintable(panel.runner()->error()));
+        const QString text = panel.notRunText();
+        QVERIFY2(text.startsWith("Could not run on this file:"), qPrintable(text));
+        QVERIFY2(text.contains("weight consistency (init-mismatch): the source (msprobe) recorded no weight "
+                               "fingerprints (/weights/fp)"),
+                 qPrintable(text));
+        QVERIFY2(text.contains("step timing (straggler)"), qPrintable(text));
+        if (panel.findingsModel()->rowCount() == 0)
+            QVERIFY2(panel.statusText().contains("in what this file records"), qPrintable(panel.statusText()));
+        model.close();
+        QCOMPARE(panel.notRunText(), QString());
     }
 };
 

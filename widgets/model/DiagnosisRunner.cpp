@@ -27,6 +27,7 @@ DiagnosisRunner::DiagnosisRunner(RunModel* model, QObject* parent)
         m_throttle.stop();
         m_pending = false;
         m_findings.clear();
+        m_notRun.clear();
         m_error.clear();
         m_hasResult = false;
         emit findingsChanged();
@@ -85,7 +86,7 @@ void DiagnosisRunner::start() {
                         if (self)
                             emit self->progress(percent);
                     });
-            });
+            }, nullptr, &r.notRun);
         } catch (const Cancelled&) {
             r.cancelled = true;
         } catch (const std::exception& e) {
@@ -109,6 +110,7 @@ void DiagnosisRunner::onFinished() {
     m_error = r.error;
     if (r.error.isEmpty()) {
         m_findings = std::move(r.findings);
+        m_notRun = std::move(r.notRun);
         m_hasResult = true;
     }
     emit findingsChanged();

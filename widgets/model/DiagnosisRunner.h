@@ -24,6 +24,8 @@ public:
     ~DiagnosisRunner() override;
 
     const std::vector<Finding>& findings() const { return m_findings; }
+    // The checks that could not run on this run's file (what its source did not record).
+    const std::vector<CheckNotRun>& checksNotRun() const { return m_notRun; }
     bool isRunning() const { return m_watcher.isRunning(); }
     bool hasResult() const { return m_hasResult; } // at least one diagnosis of this run finished
     QString error() const { return m_error; }      // why the last diagnosis failed ("" if it did not)
@@ -37,6 +39,7 @@ signals:
 private:
     struct Result {
         std::vector<Finding> findings;
+        std::vector<CheckNotRun> notRun;
         QString error;
         bool cancelled = false;
     };
@@ -50,6 +53,7 @@ private:
     QFutureWatcher<Result> m_watcher;
     std::shared_ptr<std::atomic<bool>> m_cancel;
     std::vector<Finding> m_findings;
+    std::vector<CheckNotRun> m_notRun;
     QString m_error;
     bool m_hasResult = false;
     bool m_pending = false; // new rows arrived while a diagnosis was running

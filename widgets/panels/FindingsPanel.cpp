@@ -23,7 +23,13 @@ FindingsPanel::FindingsPanel(RunModel* model, StepCursor* cursor, QWidget* paren
     , m_findings(new FindingsModel(this))
     , m_view(new QTableView)
     , m_detail(new QTextBrowser)
-    , m_status(new QLabel) {
+    , m_status(new QLabel)
+    , m_notRun(new QLabel) {
+    m_notRun->setWordWrap(true);
+    m_notRun->setTextFormat(Qt::PlainText);
+    m_notRun->setToolTip(tr("This file's source did not record what these checks read (or the run lacks it), "
+                            "so the causes they name were not looked for."));
+    m_notRun->hide();
     m_view->setModel(m_findings);
     m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_view->setSelectionMode(QAbstractItemView::SingleSelection);
@@ -43,6 +49,7 @@ FindingsPanel::FindingsPanel(RunModel* model, StepCursor* cursor, QWidget* paren
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
     layout->addWidget(m_status);
+    layout->addWidget(m_notRun);
     layout->addWidget(split, 1);
 
     connect(m_runner, &DiagnosisRunner::findingsChanged, this, [this] {
@@ -70,6 +77,10 @@ QString FindingsPanel::statusText() const {
     return m_status->text();
 }
 
+QString FindingsPanel::notRunText() const {
+    return m_notRun->isHidden() ? QString() : m_notRun->text();
+}
+
 QString FindingsPanel::detailText() const {
     return m_detail->toPlainText();
 }
@@ -86,11 +97,20 @@ void FindingsPanel::update() {
     else if (!m_runner->hasResult())
         text = tr("Waiting for the run to load.");
     else if (n == 0)
-        text = m_model->isLive() ? tr("No findings so far: the ranks agree.")
-                                 : tr("No findings: the ranks agree and nothing points to a known cause.");
+        text = m_model->isLive()                          ? tr("No findings so far: the ranks agree.")
+               : !m_runner->checksNotRun().empty() ? tr("No findings in what this file records: the ranks agree.")
+                                                   : tr("No findings: the ranks agree and nothing points to a "
+                                                        "known cause.");
     else
         text = tr("%n finding(s), most certain first.", nullptr, n);
     m_status->setText(text);
+
+    QStringList lines;
+    if (m_model->hasRun() && m_runner->hasResult())
+        for (const CheckNotRun& c : m_runner->checksNotRun())
+            lines << QStringLiteral("• ") + QString::fromStdString(checkNotRunLine(c));
+    m_notRun->setText(lines.isEmpty() ? QString() : tr("Could not run on this file:") + "\n" + lines.join("\n"));
+    m_notRun->setVisible(!lines.isEmpty());
 }
 
 void FindingsPanel::showDetail(int row) {

@@ -27,6 +27,7 @@ public:
     QTableView* view() const { return m_view; }
     QString statusText() const;
     QString detailText() const;
+    QString notRunText() const; // the checks that could not run on this file, "" when all ran
     void activate(int row); // what a click on a row does
 
 signals:
@@ -43,6 +44,7 @@ private:
     QTableView* m_view;
     QTextBrowser* m_detail;
     QLabel* m_status;
+    QLabel* m_notRun;
     int m_progress = -1;
 };
 

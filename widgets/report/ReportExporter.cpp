@@ -259,13 +259,19 @@ private:
         diagnosis.setFuture(QtConcurrent::run([src = m_model->path().toStdString()] {
             std::vector<std::string> lines;
             try {
-                for (const Finding& f : diagnoseRun(*RunReader::open(src)))
+                std::vector<CheckNotRun> notRun;
+                for (const Finding& f : diagnoseRun(*RunReader::open(src), {}, nullptr, &notRun))
                     lines.push_back(fmt::format(
                         "**{}** ({}, confidence {:.2f}{}): {}. Fix: {}", f.cause, f.dimension, f.confidence,
                         f.firstStep >= 0 ? fmt::format(", from step {}", f.firstStep) : "", f.evidence,
                         f.fix));
                 if (lines.empty())
-                    lines.push_back("No findings: every diagnosis rule found the ranks in agreement.");
+                    lines.push_back(notRun.empty()
+                                        ? "No findings: every diagnosis rule found the ranks in agreement."
+                                        : "No findings in what this file records: the rules that ran found the "
+                                          "ranks in agreement.");
+                for (const CheckNotRun& c : notRun)
+                    lines.push_back("*Could not run:* " + checkNotRunLine(c));
             } catch (const std::exception& e) {
                 lines.push_back(std::string("Diagnosis could not read the run: ") + e.what());
             }
