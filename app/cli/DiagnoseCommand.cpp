@@ -36,11 +36,12 @@ int diagnoseCommand(const Args& argv) {
     if (args.flag("json")) {
         std::fputs((findingsToJson(findings, notRun) + "\n").c_str(), stdout);
     } else if (findings.empty()) {
-        std::fputs(notRun.empty() ? "no findings: the ranks agree\n"
-                                  : fmt::format("no findings in what was recorded: the ranks agree; {} check(s) "
-                                                "could not run (--verbose lists them)\n",
-                                                notRun.size())
-                                        .c_str(),
+        std::fputs(notRun.empty()
+                       ? "no findings: the ranks agree\n"
+                       : fmt::format("no findings in what was recorded: the ranks agree; {} check(s) "
+                                     "could not run (--verbose lists them)\n",
+                                     notRun.size())
+                             .c_str(),
                    stdout);
     } else {
         for (size_t i = 0; i < findings.size(); ++i) {

@@ -26,6 +26,8 @@ commands:
   bench           throughput: single replica vs the cluster with telemetry off and on
                   [--model M] [--ranks N] [--batch PER_RANK] [--steps N] [--repeat R] [--precision P]
                   [--peer] [--json]
+  import-msprobe  a run recorded by msprobe's monitor (one folder per rank of csv files) into a run file:
+                  MONITOR_OUTPUT_DIR --out RUN.h5 [--force] [--quiet]
   diagnose        likely causes of cross-rank disagreement: RUN.h5 [--json] [--verbose] (exit 3: findings)
   report          bug-report folder (report.md, charts as PNG and SVG, steps.csv, slice.h5; GUI build):
                   RUN.h5 --out DIR
@@ -57,6 +59,8 @@ int main(int argc, char** argv) {
             return rs::cli::lintRankTableCommand(args);
         if (cmd == "bench")
             return rs::cli::benchCommand(args);
+        if (cmd == "import-msprobe")
+            return rs::cli::importMsprobeCommand(args);
         if (cmd == "diagnose")
             return rs::cli::diagnoseCommand(args);
         if (cmd == "report")

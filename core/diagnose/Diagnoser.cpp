@@ -9,9 +9,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fmt/format.h>
 #include <map>
-#include <cstring>
 #include <regex>
 #include <set>
 
@@ -25,6 +25,8 @@ Diagnoser::State::State(const RunMeta& m)
     haveSyncedNorm = recorded(runschema::kSyncedNorm);
     haveSampleFp = recorded(runschema::kSampleFp);
     haveLocalNorm = recorded(runschema::kLocalNorm);
+    haveWeightFp = recorded(runschema::kWFp);
+    haveWeightNorm = recorded(runschema::kWNorm);
     const size_t r = size_t(std::max(R, 0)), pairs = r * r, p = size_t(P);
     deadStep.assign(r, kNoStep);
     skipMinority.assign(r, 0);
@@ -91,8 +93,18 @@ uint64_t syncedKey(const Diagnoser::State& s, const RankStep& x, int p) {
     return floatBits(x.syncedNorm[size_t(p)]) | (uint64_t(1) << 40);
 }
 
-// What identifies a rank's batch: the sample fingerprint, or without sample ids the local gradient it produced
-// (every parameter's norm and max |g| as recorded). 0: nothing to compare.
+// What identifies rank r's weights of p in a weight row: the fingerprint, or without one the norm as
+// recorded.
+uint64_t weightKey(const Diagnoser::State& s, const WeightRecord& w, size_t r, size_t p) {
+    if (s.haveWeightFp)
+        return r < w.fp.size() && p < w.fp[r].size() ? w.fp[r][p] : 0;
+    if (!s.haveWeightNorm || r >= w.norm.size() || p >= w.norm[r].size() || !std::isfinite(w.norm[r][p]))
+        return 0;
+    return floatBits(w.norm[r][p]) | (uint64_t(1) << 40);
+}
+
+// What identifies a rank's batch: the sample fingerprint, or without sample ids the local gradient it
+// produced (every parameter's norm and max |g| as recorded). 0: nothing to compare.
 uint64_t batchKey(const Diagnoser::State& s, const RankStep& x) {
     if (s.haveSampleFp)
         return x.sampleFp;
@@ -464,13 +476,12 @@ void Diagnoser::addWeights(const std::vector<WeightRecord>& weights) {
         if (int(w.fp.size()) != s.R || s.R <= 0)
             continue;
         ++s.weightRows;
-        const auto& ref = w.fp[0];
         for (int r = 1; r < s.R; ++r) {
-            if (w.fp[size_t(r)].size() != ref.size())
-                continue;
             int differ = 0;
-            for (size_t p = 0; p < ref.size(); ++p)
-                differ += w.fp[size_t(r)][p] != ref[p];
+            for (size_t p = 0; p < size_t(s.P); ++p) {
+                const uint64_t mine = weightKey(s, w, size_t(r), p), ref = weightKey(s, w, 0, p);
+                differ += mine != 0 && ref != 0 && mine != ref;
+            }
             if (!s.initChecked && w.step <= 0)
                 s.initDiffer[size_t(r)] = differ;
             if (differ > 0)

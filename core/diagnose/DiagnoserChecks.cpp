@@ -35,7 +35,10 @@ const char* weight(rsc::WeightCol c) {
 
 std::vector<Check> checks() {
     return {
-        {"weight consistency", {"init-mismatch"}, {{weight(rsc::kWFp), "weight fingerprints"}}, {}},
+        {"weight consistency",
+         {"init-mismatch"},
+         {},
+         {{weight(rsc::kWFp), "weight fingerprints"}, {weight(rsc::kWNorm), "weight norms"}}},
         {"BatchNorm statistics",
          {"eval-mode"},
          {{weight(rsc::kWBufferFp), "BatchNorm statistics fingerprints"}},
@@ -114,7 +117,9 @@ std::vector<CheckNotRun> Diagnoser::checksNotRun() const {
         if (!missing.empty()) {
             std::string list;
             for (size_t i = 0; i < missing.size(); ++i)
-                list += (i == 0 ? "" : i + 1 == missing.size() ? (anyRecorded ? " and " : " or ") : ", ") +
+                list += (i == 0                    ? ""
+                         : i + 1 == missing.size() ? (anyRecorded ? " and " : " or ")
+                                                   : ", ") +
                         missing[i];
             reason = fmt::format("the source ({}) recorded no {}", s.meta.source, list);
         } else {

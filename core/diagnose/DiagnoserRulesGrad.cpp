@@ -39,10 +39,11 @@ int argmax(const std::vector<int64_t>& v) {
 
 // Evidence resting on synced norms instead of fingerprints says so: equal to the file's rounding is weaker.
 std::string syncedBasis(const Diagnoser::State& s) {
-    return s.haveSyncedFp ? std::string()
-                          : fmt::format("; the source ({}) records no fingerprints, so ranks were compared on "
-                                        "their synced gradient norms as recorded (equal to the file's rounding)",
-                                        s.meta.source);
+    return s.haveSyncedFp
+               ? std::string()
+               : fmt::format("; the source ({}) records no fingerprints, so ranks were compared on "
+                             "their synced gradient norms as recorded (equal to the file's rounding)",
+                             s.meta.source);
 }
 
 std::string precisionOf(const Diagnoser::State& s) {

@@ -46,6 +46,7 @@ struct Diagnoser::State {
     // synced norms as recorded (msprobe: to the csv's rounding); without sample ids, batches are compared
     // through the local gradients they produced (identical weights and batches give identical gradients).
     bool haveSyncedFp = true, haveSyncedNorm = true, haveSampleFp = true, haveLocalNorm = true;
+    bool haveWeightFp = true, haveWeightNorm = true; // without fingerprints, weights compare on their norms
     int64_t syncedComparableSteps = 0; // steps where some parameter's synced gradient came from every rank
     int64_t gradientKeySteps = 0;      // steps whose batches were compared through local gradients
 

@@ -28,11 +28,11 @@ struct Finding {
 struct CheckNotRun {
     std::string check;               // e.g. "weight consistency"
     std::vector<std::string> causes; // the causes the check would name
-    std::string reason;              // e.g. "the source (msprobe) recorded no weight fingerprints (/weights/fp)"
+    std::string reason; // e.g. "the source (msprobe) recorded no weight fingerprints (/weights/fp)"
 };
 
-// {"findings": [ {...}, ... ], "not_run": [ {"check", "causes", "reason"}, ... ]}, findings in the order given
-// (diagnosis orders by confidence).
+// {"findings": [ {...}, ... ], "not_run": [ {"check", "causes", "reason"}, ... ]}, findings in the order
+// given (diagnosis orders by confidence).
 std::string findingsToJson(const std::vector<Finding>& findings, const std::vector<CheckNotRun>& notRun = {});
 // "weight consistency (init-mismatch): the source (msprobe) recorded no weight fingerprints (/weights/fp)"
 std::string checkNotRunLine(const CheckNotRun& c);

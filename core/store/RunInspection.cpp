@@ -135,11 +135,11 @@ std::string RunInspection::toText() const {
             list += (list.empty() ? "" : ", ") + a;
         s += fmt::format("not recorded    {}\n", list);
     }
-    const bool noWeights = std::find(absent.begin(), absent.end(), runschema::kWeightColumns[runschema::kWFp].path) !=
-                           absent.end();
+    const bool noWeights = std::find(absent.begin(), absent.end(),
+                                     runschema::kWeightColumns[runschema::kWFp].path) != absent.end();
     s += fmt::format("weights         {}\n", noWeights          ? "no fingerprints recorded"
-                                              : weightsIdentical ? "identical across ranks"
-                                                                 : "DIFFER across ranks");
+                                             : weightsIdentical ? "identical across ranks"
+                                                                : "DIFFER across ranks");
     s += fmt::format("first mismatch  gradient step {}, weight step {}\n", opt(firstGradMismatchStep),
                      opt(firstWeightMismatchStep));
     s += fmt::format("overflow        {} steps ({} skipped)\n", overflowSteps, skippedSteps);

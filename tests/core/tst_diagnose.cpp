@@ -396,8 +396,8 @@ void TestDiagnose::checksNotRunNameWhatIsMissing() {
         QVERIFY(full.checksNotRun().empty()); // everything recorded
     }
     sim.meta.source = "msprobe";
-    sim.meta.absent = {"/weights/fp", "/weights/buffer_fp", "/grads/synced_fp", "/steps/sample_fp",
-                       "/steps/compute_ms"};
+    sim.meta.absent = {"/weights/fp",      "/weights/norm",    "/weights/buffer_fp",
+                       "/grads/synced_fp", "/steps/sample_fp", "/steps/compute_ms"};
     Diagnoser d(sim.meta);
     d.addWeights(sim.weights);
     d.addSteps(sim.steps);
@@ -408,10 +408,14 @@ void TestDiagnose::checksNotRunNameWhatIsMissing() {
     // Synced agreement still runs on the synced norms; shards on the local gradients.
     QCOMPARE(names, QStringList({"weight consistency", "BatchNorm statistics", "step timing"}));
     QCOMPARE(notRun[0].causes, std::vector<std::string>{"init-mismatch"});
-    QCOMPARE(notRun[0].reason, std::string("the source (msprobe) recorded no weight fingerprints (/weights/fp)"));
+    QCOMPARE(notRun[0].reason,
+             std::string("the source (msprobe) recorded no weight fingerprints (/weights/fp) or "
+                         "weight norms (/weights/norm)"));
     QCOMPARE(notRun[2].causes, std::vector<std::string>{"straggler"});
-    QCOMPARE(checkNotRunLine(notRun[2]),
-             std::string("step timing (straggler): the source (msprobe) recorded no compute time (/steps/compute_ms)"));
+    QCOMPARE(
+        checkNotRunLine(notRun[2]),
+        std::string(
+            "step timing (straggler): the source (msprobe) recorded no compute time (/steps/compute_ms)"));
     const auto json = QJsonDocument::fromJson(QByteArray::fromStdString(findingsToJson({}, notRun))).object();
     QCOMPARE(json.value("not_run").toArray().size(), 3);
     QCOMPARE(json.value("not_run").toArray().at(1).toObject().value("check").toString(),
@@ -430,7 +434,8 @@ void TestDiagnose::checksNotRunNameWhatIsMissing() {
     dd.addSteps(dp.steps);
     bool said = false;
     for (const auto& c : dd.checksNotRun())
-        said = said || (c.check == "synced gradient agreement" && c.reason.find("dp_group") != std::string::npos);
+        said = said ||
+               (c.check == "synced gradient agreement" && c.reason.find("dp_group") != std::string::npos);
     QVERIFY(said);
 
     const auto one = Diagnoser(Sim(1, 3, 1).meta).checksNotRun();
@@ -459,7 +464,8 @@ void TestDiagnose::withoutFingerprintsRanksCompareOnSyncedNorms() {
     const auto f = sim.diagnose();
     QVERIFY2(!f.empty() && f.front().cause == "param-not-synced", qPrintable(describe(f)));
     QCOMPARE(f.front().parameters, std::vector<std::string>{sim.meta.params[3].name});
-    QVERIFY2(f.front().evidence.find("records no fingerprints") != std::string::npos, f.front().evidence.c_str());
+    QVERIFY2(f.front().evidence.find("records no fingerprints") != std::string::npos,
+             f.front().evidence.c_str());
 }
 
 // No sample ids (a DDP job that does not pass them): ranks whose local gradients are identical on every
@@ -482,14 +488,15 @@ void TestDiagnose::withoutSampleIdsBatchesCompareOnLocalGradients() {
     const auto f = sim.diagnose();
     QVERIFY2(!f.empty() && f.front().cause == "shard-overlap", qPrintable(describe(f)));
     QCOMPARE(f.front().ranks, ints({0, 1, 2, 3}));
-    QVERIFY2(f.front().evidence.find("records no sample ids") != std::string::npos, f.front().evidence.c_str());
+    QVERIFY2(f.front().evidence.find("records no sample ids") != std::string::npos,
+             f.front().evidence.c_str());
 }
 
 // The fill of absent columns (NaN floats, 0 integers) must not look like a symptom.
 void TestDiagnose::absentColumnsGiveNoFindingFromTheirFill() {
     Sim sim(4, 6, 40);
-    sim.meta.absent = {"/steps/loss_scale", "/steps/compute_ms", "/steps/comm_ms", "/grads/local_sum",
-                       "/grads/synced_sum", "/grads/local_max", "/weights/buffer_fp", "/weights/fp"};
+    sim.meta.absent = {"/steps/loss_scale", "/steps/compute_ms", "/steps/comm_ms",     "/grads/local_sum",
+                       "/grads/synced_sum", "/grads/local_max",  "/weights/buffer_fp", "/weights/fp"};
     const float nan = std::nanf("");
     for (auto& st : sim.steps)
         for (auto& x : st.ranks) {

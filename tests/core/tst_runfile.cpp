@@ -373,12 +373,14 @@ void TestRunFile::absentColumnsAreDeclaredInTheFile() {
     QVERIFY(reader->meta().recorded("/grads/local_norm"));
     QCOMPARE(reader->meta().source, std::string("msprobe"));
 
-    QCOMPARE(runschema::splitAbsent("/grads/sketch,/grads/future_column,/steps/step,/grads/sketch,,/weights/norm"),
-             (std::vector<std::string>{"/grads/sketch", "/weights/norm"}));
+    QCOMPARE(
+        runschema::splitAbsent("/grads/sketch,/grads/future_column,/steps/step,/grads/sketch,,/weights/norm"),
+        (std::vector<std::string>{"/grads/sketch", "/weights/norm"}));
     RunMeta bad = makeMeta(2, 3, 2, 4);
     bad.absent = {"/steps/step"}; // the key column is always there
-    QVERIFY(errorOf([&] { RunWriter::create(file("absent-bad.h5").toStdString(), bad); })
-                .contains("meta.absent names '/steps/step', which is not a step or weight column"));
+    QVERIFY(errorOf([&] {
+                RunWriter::create(file("absent-bad.h5").toStdString(), bad);
+            }).contains("meta.absent names '/steps/step', which is not a step or weight column"));
     QVERIFY(!QFile::exists(file("absent-bad.h5")));
 
     const QString full = file("absent-none.h5");

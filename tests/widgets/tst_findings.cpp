@@ -99,8 +99,9 @@ private slots:
         QCOMPARE(panel.findingsModel()->rowCount(), 0);
         QVERIFY2(panel.statusText().startsWith("No findings"), qPrintable(panel.statusText()));
         // The engine records everything; the MLP has no BatchNorm, which is all the panel lists.
-        QCOMPARE(panel.notRunText(), QString("Could not run on this file:\n• BatchNorm statistics (eval-mode): "
-                                             "the model has no BatchNorm running statistics"));
+        QCOMPARE(panel.notRunText(),
+                 QString("Could not run on this file:\n• BatchNorm statistics (eval-mode): "
+                         "the model has no BatchNorm running statistics"));
         model.close(); // a new run clears the findings and their status
         QCOMPARE(panel.runner()->hasResult(), false);
     }
@@ -112,7 +113,7 @@ private slots:
         const std::string path = dir.filePath("partial.h5").toStdString();
         RunMeta meta = runfile_fixtures::makeMeta(2, 3, 2, 4);
         meta.source = "msprobe";
-        meta.absent = {"/weights/fp", "/steps/compute_ms"};
+        meta.absent = {"/weights/fp", "/weights/norm", "/steps/compute_ms"};
         {
             auto w = RunWriter::create(path, meta);
             for (int s = 0; s < 3; ++s)
@@ -128,11 +129,12 @@ private slots:
         const QString text = panel.notRunText();
         QVERIFY2(text.startsWith("Could not run on this file:"), qPrintable(text));
         QVERIFY2(text.contains("weight consistency (init-mismatch): the source (msprobe) recorded no weight "
-                               "fingerprints (/weights/fp)"),
+                               "fingerprints (/weights/fp) or weight norms (/weights/norm)"),
                  qPrintable(text));
         QVERIFY2(text.contains("step timing (straggler)"), qPrintable(text));
         if (panel.findingsModel()->rowCount() == 0)
-            QVERIFY2(panel.statusText().contains("in what this file records"), qPrintable(panel.statusText()));
+            QVERIFY2(panel.statusText().contains("in what this file records"),
+                     qPrintable(panel.statusText()));
         model.close();
         QCOMPARE(panel.notRunText(), QString());
     }

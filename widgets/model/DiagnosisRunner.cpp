@@ -78,15 +78,18 @@ void DiagnosisRunner::start() {
         Result r;
         try {
             const auto reader = RunReader::open(path);
-            r.findings = diagnoseRun(*reader, [&](int percent) {
-                if (cancelFlag->load())
-                    throw Cancelled{};
-                if (self)
-                    QMetaObject::invokeMethod(self.data(), [self, percent] {
-                        if (self)
-                            emit self->progress(percent);
-                    });
-            }, nullptr, &r.notRun);
+            r.findings = diagnoseRun(
+                *reader,
+                [&](int percent) {
+                    if (cancelFlag->load())
+                        throw Cancelled{};
+                    if (self)
+                        QMetaObject::invokeMethod(self.data(), [self, percent] {
+                            if (self)
+                                emit self->progress(percent);
+                        });
+                },
+                nullptr, &r.notRun);
         } catch (const Cancelled&) {
             r.cancelled = true;
         } catch (const std::exception& e) {

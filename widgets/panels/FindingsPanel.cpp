@@ -97,10 +97,11 @@ void FindingsPanel::update() {
     else if (!m_runner->hasResult())
         text = tr("Waiting for the run to load.");
     else if (n == 0)
-        text = m_model->isLive()                          ? tr("No findings so far: the ranks agree.")
-               : !m_runner->checksNotRun().empty() ? tr("No findings in what this file records: the ranks agree.")
-                                                   : tr("No findings: the ranks agree and nothing points to a "
-                                                        "known cause.");
+        text = m_model->isLive() ? tr("No findings so far: the ranks agree.")
+               : !m_runner->checksNotRun().empty()
+                   ? tr("No findings in what this file records: the ranks agree.")
+                   : tr("No findings: the ranks agree and nothing points to a "
+                        "known cause.");
     else
         text = tr("%n finding(s), most certain first.", nullptr, n);
     m_status->setText(text);
@@ -109,7 +110,8 @@ void FindingsPanel::update() {
     if (m_model->hasRun() && m_runner->hasResult())
         for (const CheckNotRun& c : m_runner->checksNotRun())
             lines << QStringLiteral("• ") + QString::fromStdString(checkNotRunLine(c));
-    m_notRun->setText(lines.isEmpty() ? QString() : tr("Could not run on this file:") + "\n" + lines.join("\n"));
+    m_notRun->setText(lines.isEmpty() ? QString()
+                                      : tr("Could not run on this file:") + "\n" + lines.join("\n"));
     m_notRun->setVisible(!lines.isEmpty());
 }
 

@@ -28,7 +28,7 @@ public:
     QString statusText() const;
     QString detailText() const;
     QString notRunText() const; // the checks that could not run on this file, "" when all ran
-    void activate(int row); // what a click on a row does
+    void activate(int row);     // what a click on a row does
 
 signals:
     void findingActivated(const rs::Finding& finding);

@@ -266,10 +266,11 @@ private:
                         f.firstStep >= 0 ? fmt::format(", from step {}", f.firstStep) : "", f.evidence,
                         f.fix));
                 if (lines.empty())
-                    lines.push_back(notRun.empty()
-                                        ? "No findings: every diagnosis rule found the ranks in agreement."
-                                        : "No findings in what this file records: the rules that ran found the "
-                                          "ranks in agreement.");
+                    lines.push_back(
+                        notRun.empty()
+                            ? "No findings: every diagnosis rule found the ranks in agreement."
+                            : "No findings in what this file records: the rules that ran found the "
+                              "ranks in agreement.");
                 for (const CheckNotRun& c : notRun)
                     lines.push_back("*Could not run:* " + checkNotRunLine(c));
             } catch (const std::exception& e) {

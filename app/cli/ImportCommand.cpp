@@ -1,0 +1,38 @@
+// `import-msprobe`: an Ascend (or PyTorch) run recorded by msprobe's training-state monitor, turned into a
+// run file (core/import/MsprobeImport.h). A broken tree exits 2 with one line naming the file and line;
+// nothing is written then.
+#include "CliArgs.h"
+#include "Commands.h"
+#include "import/MsprobeImport.h"
+
+#include <cstdio>
+#include <fmt/format.h>
+
+namespace rs::cli {
+
+int importMsprobeCommand(const Args& argv) {
+    const CliArgs args(argv, {"out"}, {"force", "quiet"});
+    if (args.positionals().size() != 1)
+        throw UsageError(
+            fmt::format("expected one msprobe monitor folder, got {}", args.positionals().size()));
+    const auto out = args.value("out");
+    if (!out)
+        throw UsageError("--out RUN.h5 is required");
+    MsprobeImportResult r;
+    try {
+        r = importMsprobe(args.positionals().front(), *out, args.flag("force"));
+    } catch (const std::exception& e) {
+        printError(fmt::format("import-msprobe: {}", e.what()));
+        return 2;
+    }
+    if (!args.flag("quiet")) {
+        std::printf("%s: %d ranks, %lld steps, %d parameters from %lld csv files in %s\n", out->c_str(),
+                    r.ranks, static_cast<long long>(r.steps), r.params, static_cast<long long>(r.files),
+                    r.monitorDir.c_str());
+        for (const std::string& n : r.notes)
+            std::printf("note: %s\n", n.c_str());
+    }
+    return 0;
+}
+
+} // namespace rs::cli

@@ -1,0 +1,40 @@
+// Imports a run that msprobe's training-state monitor (TrainerMon, MindSpore >= 2.4.10 and PyTorch) recorded
+// into a RankSight run file, so an Ascend job's ranks can be put side by side, heatmapped and diagnosed like
+// an emulated run. The monitor writes, under monitor_output/, one folder per rank named
+// `<%b%d_%H-%M-%S>-rank<N>-<8 hex>` holding `<prefix>_<start>-<end>.csv` files; the header is
+// `vpp_stage,name,step[,micro_step],<ops...>` (older versions: `param_name`), ops among
+// norm,min,max,zeros,nans,mean,shape,dtype,id.
+//
+// What maps: grad_unreduced -> the local gradient (norm, max |g| from min and max, non-finite from nans,
+// sum = mean x numel), grad_reduced -> the synced gradient (norm, sum), param_origin / param_updated ->
+// weight norms. Everything else a RankSight file holds (fingerprints, sketches, sample ids, loss, timing) the
+// monitor does not record: the file lists it in its `absent` attribute and diagnosis says which checks could
+// not run. The whole tree is read and checked before anything is written; a broken tree throws ImportError
+// with "FILE:LINE: what was wrong" and leaves no file behind.
+#pragma once
+
+#include "import/CsvTable.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace rs {
+
+struct MsprobeImportResult {
+    std::string monitorDir; // the folder holding the rank folders
+    int ranks = 0;
+    int64_t steps = 0;
+    int params = 0;
+    int64_t files = 0;
+    std::vector<std::string> notes;  // what the user should know (dp_group, micro steps, ignored files)
+    std::vector<std::string> absent; // the run file's absent columns
+};
+
+// dir: monitor_output/ itself, or a folder that holds it. out: the run file to write (refused if it exists
+// unless overwrite). progress gets 0..100.
+MsprobeImportResult importMsprobe(const std::string& dir, const std::string& out, bool overwrite = false,
+                                  const std::function<void(int percent)>& progress = {});
+
+} // namespace rs
