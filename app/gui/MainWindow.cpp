@@ -9,6 +9,7 @@
 #include "charts/ParamRankHeatmap.h"
 #include "charts/RankHeatmap.h"
 #include "diagnose/Finding.h"
+#include "import/MsprobeImport.h"
 #include "model/DiagnosisRunner.h"
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
@@ -26,8 +27,10 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QDragEnterEvent>
+#include <QEventLoop>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFutureWatcher>
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QMenuBar>
@@ -42,12 +45,17 @@
 #include <QTableView>
 #include <QTimer>
 #include <QToolBar>
+#include <QtConcurrent/QtConcurrentRun>
 
 namespace rs {
 
 namespace {
 bool isRunFile(const QUrl& url) {
     return url.isLocalFile() && QFileInfo(url.toLocalFile()).isFile();
+}
+// A dropped folder is an msprobe monitor tree to import (the import says so if it is not one).
+bool isFolder(const QUrl& url) {
+    return url.isLocalFile() && QFileInfo(url.toLocalFile()).isDir();
 }
 } // namespace
 
@@ -148,6 +156,11 @@ void MainWindow::createMenus() {
     QAction* open = file->addAction(tr("&Open Run…"), QKeySequence::Open, this, &MainWindow::openFileDialog);
     open->setStatusTip(
         tr("Open a run file written by RankSight or ranksight-cli (also while it is being written)"));
+    QAction* import = file->addAction(tr("&Import msprobe Folder…"), QKeySequence(Qt::CTRL | Qt::Key_I), this,
+                                      &MainWindow::importMsprobeDialog);
+    import->setStatusTip(
+        tr("An Ascend or PyTorch run recorded by msprobe's monitor (monitor_output/, one folder "
+           "per rank): imported into a run file and opened. Dropping the folder does the same."));
     QMenu* recent = file->addMenu(tr("Open &Recent"));
     m_recent = new RecentFiles(recent, this);
     connect(m_recent, &RecentFiles::openRequested, this, &MainWindow::openRun);
@@ -321,7 +334,8 @@ void MainWindow::updateStatus() {
     else if (m_model->isLoading())
         state = tr("Opening %1…").arg(m_model->runName());
     else if (!m_model->hasRun())
-        state = tr("No run. Click Start or open a run file (Ctrl+O, or drop one here).");
+        state = tr("No run. Click Start, open a run file (Ctrl+O, or drop one here) or import an msprobe "
+                   "folder (Ctrl+I).");
     else if (m_model->isLive())
         state = tr("Watching a run that is being written: %1 steps").arg(m_model->stepCount());
     else
@@ -410,16 +424,102 @@ void MainWindow::closeEvent(QCloseEvent* event) {
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
     const auto urls = event->mimeData()->urls();
-    if (urls.size() == 1 && isRunFile(urls.front()))
+    if (urls.size() == 1 && (isRunFile(urls.front()) || isFolder(urls.front())))
         event->acceptProposedAction();
 }
 
 void MainWindow::dropEvent(QDropEvent* event) {
     const auto urls = event->mimeData()->urls();
-    if (urls.size() == 1 && isRunFile(urls.front())) {
+    if (urls.size() != 1)
+        return;
+    if (isRunFile(urls.front())) {
         event->acceptProposedAction();
         openRun(urls.front().toLocalFile());
+    } else if (isFolder(urls.front())) {
+        event->acceptProposedAction();
+        const QString dir = urls.front().toLocalFile();
+        // Queued: the drag source waits for dropEvent to return, the import may take a while.
+        QTimer::singleShot(0, this, [this, dir] { importMsprobe(dir, importTarget(dir)); });
     }
+}
+
+QString MainWindow::importTarget(const QString& monitorDir) const {
+    QFileInfo info(QDir::cleanPath(monitorDir));
+    // monitor_output/ says nothing: the job's folder above it names the run.
+    QString name = info.fileName() == QStringLiteral("monitor_output")
+                       ? QFileInfo(info.absolutePath()).fileName()
+                       : info.fileName();
+    if (name.isEmpty())
+        name = QStringLiteral("msprobe");
+    const QDir runs(m_runsDir);
+    QString path = runs.filePath(name + QStringLiteral("-msprobe.h5"));
+    for (int i = 2; QFileInfo::exists(path); ++i)
+        path = runs.filePath(QStringLiteral("%1-msprobe-%2.h5").arg(name).arg(i));
+    return path;
+}
+
+void MainWindow::importMsprobeDialog() {
+    QSettings s;
+    const QString dir = QFileDialog::getExistingDirectory(
+        this, tr("Import msprobe Monitor Folder (monitor_output or the folder holding it)"),
+        s.value(QStringLiteral("lastImportDir"), QDir::homePath()).toString());
+    if (dir.isEmpty())
+        return;
+    s.setValue(QStringLiteral("lastImportDir"), dir);
+    const QString out = QFileDialog::getSaveFileName(this, tr("Save the Imported Run As"), importTarget(dir),
+                                                     tr("RankSight runs (*.h5)"));
+    if (!out.isEmpty())
+        importMsprobe(dir, out);
+}
+
+bool MainWindow::importMsprobe(const QString& monitorDir, const QString& out) {
+    if (m_train->isRunning()) {
+        showError(tr("A run is in progress"), tr("Stop the current run before importing another."));
+        return false;
+    }
+    QDir().mkpath(QFileInfo(out).absolutePath());
+    QProgressDialog progress(tr("Importing %1…").arg(QDir::toNativeSeparators(monitorDir)), QString(), 0, 100,
+                             this);
+    progress.setCancelButton(nullptr); // written whole under a temporary name or not at all
+    progress.setWindowModality(Qt::WindowModal);
+    progress.setMinimumDuration(300);
+    QPointer<QProgressDialog> dialog(&progress);
+    // The notes (dp_group, no fingerprints) reach the user through the Findings panel's list of checks that
+    // could not run; here only the error matters.
+    struct Outcome {
+        QString error;
+    };
+    QFutureWatcher<Outcome> watcher;
+    QEventLoop loop;
+    connect(&watcher, &QFutureWatcher<Outcome>::finished, &loop, &QEventLoop::quit);
+    // The caller's dialog says "replace?" (or the target is new): the import may overwrite.
+    watcher.setFuture(QtConcurrent::run([dir = monitorDir.toStdString(), path = out.toStdString(), dialog] {
+        Outcome o;
+        try {
+            rs::importMsprobe(dir, path, /*overwrite=*/true, [dialog](int percent) {
+                QMetaObject::invokeMethod(dialog, [dialog, percent] {
+                    if (dialog)
+                        dialog->setValue(percent);
+                });
+            });
+        } catch (const std::exception& e) {
+            o.error = QString::fromStdString(e.what());
+        }
+        return o;
+    }));
+    if (!watcher.isFinished())
+        loop.exec();
+    const Outcome o = watcher.result();
+    progress.close();
+    if (!o.error.isEmpty()) {
+        showError(tr("The msprobe folder could not be imported"), o.error);
+        return false;
+    }
+    openRun(out);
+    statusBar()->showMessage(
+        tr("Imported %1 into %2").arg(QDir::toNativeSeparators(monitorDir), QDir::toNativeSeparators(out)),
+        10000);
+    return true;
 }
 
 void MainWindow::exportChartDialog(ChartWidget* chart) {

@@ -53,8 +53,15 @@ public:
     // Where File > Export bug report writes unless asked: tests set it to skip the folder dialog.
     bool exportReport(const QString& dir, QString* error);
 
+    // Where an imported msprobe folder's run file goes by default: the runs folder, named after the job's
+    // folder, never over an existing file.
+    QString importTarget(const QString& monitorDir) const;
+
 public slots:
     void openRun(const QString& path);
+    // Imports an msprobe monitor folder into `out` (in a worker, with a progress dialog) and opens it; false
+    // and an error dialog naming the file and line if the tree is broken (nothing written then).
+    bool importMsprobe(const QString& monitorDir, const QString& out);
     bool startRun(const TrainConfig& config); // false and an error dialog if it cannot start
     void startFromPanel();
     void stopRun();
@@ -77,6 +84,7 @@ private:
     void updateActions();
     void showError(const QString& title, const QString& message);
     void openFileDialog();
+    void importMsprobeDialog();
     void exportChartDialog(ChartWidget* chart);
     void exportReportDialog();
     void showFinding(const Finding& finding);

@@ -21,12 +21,9 @@ Diagnoser::State::State(const RunMeta& m)
     : meta(m)
     , R(m.worldSize)
     , P(int(m.params.size())) {
-    haveSyncedFp = recorded(runschema::kSyncedFp);
-    haveSyncedNorm = recorded(runschema::kSyncedNorm);
+    keys = RecordKeys::of(m);
     haveSampleFp = recorded(runschema::kSampleFp);
     haveLocalNorm = recorded(runschema::kLocalNorm);
-    haveWeightFp = recorded(runschema::kWFp);
-    haveWeightNorm = recorded(runschema::kWNorm);
     const size_t r = size_t(std::max(R, 0)), pairs = r * r, p = size_t(P);
     deadStep.assign(r, kNoStep);
     skipMinority.assign(r, 0);
@@ -81,26 +78,6 @@ uint64_t floatBits(float v) {
     uint32_t u = 0;
     std::memcpy(&u, &v, sizeof u);
     return u;
-}
-
-// What identifies rank r's synced gradient of p: its fingerprint, or without one its synced norm as recorded
-// (bit 40 set so a norm of 0 is not "not recorded"). 0: not recorded.
-uint64_t syncedKey(const Diagnoser::State& s, const RankStep& x, int p) {
-    if (s.haveSyncedFp)
-        return x.syncedFp[size_t(p)];
-    if (!s.haveSyncedNorm || size_t(p) >= x.syncedNorm.size() || !std::isfinite(x.syncedNorm[size_t(p)]))
-        return 0;
-    return floatBits(x.syncedNorm[size_t(p)]) | (uint64_t(1) << 40);
-}
-
-// What identifies rank r's weights of p in a weight row: the fingerprint, or without one the norm as
-// recorded.
-uint64_t weightKey(const Diagnoser::State& s, const WeightRecord& w, size_t r, size_t p) {
-    if (s.haveWeightFp)
-        return r < w.fp.size() && p < w.fp[r].size() ? w.fp[r][p] : 0;
-    if (!s.haveWeightNorm || r >= w.norm.size() || p >= w.norm[r].size() || !std::isfinite(w.norm[r][p]))
-        return 0;
-    return floatBits(w.norm[r][p]) | (uint64_t(1) << 40);
 }
 
 // What identifies a rank's batch: the sample fingerprint, or without sample ids the local gradient it
@@ -276,7 +253,7 @@ void syncedPart(Diagnoser::State& s, const StepRecord& st) {
         std::map<uint64_t, int> groups;
         bool recorded = true;
         for (int r = 0; r < R; ++r) {
-            key[size_t(r)] = syncedKey(s, rk[size_t(r)], p);
+            key[size_t(r)] = s.keys.synced(rk[size_t(r)], size_t(p));
             recorded = recorded && key[size_t(r)] != 0; // 0: not recorded
             ++groups[key[size_t(r)]];
         }
@@ -397,7 +374,8 @@ void localPart(Diagnoser::State& s, const StepRecord& st) {
                     bool agree = true;
                     for (int q = 1; q < R; ++q)
                         for (int pp = 0; pp < P && agree; ++pp)
-                            agree = syncedKey(s, rk[size_t(q)], pp) == syncedKey(s, rk[0], pp);
+                            agree =
+                                s.keys.synced(rk[size_t(q)], size_t(pp)) == s.keys.synced(rk[0], size_t(pp));
                     s.outlierSyncedAgree += agree;
                 }
                 s.firstOutlier.note(st.step, r, p, mx / others);
@@ -479,7 +457,7 @@ void Diagnoser::addWeights(const std::vector<WeightRecord>& weights) {
         for (int r = 1; r < s.R; ++r) {
             int differ = 0;
             for (size_t p = 0; p < size_t(s.P); ++p) {
-                const uint64_t mine = weightKey(s, w, size_t(r), p), ref = weightKey(s, w, 0, p);
+                const uint64_t mine = s.keys.weight(w, size_t(r), p), ref = s.keys.weight(w, 0, p);
                 differ += mine != 0 && ref != 0 && mine != ref;
             }
             if (!s.initChecked && w.step <= 0)

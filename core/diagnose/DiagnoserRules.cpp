@@ -155,19 +155,20 @@ void initMismatch(const Diagnoser::State& s, Findings& out) {
     if (ranks.empty() || worst < std::max(1, s.P / 2))
         return;
     ranks.insert(ranks.begin(), 0);
-    out.push_back(make(
-        "init-mismatch", "data-model", 0.9, std::max<int64_t>(0, s.initStep), ranks,
-        fmt::format("weights differ across ranks at step {} already, before any update: up to {} "
-                    "of {} parameter tensors differ from rank 0's (ranks {})",
-                    std::max<int64_t>(0, s.initStep), worst, s.P, joinRanks(ranks)) +
-            (s.haveWeightFp ? std::string()
-                            : fmt::format("; the source ({}) records no fingerprints, so ranks were compared "
-                                          "on their weight norms as recorded (equal to the file's rounding)",
-                                          s.meta.source)),
-        "Start every replica from the same weights: set the same seed on every rank "
-        "(mindspore.set_seed / torch.manual_seed) and broadcast rank 0's parameters "
-        "(set_auto_parallel_context(parameter_broadcast=True); PyTorch DDP broadcasts at "
-        "construction, so build the model before wrapping it)."));
+    out.push_back(
+        make("init-mismatch", "data-model", 0.9, std::max<int64_t>(0, s.initStep), ranks,
+             fmt::format("weights differ across ranks at step {} already, before any update: up to {} "
+                         "of {} parameter tensors differ from rank 0's (ranks {})",
+                         std::max<int64_t>(0, s.initStep), worst, s.P, joinRanks(ranks)) +
+                 (s.keys.weightFp
+                      ? std::string()
+                      : fmt::format("; the source ({}) records no fingerprints, so ranks were compared "
+                                    "on their weight norms as recorded (equal to the file's rounding)",
+                                    s.meta.source)),
+             "Start every replica from the same weights: set the same seed on every rank "
+             "(mindspore.set_seed / torch.manual_seed) and broadcast rank 0's parameters "
+             "(set_auto_parallel_context(parameter_broadcast=True); PyTorch DDP broadcasts at "
+             "construction, so build the model before wrapping it)."));
 }
 
 // Identical batches: every pair (a non-distributed sampler) or one neighbour pair (a duplicate rank id).

@@ -39,7 +39,7 @@ int argmax(const std::vector<int64_t>& v) {
 
 // Evidence resting on synced norms instead of fingerprints says so: equal to the file's rounding is weaker.
 std::string syncedBasis(const Diagnoser::State& s) {
-    return s.haveSyncedFp
+    return s.keys.syncedFp
                ? std::string()
                : fmt::format("; the source ({}) records no fingerprints, so ranks were compared on "
                              "their synced gradient norms as recorded (equal to the file's rounding)",

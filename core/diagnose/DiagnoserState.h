@@ -4,6 +4,7 @@
 #pragma once
 
 #include "diagnose/Diagnoser.h"
+#include "store/RecordKeys.h"
 #include "store/RunSchema.h"
 
 #include <cstdint>
@@ -45,8 +46,8 @@ struct Diagnoser::State {
     // What the source recorded (RunMeta::absent). Without synced fingerprints ranks are compared on their
     // synced norms as recorded (msprobe: to the csv's rounding); without sample ids, batches are compared
     // through the local gradients they produced (identical weights and batches give identical gradients).
-    bool haveSyncedFp = true, haveSyncedNorm = true, haveSampleFp = true, haveLocalNorm = true;
-    bool haveWeightFp = true, haveWeightNorm = true; // without fingerprints, weights compare on their norms
+    RecordKeys keys; // synced gradients and weights: fingerprints, or the norms as recorded
+    bool haveSampleFp = true, haveLocalNorm = true;
     int64_t syncedComparableSteps = 0; // steps where some parameter's synced gradient came from every rank
     int64_t gradientKeySteps = 0;      // steps whose batches were compared through local gradients
 

@@ -3,6 +3,8 @@
 // fill values once read back) turns the affected cells into NaN instead of reading out of bounds.
 #include "view/RankMatrix.h"
 
+#include "store/RecordKeys.h"
+
 #include <algorithm>
 #include <iterator>
 #include <limits>
@@ -48,24 +50,30 @@ template <class F> Matrix fillPairs(int R, F&& f) {
     return m;
 }
 
-// Number of parameters whose fingerprints differ; NaN when no parameter was recorded on both ranks.
-double fpMismatch(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b, size_t P, ParamRange pr) {
-    if (a.size() != P || b.size() != P)
-        return kNaN;
+// Number of parameters whose identities (RecordKeys: fingerprints, or the norms a source without them
+// recorded) differ; NaN when no parameter was recorded on both ranks.
+template <class Key> double keyMismatch(Key&& key, ParamRange pr) {
     int compared = 0, differ = 0;
     for (size_t p = pr.begin; p < pr.end; ++p) {
-        if (a[p] == kFpNotRecorded || b[p] == kFpNotRecorded)
+        const uint64_t a = key(0, p), b = key(1, p);
+        if (a == kFpNotRecorded || b == kFpNotRecorded)
             continue;
         ++compared;
-        differ += a[p] != b[p];
+        differ += a != b;
     }
     return compared ? double(differ) : kNaN;
 }
 
-double syncedMismatch(const std::vector<RankStep>& ranks, int i, int j, size_t P, ParamRange pr) {
+double syncedMismatch(const RecordKeys& keys, const std::vector<RankStep>& ranks, int i, int j, size_t P,
+                      ParamRange pr) {
     if (size_t(i) >= ranks.size() || size_t(j) >= ranks.size())
         return kNaN;
-    return fpMismatch(ranks[size_t(i)].syncedFp, ranks[size_t(j)].syncedFp, P, pr);
+    const RankStep& a = ranks[size_t(i)];
+    const RankStep& b = ranks[size_t(j)];
+    if ((keys.syncedFp ? a.syncedFp.size() : a.syncedNorm.size()) != P ||
+        (keys.syncedFp ? b.syncedFp.size() : b.syncedNorm.size()) != P)
+        return kNaN;
+    return keyMismatch([&](int side, size_t p) { return keys.synced(side ? b : a, p); }, pr);
 }
 
 // Relative difference of two norms in [0, 1]. Equal values (both 0, both inf) give 0; exactly one
@@ -143,11 +151,19 @@ Matrix sketchCosine(int R, const RunMeta& meta, const StepRecord& step, ParamRan
 }
 
 Matrix weightMismatch(int R, const RunMeta& meta, const WeightRecord* weights, ParamRange pr) {
-    if (!weights || weights->fp.size() != size_t(R))
+    const RecordKeys keys = RecordKeys::of(meta);
+    if (!weights || (keys.weightFp ? weights->fp.size() : weights->norm.size()) != size_t(R))
         return nanMatrix(R, R);
     const size_t P = meta.params.size();
-    return fillPairs(
-        R, [&](int i, int j) { return fpMismatch(weights->fp[size_t(i)], weights->fp[size_t(j)], P, pr); });
+    auto sized = [&](int r) {
+        return (keys.weightFp ? weights->fp[size_t(r)].size() : weights->norm[size_t(r)].size()) == P;
+    };
+    return fillPairs(R, [&](int i, int j) {
+        if (!sized(i) || !sized(j))
+            return kNaN;
+        return keyMismatch([&](int side, size_t p) { return keys.weight(*weights, size_t(side ? j : i), p); },
+                           pr);
+    });
 }
 
 // Distinct valid (!= -1) sample ids, sorted, for set intersection.
@@ -218,8 +234,10 @@ Matrix rankMatrix(RankMetric metric, const RunMeta& meta, const StepRecord& step
     if (!pr.valid && metric != RankMetric::ShardOverlap)
         return nanMatrix(R, R);
     switch (metric) {
-    case RankMetric::SyncedMismatch:
-        return fillPairs(R, [&](int i, int j) { return syncedMismatch(step.ranks, i, j, P, pr); });
+    case RankMetric::SyncedMismatch: {
+        const RecordKeys keys = RecordKeys::of(meta);
+        return fillPairs(R, [&](int i, int j) { return syncedMismatch(keys, step.ranks, i, j, P, pr); });
+    }
     case RankMetric::SyncedNormDiff:
         return fillPairs(R, [&](int i, int j) { return syncedNormDiff(step.ranks, i, j, P, pr); });
     case RankMetric::SketchCosine:

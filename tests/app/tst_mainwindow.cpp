@@ -15,6 +15,7 @@
 #include "store/RunReader.h"
 #include "train/TrainConfig.h"
 
+#include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QMessageBox>
@@ -323,6 +324,50 @@ private slots:
         QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
         QApplication::sendEvent(&w, &drop);
         QTRY_COMPARE_WITH_TIMEOUT(w.model()->stepCount(), int64_t(7), 10000);
+    }
+
+    // An msprobe monitor folder dropped on the window is imported into the runs folder and opened, named
+    // after the job's folder; its Findings panel lists what msprobe does not record. A broken tree shows the
+    // import's error (file and line) and leaves nothing behind.
+    void droppingAnMsprobeFolderImportsAndOpensIt() {
+        QTemporaryDir dir;
+        auto tree = [&](const QString& name, const QStringList& options) {
+            QProcess gen;
+            gen.start("/usr/bin/python3",
+                      QStringList{QStringLiteral(RANKSIGHT_SOURCE_DIR "/tests/msprobe/make_msprobe_tree.py"),
+                                  dir.filePath(name)} +
+                          options);
+            return gen.waitForFinished(60000) && gen.exitCode() == 0;
+        };
+        QVERIFY(tree("job", {"--mistake", "grad-sum"}));
+        MainWindow w;
+        w.setRunsDir(dir.filePath("runs"));
+        w.show();
+        QMimeData mime;
+        mime.setUrls({QUrl::fromLocalFile(dir.filePath("job/monitor_output"))});
+        QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(&w, &enter);
+        QVERIFY(enter.isAccepted());
+        QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(&w, &drop);
+        QTRY_COMPARE_WITH_TIMEOUT(w.model()->stepCount(), int64_t(12), 20000);
+        QCOMPARE(QFileInfo(w.model()->path()).absoluteFilePath(),
+                 QFileInfo(dir.filePath("runs/job-msprobe.h5")).absoluteFilePath());
+        QCOMPARE(w.model()->worldSize(), 4);
+        QTRY_VERIFY_WITH_TIMEOUT(w.findingsPanel()->runner()->hasResult(), 30000);
+        QCOMPARE(w.findingsPanel()->findingsModel()->rowCount(), 1);
+        QCOMPARE(w.findingsPanel()->findingsModel()->findingAt(0)->cause, std::string("grad-sum"));
+        QVERIFY2(w.findingsPanel()->notRunText().contains("step timing (straggler): the source (msprobe)"),
+                 qPrintable(w.findingsPanel()->notRunText()));
+        QCOMPARE(w.importTarget(dir.filePath("job/monitor_output")), dir.filePath("runs/job-msprobe-2.h5"));
+
+        QVERIFY(tree("broken", {"--broken", "bad-number"}));
+        QVERIFY(!w.importMsprobe(dir.filePath("broken"), dir.filePath("runs/broken.h5")));
+        QVERIFY(w.errorBox() && w.errorBox()->isVisible());
+        QVERIFY2(w.lastError().contains("grad_unreduced_5-9.csv:4: column 'norm': '1.2.3' is not a number"),
+                 qPrintable(w.lastError()));
+        QVERIFY(!QFile::exists(dir.filePath("runs/broken.h5")));
+        QCOMPARE(QDir(dir.filePath("runs")).entryList(QDir::Files), QStringList{"job-msprobe.h5"});
     }
 
     void watchesAFileAnotherWriterIsStillWriting() {

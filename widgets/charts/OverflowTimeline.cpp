@@ -4,6 +4,7 @@
 #include "charts/ChartPalette.h"
 #include "charts/DenseLineGraph.h"
 #include "model/RunModel.h"
+#include "store/RunSchema.h"
 #include "view/Decimate.h"
 
 #include <cmath>
@@ -42,8 +43,9 @@ protected:
 
 } // namespace
 
-OverflowCell overflowCell(const RunModel& model, int64_t row, int rank) {
-    if (!std::isfinite(model.value(StepColumn::Loss, row, rank)))
+OverflowCell overflowCell(const RunModel& model, int64_t row, int rank, bool lossRecorded) {
+    // A source that records no loss (msprobe) stores NaN fill: that is not a non-finite loss.
+    if (lossRecorded && !std::isfinite(model.value(StepColumn::Loss, row, rank)))
         return OverflowCell::NonFiniteLoss;
     if (model.value(StepColumn::Skipped, row, rank) != 0)
         return OverflowCell::Skipped;
@@ -60,6 +62,7 @@ OverflowRaster overflowRaster(const RunModel& model, int64_t begin, int64_t end,
         return r;
     r.columns = int(buckets > 0 ? std::min<int64_t>(n, buckets) : n);
     r.cells.assign(size_t(r.columns) * size_t(r.ranks), 0);
+    const bool lossRecorded = model.meta().recorded(runschema::kStepColumns[runschema::kLoss].path);
     for (int c = 0; c < r.columns; ++c) {
         const int64_t b = begin + n * c / r.columns, e = begin + n * (c + 1) / r.columns;
         r.rowBegin.push_back(b);
@@ -67,7 +70,7 @@ OverflowRaster overflowRaster(const RunModel& model, int64_t begin, int64_t end,
         for (int64_t row = b; row < e; ++row)
             for (int rank = 0; rank < r.ranks; ++rank) {
                 uint8_t& cell = r.cells[size_t(c) * size_t(r.ranks) + size_t(rank)];
-                cell = std::max(cell, uint8_t(overflowCell(model, row, rank)));
+                cell = std::max(cell, uint8_t(overflowCell(model, row, rank, lossRecorded)));
             }
     }
     return r;

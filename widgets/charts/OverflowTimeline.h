@@ -28,7 +28,7 @@ struct OverflowRaster {
 };
 
 // The worst of what happened to one rank in one row: a non-finite loss, a skipped update, an overflow.
-OverflowCell overflowCell(const RunModel& model, int64_t row, int rank);
+OverflowCell overflowCell(const RunModel& model, int64_t row, int rank, bool lossRecorded = true);
 OverflowRaster overflowRaster(const RunModel& model, int64_t begin, int64_t end, int buckets);
 QString overflowCellName(OverflowCell cell);
 

@@ -49,8 +49,8 @@ FindingsPanel::FindingsPanel(RunModel* model, StepCursor* cursor, QWidget* paren
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
     layout->addWidget(m_status);
-    layout->addWidget(m_notRun);
     layout->addWidget(split, 1);
+    layout->addWidget(m_notRun); // below the findings: what was found comes first
 
     connect(m_runner, &DiagnosisRunner::findingsChanged, this, [this] {
         m_progress = -1;
