@@ -260,12 +260,12 @@ EvalRecord SyntheticRun::eval(int64_t s) const {
 std::vector<Event> SyntheticRun::events(int64_t s) const {
     std::vector<Event> out;
     if (overflowAt(s))
-        out.push_back({s, -1, Severity::Info, "OVERFLOW",
+        out.push_back({s, -1, Severity::Info, eventcode::kOverflow,
                        fmt::format("Gradient overflow at step {} (loss scale {}): update skipped", s,
                                    s == m_lastStep ? m_record.ranks.front().lossScale : 0.f)});
     const int64_t spike = m_meta.plannedSteps * 6 / 10;
     if (s == spike + 1)
-        out.push_back({s, -1, Severity::Warning, "LOSS_FLUCTUATION",
+        out.push_back({s, -1, Severity::Warning, eventcode::kLossFluctuation,
                        fmt::format("Loss shows abnormal fluctuation: from {:.2f} to {:.2f} within 10 steps",
                                    meanLoss(s - 10), meanLoss(s))});
     return out;

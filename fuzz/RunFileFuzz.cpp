@@ -118,16 +118,17 @@ FuzzOutcome readEverything(const std::string& path, const std::string& work, boo
         if (int64_t(v.size()) != n)
             fuzzBug("readStepNumbers: wrong count");
     }));
-    for (const char* name : {"loss", "accuracy", "loss_scale", "step_ms", "compute_ms", "comm_ms", "overflow",
-                             "skipped", "state"})
+    for (int c = runschema::kFirstRankScalar; c <= runschema::kLastRankScalar; ++c)
         ok(call("readStepScalar", [&] {
-            const auto v = r.readStepScalar(name, 0, n);
+            const auto col = runschema::StepCol(c);
+            const auto v = r.readStepScalar(col, 0, n);
             if (v.size() != size_t(n) * size_t(m.worldSize))
-                fuzzBug(fmt::format("readStepScalar({}): {} values for {} steps x {} ranks", name, v.size(),
-                                    n, m.worldSize));
-            r.readStepScalar(name, n / 2, n);
+                fuzzBug(fmt::format("readStepScalar({}): {} values for {} steps x {} ranks",
+                                    runschema::kStepColumns[c].path, v.size(), n, m.worldSize));
+            r.readStepScalar(col, n / 2, n);
         }));
-    expectRejected("readStepScalar(unknown)", [&] { r.readStepScalar("no_such_column", 0, n); });
+    expectRejected("readStepScalar(not a scalar)", [&] { r.readStepScalar(runschema::kSketch, 0, n); });
+    expectRejected("readStepScalar(out of range)", [&] { r.readStepScalar(runschema::StepCol(999), 0, n); });
 
     const int64_t w = r.weightCount();
     ok(call("readWeights", [&] {

@@ -498,7 +498,8 @@ void Diagnoser::addEvals(const std::vector<EvalRecord>& evals) {
 
 void Diagnoser::addEvents(const std::vector<Event>& events) {
     State& s = *m_s;
-    static const std::set<std::string> kept = {"TIMEOUT", "CARD_FAILED", "RANK_TABLE", "SKIP_MISMATCH"};
+    static const std::set<std::string> kept = {eventcode::kTimeout, eventcode::kCardFailed,
+                                               eventcode::kRankTable, eventcode::kSkipMismatch};
     for (const auto& e : events) {
         if (!kept.count(e.code) || s.events.size() >= kMaxEvents)
             continue;

@@ -61,7 +61,7 @@ std::vector<int> duplicateRankIds(const std::string& rankTableJson) {
 
 void rankTableInvalid(const Diagnoser::State& s, Findings& out) {
     for (const auto& e : s.events)
-        if (e.code == "RANK_TABLE" && s.steps == 0) {
+        if (e.code == eventcode::kRankTable && s.steps == 0) {
             out.push_back(make("rank-table-invalid", "environment", 0.95, -1,
                                e.rank >= 0 ? std::vector<int>{e.rank} : std::vector<int>{},
                                fmt::format("the run stopped before step 0 with no step recorded; pre-flight "
@@ -83,13 +83,13 @@ void rankGone(const Diagnoser::State& s, Findings& out) {
     std::vector<int> failedEvents(size_t(std::max(R, 0)), 0), named(size_t(std::max(R, 0)), 0);
     std::vector<std::string> firstMessage(size_t(std::max(R, 0)));
     for (const auto& e : s.events) {
-        if (e.code == "CARD_FAILED" && e.rank >= 0 && e.rank < R) {
+        if (e.code == eventcode::kCardFailed && e.rank >= 0 && e.rank < R) {
             ++failedEvents[size_t(e.rank)];
             gone[size_t(e.rank)] = std::min(gone[size_t(e.rank)], e.step);
             if (firstMessage[size_t(e.rank)].empty())
                 firstMessage[size_t(e.rank)] = e.message;
         }
-        if (e.code == "TIMEOUT")
+        if (e.code == eventcode::kTimeout)
             for (int r : e.named)
                 if (r >= 0 && r < R && r != e.rank) {
                     ++named[size_t(r)];

@@ -3,6 +3,7 @@
 // material (events, environment, configuration, rank table).
 #include "report/ReportMarkdown.h"
 
+#include "store/RankMean.h"
 #include "store/RunReader.h"
 #include "store/RunSlice.h"
 
@@ -77,19 +78,15 @@ public:
 
     StepFigures finish() {
         std::vector<float> stepMedians, commMedians;
-        double first = 0, last = 0;
         for (size_t r = 0; r < m_r; ++r) {
             RankFigures& f = m_f.ranks[r];
             f.stepMsMedian = medianOf(std::move(m_stepMs[r]));
             f.commMsMedian = medianOf(std::move(m_commMs[r]));
             stepMedians.push_back(f.stepMsMedian);
             commMedians.push_back(f.commMsMedian);
-            first += f.lossFirst;
-            last += f.lossLast;
         }
-        // A plain mean, like `inspect`: a rank whose loss is not finite makes the mean non-finite too.
-        m_f.lossFirstMean = m_r ? float(first / double(m_r)) : kNaN;
-        m_f.lossLastMean = m_r ? float(last / double(m_r)) : kNaN;
+        m_f.lossFirstMean = finiteMean(m_r, [&](size_t r) { return m_f.ranks[r].lossFirst; });
+        m_f.lossLastMean = finiteMean(m_r, [&](size_t r) { return m_f.ranks[r].lossLast; });
         m_f.stepMsMedian = medianOf(std::move(stepMedians));
         m_f.commMsMedian = medianOf(std::move(commMedians));
         return std::move(m_f);
@@ -148,18 +145,6 @@ std::string jsonBlock(const std::string& raw) {
         return "(not recorded)\n";
     const std::string fence = text.find("```") == std::string::npos ? "```" : "~~~~";
     return fmt::format("{}json\n{}\n{}\n", fence, text, fence);
-}
-
-const char* severityName(Severity s) {
-    switch (s) {
-    case Severity::Info:
-        return "info";
-    case Severity::Warning:
-        return "warning";
-    case Severity::Error:
-        return "error";
-    }
-    return "?";
 }
 
 std::string nowUtc() {
@@ -270,7 +255,7 @@ void mismatchSection(std::string& md, const ReportInput& in) {
         return;
     }
     const Event& e = first.front();
-    const std::string what = e.code == "GRADIENT_SYNC" ? "synced gradients" : "weights";
+    const std::string what = e.code == eventcode::kGradientSync ? "synced gradients" : "weights";
     md += fmt::format("**{}** at step **{}**: the {} of rank 0 and rank(s) **{}** differ.\n\n", e.code,
                       e.step, what, joinRanks(first));
     for (const Event& x : first)
@@ -280,7 +265,7 @@ void mismatchSection(std::string& md, const ReportInput& in) {
     // The other kind too, since a weight mismatch without a gradient mismatch points elsewhere (the update).
     std::vector<Event> other;
     for (const Event& x : in.events)
-        if ((x.code == "GRADIENT_SYNC" || x.code == "WEIGHT_SYNC") && x.code != e.code)
+        if ((x.code == eventcode::kGradientSync || x.code == eventcode::kWeightSync) && x.code != e.code)
             other.push_back(x);
     if (!other.empty()) {
         const auto firstOther = firstMismatch(other);
@@ -421,9 +406,11 @@ ReportInput readReportInput(const RunReader& reader) {
     FiguresBuilder b(in.meta.worldSize);
     for (int64_t begin = 0; begin < n; begin += kBlock) {
         const int64_t end = std::min(n, begin + kBlock);
-        b.add(reader.readStepScalar("loss", begin, end), reader.readStepScalar("step_ms", begin, end),
-              reader.readStepScalar("comm_ms", begin, end), reader.readStepScalar("overflow", begin, end),
-              reader.readStepScalar("skipped", begin, end));
+        namespace rsc = runschema;
+        b.add(reader.readStepScalar(rsc::kLoss, begin, end), reader.readStepScalar(rsc::kStepMs, begin, end),
+              reader.readStepScalar(rsc::kCommMs, begin, end),
+              reader.readStepScalar(rsc::kOverflow, begin, end),
+              reader.readStepScalar(rsc::kSkipped, begin, end));
     }
     in.figures = b.finish();
     in.evals = reader.readEvals();
@@ -434,11 +421,12 @@ ReportInput readReportInput(const RunReader& reader) {
 std::vector<Event> firstMismatch(const std::vector<Event>& events) {
     const Event* first = nullptr;
     for (const Event& e : events) {
-        if (e.code != "GRADIENT_SYNC" && e.code != "WEIGHT_SYNC")
+        if (e.code != eventcode::kGradientSync && e.code != eventcode::kWeightSync)
             continue;
         // A gradient mismatch at the same step comes first: it is the cause a weight mismatch follows from.
         if (!first || e.step < first->step ||
-            (e.step == first->step && e.code == "GRADIENT_SYNC" && first->code != "GRADIENT_SYNC"))
+            (e.step == first->step && e.code == eventcode::kGradientSync &&
+             first->code != eventcode::kGradientSync))
             first = &e;
     }
     std::vector<Event> out;

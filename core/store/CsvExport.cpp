@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <iterator>
 
 namespace rs {
 namespace fs = std::filesystem;
@@ -19,6 +20,16 @@ std::string csvField(const std::string& text) {
         out += c;
     }
     return out + "\"";
+}
+
+void appendCsvRow(std::string& out, const StepsCsvRow& r) {
+    fmt::format_to(std::back_inserter(out), "{},{},{},{},{},{},{},{:.3f},{:.3f}\n", r.step, r.rank, r.loss,
+                   r.accuracy, r.lossScale, int(r.overflow), int(r.skipped), r.stepMs, r.commMs);
+}
+
+void appendCsvRow(std::string& out, const Event& e) {
+    fmt::format_to(std::back_inserter(out), "{},{},{},{},{}\n", e.step, e.rank, severityName(e.severity),
+                   csvField(e.code), csvField(e.message));
 }
 
 namespace {
@@ -53,16 +64,19 @@ std::vector<std::string> exportCsv(const RunReader& reader, const std::string& d
     auto grads = openOut(gradsPath, overwrite);
     auto events = openOut(eventsPath, overwrite);
 
-    steps << "step,rank,loss,accuracy,loss_scale,overflow,skipped,step_ms,comm_ms\n";
+    steps << kStepsCsvHeader;
     grads << "step,rank,parameter,local_norm,synced_norm,nonfinite\n";
     const int64_t n = reader.stepCount();
     constexpr int64_t kBlock = 1024;
+    std::string row;
     for (int64_t b = 0; b < n; b += kBlock) {
         for (const auto& s : reader.readSteps(b, std::min(n, b + kBlock), true)) {
             for (size_t r = 0; r < s.ranks.size(); ++r) {
                 const auto& rs = s.ranks[r];
-                steps << fmt::format("{},{},{},{},{},{},{},{:.3f},{:.3f}\n", s.step, r, rs.loss, rs.accuracy,
-                                     rs.lossScale, int(rs.overflow), int(rs.skipped), rs.stepMs, rs.commMs);
+                row.clear();
+                appendCsvRow(row, StepsCsvRow{s.step, int(r), rs.loss, rs.accuracy, rs.lossScale,
+                                              rs.overflow != 0, rs.skipped != 0, rs.stepMs, rs.commMs});
+                steps << row;
                 for (size_t p = 0; p < rs.localNorm.size() && p < meta.params.size(); ++p)
                     grads << fmt::format("{},{},{},{},{},{}\n", s.step, r, csvField(meta.params[p].name),
                                          rs.localNorm[p], p < rs.syncedNorm.size() ? rs.syncedNorm[p] : 0.f,
@@ -70,12 +84,12 @@ std::vector<std::string> exportCsv(const RunReader& reader, const std::string& d
             }
         }
     }
-    events << "step,rank,severity,code,message\n";
-    static const char* kSeverity[] = {"info", "warning", "error"};
-    for (const auto& e : reader.readEvents())
-        events << fmt::format("{},{},{},{},{}\n", e.step, e.rank,
-                              kSeverity[std::min<int>(2, int(e.severity))], csvField(e.code),
-                              csvField(e.message));
+    events << kEventsCsvHeader;
+    for (const auto& e : reader.readEvents()) {
+        row.clear();
+        appendCsvRow(row, e);
+        events << row;
+    }
     check(steps, stepsPath);
     check(grads, gradsPath);
     check(events, eventsPath);

@@ -1,6 +1,9 @@
 // Plain CSV views of a run for spreadsheets and bug tickets: steps.csv, gradients.csv, events.csv.
 #pragma once
 
+#include "store/RunRecords.h"
+
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,5 +17,20 @@ std::vector<std::string> exportCsv(const RunReader& reader, const std::string& d
 
 // One CSV field: quoted when it holds a comma, quote or newline.
 std::string csvField(const std::string& text);
+
+// steps.csv and events.csv, row by row: one layout for `export-csv` (from the file) and the bug report
+// (from the window's model).
+inline constexpr const char* kStepsCsvHeader =
+    "step,rank,loss,accuracy,loss_scale,overflow,skipped,step_ms,comm_ms\n";
+struct StepsCsvRow {
+    int64_t step = 0;
+    int rank = 0;
+    float loss = 0, accuracy = 0, lossScale = 0;
+    bool overflow = false, skipped = false;
+    float stepMs = 0, commMs = 0;
+};
+void appendCsvRow(std::string& out, const StepsCsvRow& row);
+inline constexpr const char* kEventsCsvHeader = "step,rank,severity,code,message\n";
+void appendCsvRow(std::string& out, const Event& event);
 
 } // namespace rs

@@ -253,21 +253,15 @@ std::vector<StepRecord> Hdf5RunReader::readSteps(int64_t begin, int64_t end, boo
     return out;
 }
 
-std::vector<float> Hdf5RunReader::readStepScalar(const std::string& name, int64_t begin, int64_t end) const {
-    static constexpr std::pair<const char*, int> kNames[] = {
-        {"loss", rsc::kLoss},         {"accuracy", rsc::kAccuracy},    {"loss_scale", rsc::kLossScale},
-        {"step_ms", rsc::kStepMs},    {"compute_ms", rsc::kComputeMs}, {"comm_ms", rsc::kCommMs},
-        {"overflow", rsc::kOverflow}, {"skipped", rsc::kSkipped},      {"state", rsc::kState}};
+std::vector<float> Hdf5RunReader::readStepScalar(rsc::StepCol column, int64_t begin, int64_t end) const {
     Hdf5Guard guard;
     const Impl& d = *m_d;
-    const auto it =
-        std::find_if(std::begin(kNames), std::end(kNames), [&](const auto& p) { return name == p.first; });
-    if (it == std::end(kNames))
-        d.fail(fmt::format("readStepScalar: unknown column '{}' (known: loss, accuracy, loss_scale, step_ms, "
-                           "compute_ms, comm_ms, overflow, skipped, state)",
-                           name));
+    if (!rsc::isRankScalar(column))
+        d.fail(fmt::format("readStepScalar: column {} is not a per-rank scalar step column ({}..{})",
+                           int(column), rsc::kStepColumns[rsc::kFirstRankScalar].path,
+                           rsc::kStepColumns[rsc::kLastRankScalar].path));
     d.checkRange("readStepScalar", begin, end, d.steps.rows);
-    const Impl::RColumn& c = d.steps.cols[it->second];
+    const Impl::RColumn& c = d.steps.cols[column];
     std::vector<float> v(size_t(end - begin) * c.rowElems);
     d.readRows(c, hsize_t(begin), hsize_t(end - begin), v.data(), H5::PredType::NATIVE_FLOAT);
     return v;

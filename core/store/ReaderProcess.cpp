@@ -410,10 +410,10 @@ std::vector<FlightDump> ProcessRunReader::readFlightDumps() const {
     return request(wire::Op::ReadFlightDumps, {}, [](wire::Reader& in) { return wire::getFlightDumps(in); });
 }
 
-std::vector<float> ProcessRunReader::readStepScalar(const std::string& name, int64_t begin,
+std::vector<float> ProcessRunReader::readStepScalar(runschema::StepCol column, int64_t begin,
                                                     int64_t end) const {
     wire::Writer w;
-    w.str(name);
+    w.pod<int32_t>(column);
     w.pod<int64_t>(begin);
     w.pod<int64_t>(end);
     return request(wire::Op::ReadStepScalar, w.bytes(), [](wire::Reader& in) { return in.vec<float>(); });

@@ -68,7 +68,7 @@ public:
     std::vector<int64_t> readStepNumbers(int64_t begin, int64_t end) const override;
     std::vector<int64_t> readWeightSteps() const override;
     std::vector<FlightDump> readFlightDumps() const override;
-    std::vector<float> readStepScalar(const std::string& name, int64_t begin, int64_t end) const override;
+    std::vector<float> readStepScalar(runschema::StepCol column, int64_t begin, int64_t end) const override;
 
 private:
     explicit ProcessRunReader(std::string path)

@@ -134,9 +134,10 @@ std::string handle(std::unique_ptr<Hdf5RunReader>& reader, wire::Op op, wire::Re
         wire::put(out, r.readFlightDumps());
         break;
     case wire::Op::ReadStepScalar: {
-        const std::string name = in.str();
+        // Checked by the reader (isRankScalar) before it indexes anything with it.
+        const auto column = runschema::StepCol(in.pod<int32_t>());
         const auto b = in.pod<int64_t>(), e = in.pod<int64_t>();
-        out.vec(r.readStepScalar(name, b, e));
+        out.vec(r.readStepScalar(column, b, e));
         break;
     }
     default:

@@ -1,5 +1,6 @@
 #include "store/RunInspection.h"
 
+#include "store/RankMean.h"
 #include "store/RunReader.h"
 #include "store/RunSchema.h"
 
@@ -12,10 +13,7 @@ namespace rs {
 namespace {
 
 float meanLoss(const StepRecord& s) {
-    double sum = 0;
-    for (const auto& r : s.ranks)
-        sum += r.loss;
-    return s.ranks.empty() ? 0.f : static_cast<float>(sum / s.ranks.size());
+    return finiteMean(s.ranks.size(), [&](size_t r) { return s.ranks[r].loss; });
 }
 
 } // namespace
@@ -126,7 +124,11 @@ std::string RunInspection::toText() const {
                      precision, lossScale);
     s += fmt::format("steps           {} of {} recorded ({})\n", stepsRecorded, plannedSteps,
                      complete ? "complete: " + stopReason : "incomplete: the writer did not close the file");
-    s += fmt::format("loss            {:.4f} -> {:.4f} (mean over ranks)\n", lossFirst, lossLast);
+    if (std::find(absent.begin(), absent.end(), runschema::kStepColumns[runschema::kLoss].path) !=
+        absent.end())
+        s += "loss            not recorded by the source\n";
+    else
+        s += fmt::format("loss            {:.4f} -> {:.4f} (mean over ranks)\n", lossFirst, lossLast);
     if (evalAccuracy)
         s += fmt::format("eval accuracy   {:.1f}%\n", *evalAccuracy * 100);
     if (!absent.empty()) {

@@ -84,8 +84,9 @@ public:
     virtual std::vector<FlightDump> readFlightDumps() const = 0;
 
     // One per-rank step column for steps [begin, end), row-major: (end - begin) * worldSize floats.
-    // Names: loss, accuracy, loss_scale, step_ms, compute_ms, comm_ms, overflow, skipped, state.
-    virtual std::vector<float> readStepScalar(const std::string& name, int64_t begin, int64_t end) const = 0;
+    // column: one of runschema::kLoss..kState (isRankScalar); any other throws RunFileError.
+    virtual std::vector<float> readStepScalar(runschema::StepCol column, int64_t begin,
+                                              int64_t end) const = 0;
 
     RunData readAll() const;
 

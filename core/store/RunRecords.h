@@ -111,6 +111,19 @@ struct EvalRecord {
 
 enum class Severity : uint8_t { Info = 0, Warning = 1, Error = 2 };
 
+// "info", "warning", "error": how files, csv and the report spell a severity.
+inline const char* severityName(Severity s) {
+    switch (s) {
+    case Severity::Info:
+        return "info";
+    case Severity::Warning:
+        return "warning";
+    case Severity::Error:
+        return "error";
+    }
+    return "?";
+}
+
 struct Event {
     int64_t step = 0;
     int rank = -1; // -1: not tied to one rank
@@ -118,6 +131,21 @@ struct Event {
     std::string code;    // e.g. GRADIENT_SYNC, LOSS_FLUCTUATION, OVERFLOW, TIMEOUT (<= 31 chars)
     std::string message; // the line users know (<= 255 chars)
 };
+
+// The event codes RankSight writes: programs (diagnosis, the charts, the report, a slice) match on these, the
+// message is for people. A code is at most 31 bytes; docs/run-file.md lists what each one means.
+namespace eventcode {
+inline constexpr const char* kGradientSync = "GRADIENT_SYNC";       // synced gradients differ across ranks
+inline constexpr const char* kWeightSync = "WEIGHT_SYNC";           // weight fingerprints differ across ranks
+inline constexpr const char* kSkipMismatch = "SKIP_MISMATCH";       // ranks disagree on skipping the update
+inline constexpr const char* kNonfiniteLoss = "NONFINITE_LOSS";     // a rank's loss is inf or NaN
+inline constexpr const char* kOverflow = "OVERFLOW";                // gradients overflowed: update skipped
+inline constexpr const char* kLossFluctuation = "LOSS_FLUCTUATION"; // loss jumped against its recent mean
+inline constexpr const char* kTimeout = "TIMEOUT";                  // a collective waited too long for peers
+inline constexpr const char* kCardFailed = "CARD_FAILED";           // a card stopped with an error
+inline constexpr const char* kFlightRecorder = "FLIGHT_RECORDER";   // full tensors dumped around an anomaly
+inline constexpr const char* kRankTable = "RANK_TABLE"; // the rank table failed the pre-flight check
+} // namespace eventcode
 
 // Full tensors of the last K steps, written when an anomaly appears or on request.
 struct FlightEntry {

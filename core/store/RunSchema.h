@@ -153,6 +153,14 @@ inline constexpr Column kStepColumns[kStepColCount] = {
     {"/steps/step", Dtype::I64, Row::Scalar},
 };
 
+// The per-rank scalar step columns (one number per step and rank; the charts read them whole):
+// kLoss..kState, in this order. RunReader::readStepScalar reads one of them as float.
+inline constexpr int kFirstRankScalar = kLoss, kLastRankScalar = kState;
+inline constexpr int kRankScalarCount = kLastRankScalar - kFirstRankScalar + 1;
+inline constexpr bool isRankScalar(int c) {
+    return c >= kFirstRankScalar && c <= kLastRankScalar;
+}
+
 enum WeightCol : int { kWFp, kWNorm, kWBufferFp, kWBufferDrift, kWStep, kWeightColCount };
 inline constexpr Column kWeightColumns[kWeightColCount] = {
     {"/weights/fp", Dtype::U64, Row::RP},       {"/weights/norm", Dtype::F32, Row::RP},

@@ -128,7 +128,8 @@ void sliceRun(const RunReader& source, const std::string& dst, int64_t firstStep
 
 int64_t firstAnomalyStep(const std::vector<Event>& events) {
     static constexpr std::string_view kAnomalyCodes[] = {
-        "GRADIENT_SYNC", "WEIGHT_SYNC", "SKIP_MISMATCH", "NONFINITE_LOSS", "LOSS_FLUCTUATION", "TIMEOUT"};
+        eventcode::kGradientSync,  eventcode::kWeightSync,      eventcode::kSkipMismatch,
+        eventcode::kNonfiniteLoss, eventcode::kLossFluctuation, eventcode::kTimeout};
     int64_t first = -1;
     for (const Event& e : events) {
         const bool anomaly =

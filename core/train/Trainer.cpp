@@ -629,13 +629,13 @@ void Trainer::Impl::cardLoop(Card& card) {
         card.state = static_cast<uint8_t>(CardState::Stopped);
     } catch (const CollectiveTimeout& e) {
         card.state = static_cast<uint8_t>(CardState::TimedOut);
-        event(step, r, Severity::Error, "TIMEOUT", fmt::format("Rank {}: {}", r, e.what()));
+        event(step, r, Severity::Error, eventcode::kTimeout, fmt::format("Rank {}: {}", r, e.what()));
         std::lock_guard lock(summaryMutex);
         cardErrors.push_back(fmt::format("rank {}: {}", r, e.what()));
     } catch (const std::exception& e) {
         card.state = static_cast<uint8_t>(CardState::Dead);
         comm->markFailed(r);
-        event(step, r, Severity::Error, "CARD_FAILED",
+        event(step, r, Severity::Error, eventcode::kCardFailed,
               fmt::format("Rank {} failed at step {}: {}", r, step, e.what()));
         std::lock_guard lock(summaryMutex);
         cardErrors.push_back(fmt::format("rank {}: {}", r, e.what()));
@@ -710,7 +710,7 @@ void Trainer::Impl::writerLoop() {
                 if (writer)
                     writer->appendFlightDump(*dump);
                 emit(Event{
-                    dump->triggerStep, -1, Severity::Info, "FLIGHT_RECORDER",
+                    dump->triggerStep, -1, Severity::Info, eventcode::kFlightRecorder,
                     fmt::format("Flight recorder wrote the last {} step(s) of full tensors at step {}: {}",
                                 flightDepth, dump->triggerStep, dump->reason)});
             }
@@ -726,7 +726,7 @@ void Trainer::Impl::writerLoop() {
 RunSummary Trainer::Impl::refuse() {
     RunSummary s;
     s.stopReason = "error: " + preflightError.substr(0, preflightError.find('\n'));
-    Event e{0, -1, Severity::Error, "RANK_TABLE", preflightError.substr(0, 255)};
+    Event e{0, -1, Severity::Error, eventcode::kRankTable, preflightError.substr(0, 255)};
     if (writer) {
         writer->appendEvent(e);
         writer->close(s.stopReason);

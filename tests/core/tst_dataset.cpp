@@ -264,7 +264,8 @@ void TestDataset::syntheticNotSeparableByPixelMeans() {
             double d = 0;
             for (int p = 0; p < kImageBytes; ++p)
                 d += std::pow(img[size_t(p)] - means[size_t(c)][size_t(p)], 2);
-            if (d < bestD) bestD = d, best = c;
+            if (d < bestD)
+                bestD = d, best = c;
         }
         correct += best == l;
     }

@@ -27,7 +27,8 @@ double halfValue(quint16 h) {
     if (exp == 0x1f)
         return mant ? std::numeric_limits<double>::quiet_NaN()
                     : sign * std::numeric_limits<double>::infinity();
-    if (exp == 0) return sign * std::ldexp(static_cast<double>(mant), -24);
+    if (exp == 0)
+        return sign * std::ldexp(static_cast<double>(mant), -24);
     return sign * std::ldexp(static_cast<double>(1024 + mant), exp - 25);
 }
 

@@ -112,7 +112,8 @@ private slots:
         QCOMPARE(remote->readFlightDumps()[0].entries[3].data.size(), size_t(remote->totalElements()));
         QCOMPARE(remote->readStepNumbers(0, 25), local->readStepNumbers(0, 25));
         QCOMPARE(remote->readWeightSteps(), (std::vector<int64_t>{0, 10, 20}));
-        QCOMPARE(remote->readStepScalar("loss", 5, 9), local->readStepScalar("loss", 5, 9));
+        QCOMPARE(remote->readStepScalar(runschema::kLoss, 5, 9),
+                 local->readStepScalar(runschema::kLoss, 5, 9));
         QCOMPARE(encoded(remote->readAll().steps), encoded(local->readAll().steps));
     }
 
@@ -122,9 +123,13 @@ private slots:
         auto r = RunReader::open(good.toStdString());
         const QString outOfRange = errorOf([&] { r->readSteps(5, 11); });
         QVERIFY2(outOfRange.contains("readSteps(5, 11): outside the 10 rows"), qPrintable(outOfRange));
-        QCOMPARE(errorOf([&] { r->readStepScalar("nope", 0, 1); }), errorOf([&] {
-                     RunReader::openInProcess(good.toStdString())->readStepScalar("nope", 0, 1);
-                 }));
+        // A column id the reader process must check before it indexes anything with it.
+        const auto bogus = runschema::StepCol(999);
+        const QString notAColumn = errorOf([&] { r->readStepScalar(bogus, 0, 1); });
+        QVERIFY2(notAColumn.contains("column 999 is not a per-rank scalar step column"),
+                 qPrintable(notAColumn));
+        QCOMPARE(notAColumn,
+                 errorOf([&] { RunReader::openInProcess(good.toStdString())->readStepScalar(bogus, 0, 1); }));
         QCOMPARE(r->readSteps(0, 10).size(), size_t(10)); // an error is an answer: the reader goes on
         r.reset();
 
@@ -238,7 +243,7 @@ private slots:
         }
         const EnvGuard limit("RANKSIGHT_READER_MEMORY_MB", "100");
         const auto r = RunReader::open(path.toStdString());
-        QCOMPARE(r->readStepScalar("loss", 0, 250).size(), size_t(250 * 8));
+        QCOMPARE(r->readStepScalar(runschema::kLoss, 0, 250).size(), size_t(250 * 8));
         const QString error = errorOf([&] { r->readSteps(0, 250, true); });
         QVERIFY2(error.contains("out of memory: the reader process is limited to 100 MiB"),
                  qPrintable(error));

@@ -257,9 +257,9 @@ void TestRunFile::roundTrip() {
     // Lazy column reads and scalar-only step reads.
     if (steps >= 3) {
         const int64_t b = 1, e = steps;
-        const std::vector<float> loss = reader->readStepScalar("loss", b, e);
-        const std::vector<float> comm = reader->readStepScalar("comm_ms", b, e);
-        const std::vector<float> state = reader->readStepScalar("state", b, e);
+        const std::vector<float> loss = reader->readStepScalar(runschema::kLoss, b, e);
+        const std::vector<float> comm = reader->readStepScalar(runschema::kCommMs, b, e);
+        const std::vector<float> state = reader->readStepScalar(runschema::kState, b, e);
         QCOMPARE(loss.size(), size_t((e - b) * ranks));
         for (int64_t s = b; s < e; ++s)
             for (int r = 0; r < ranks; ++r) {
@@ -288,8 +288,10 @@ void TestRunFile::roundTrip() {
     // Reads outside the file are errors, not crashes.
     QVERIFY(errorOf([&] { reader->readSteps(0, steps + 1); }).contains("outside the"));
     QVERIFY(errorOf([&] { reader->readSteps(-1, 0); }).contains("outside the"));
-    QVERIFY(errorOf([&] { reader->readStepScalar("loss", 0, steps + 1); }).contains("outside the"));
-    QVERIFY(errorOf([&] { reader->readStepScalar("bogus", 0, 0); }).contains("unknown column 'bogus'"));
+    QVERIFY(errorOf([&] { reader->readStepScalar(runschema::kLoss, 0, steps + 1); }).contains("outside the"));
+    QVERIFY(errorOf([&] {
+                reader->readStepScalar(runschema::kSketch, 0, 0);
+            }).contains("column 19 is not a per-rank scalar step column (/steps/loss../steps/state)"));
 }
 
 void TestRunFile::missingValuesArePaddedAndStringsCut() {

@@ -41,7 +41,7 @@ RunDelta makeDelta(int ranks, int64_t firstStep, int64_t steps, const CellFn& ce
         d.stepNumbers.push_back(s);
         for (int r = 0; r < ranks; ++r) {
             const Cell c = cell(s, r);
-            auto put = [&](StepColumn col, float v) { d.columns[size_t(col)].push_back(v); };
+            auto put = [&](StepColumn col, float v) { d.columns[columnIndex(col)].push_back(v); };
             put(StepColumn::Loss, c.loss);
             put(StepColumn::Accuracy, c.accuracy);
             put(StepColumn::LossScale, c.lossScale);

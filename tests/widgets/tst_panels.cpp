@@ -52,7 +52,7 @@ void fillRows(RunDelta& d, int64_t first, int64_t n) {
         d.stepNumbers.push_back(row);
         for (int r = 0; r < kRanks; ++r) {
             const bool dead = r == kDeadRank && row >= kDeadFrom;
-            auto col = [&](StepColumn c) -> std::vector<float>& { return d.columns[size_t(c)]; };
+            auto col = [&](StepColumn c) -> std::vector<float>& { return d.columns[columnIndex(c)]; };
             col(StepColumn::Loss).push_back(2.0f);
             col(StepColumn::Accuracy).push_back(0.1f);
             col(StepColumn::LossScale).push_back(65536.0f);

@@ -62,11 +62,12 @@ private slots:
 
         auto reader = RunReader::open(path.toStdString());
         for (int c = 0; c < kStepColumnCount; ++c) {
-            const auto expected = reader->readStepScalar(kStepColumnNames[size_t(c)], 0, 57);
-            const auto& got = model.column(StepColumn(c));
+            const auto expected = reader->readStepScalar(schemaColumn(stepColumnAt(c)), 0, 57);
+            const auto& got = model.column(stepColumnAt(c));
             QCOMPARE(got.size(), expected.size());
             for (size_t i = 0; i < got.size(); ++i)
-                QVERIFY2(sameFloat(got[i], expected[i]), kStepColumnNames[size_t(c)]);
+                QVERIFY2(sameFloat(got[i], expected[i]),
+                         runschema::kStepColumns[schemaColumn(stepColumnAt(c))].path);
         }
         QCOMPARE(model.rowOf(30), int64_t(30));
         QCOMPARE(model.rowOf(1000), int64_t(56));
@@ -191,7 +192,7 @@ private slots:
         d.stepNumbers = {5, 6, 7};
         for (auto& c : d.columns)
             c.assign(6, 1.0f);
-        d.columns[size_t(StepColumn::Loss)] = {1, 2, 3, 4, 5, 6};
+        d.columns[columnIndex(StepColumn::Loss)] = {1, 2, 3, 4, 5, 6};
         d.complete = true;
         d.stopReason = "completed";
         model.applyDelta(d);

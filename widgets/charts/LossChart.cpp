@@ -5,6 +5,7 @@
 #include "charts/DenseLineGraph.h"
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
+#include "store/RankMean.h"
 #include "view/Decimate.h"
 
 #include <QCheckBox>
@@ -15,16 +16,14 @@
 namespace rs {
 namespace {
 
-const char* const kFluctuation = "LOSS_FLUCTUATION";
-
 // Events drawn as markers: abnormal loss fluctuation (dashed) and ranks that stopped agreeing (solid), the
 // two things a user looks for on the loss curve.
 bool isMismatch(const Event& e) {
-    return e.code == "GRADIENT_SYNC" || e.code == "WEIGHT_SYNC" || e.code == "SKIP_MISMATCH" ||
-           e.code == "NONFINITE_LOSS";
+    return e.code == eventcode::kGradientSync || e.code == eventcode::kWeightSync ||
+           e.code == eventcode::kSkipMismatch || e.code == eventcode::kNonfiniteLoss;
 }
 bool isMarked(const Event& e) {
-    return e.code == kFluctuation || isMismatch(e);
+    return e.code == eventcode::kLossFluctuation || isMismatch(e);
 }
 QPen markerPen(const Event& e) {
     return isMismatch(e) ? QPen(QColor(200, 30, 30), 1.6, Qt::SolidLine)
@@ -33,18 +32,6 @@ QPen markerPen(const Event& e) {
 
 void setXY(QCPGraph* g, const view::XY& xy) {
     g->setData(QVector<double>(xy.x.begin(), xy.x.end()), QVector<double>(xy.y.begin(), xy.y.end()), true);
-}
-
-// Mean of the finite values among R consecutive ones (NaN when none is finite).
-float finiteMean(const float* v, int count, float scale) {
-    double sum = 0;
-    int n = 0;
-    for (int i = 0; i < count; ++i)
-        if (std::isfinite(v[i])) {
-            sum += v[i];
-            ++n;
-        }
-    return n ? float(sum / n) * scale : std::nanf("");
 }
 
 } // namespace
@@ -81,7 +68,7 @@ LossChart::LossChart(RunModel* model, StepCursor* cursor, QWidget* parent)
     m_markerLegend->setPen(QPen(palette::markerColor(), 1.2, Qt::DashLine));
     m_mismatchLegend = p->addGraph();
     m_mismatchLegend->setName(tr("rank mismatch"));
-    m_mismatchLegend->setPen(markerPen(Event{0, -1, Severity::Error, "GRADIENT_SYNC", {}}));
+    m_mismatchLegend->setPen(markerPen(Event{0, -1, Severity::Error, eventcode::kGradientSync, {}}));
     // Rank lines (created per run on "main") stay under the summary lines.
     p->addLayer(QStringLiteral("summary"), p->layer(QStringLiteral("main")), QCustomPlot::limAbove);
     for (QCPGraph* g : {m_accuracy, m_eval, m_mean})
@@ -131,8 +118,8 @@ void LossChart::extendMeans() {
     const auto& loss = model()->column(StepColumn::Loss);
     const auto& acc = model()->column(StepColumn::Accuracy);
     for (size_t row = m_meanLoss.size(); row < rows; ++row) {
-        m_meanLoss.push_back(finiteMean(loss.data() + row * size_t(R), R, 1.0f));
-        m_meanAccuracy.push_back(finiteMean(acc.data() + row * size_t(R), R, 100.0f));
+        m_meanLoss.push_back(finiteMean(loss.data() + row * size_t(R), size_t(R)));
+        m_meanAccuracy.push_back(finiteMean(acc.data() + row * size_t(R), size_t(R)) * 100.0f);
     }
 }
 
@@ -153,7 +140,7 @@ void LossChart::rebuild() {
         if (e.step < v.lower || e.step > v.upper)
             continue;
         ex.push_back(double(e.step));
-        ey.push_back(finiteMean(e.accuracy.data(), int(e.accuracy.size()), 100.0f));
+        ey.push_back(finiteMean(e.accuracy.data(), e.accuracy.size()) * 100.0f);
     }
     m_eval->setData(ex, ey, true);
     rebuildMarkers(v);
@@ -170,7 +157,7 @@ void LossChart::rebuildMarkers(const View& v) {
     double lastPixel = -1e9;
     bool anyFluctuation = false, anyMismatch = false;
     for (const Event& e : events) {
-        anyFluctuation |= e.code == kFluctuation;
+        anyFluctuation |= e.code == eventcode::kLossFluctuation;
         anyMismatch |= isMismatch(e);
     }
     // Legend entries only for markers the run has.

@@ -149,7 +149,7 @@ void RunLoader::readNewRows(bool firstLoad) {
         if (end > m_stepsRead) {
             d->stepNumbers = r.readStepNumbers(m_stepsRead, end);
             for (int c = 0; c < kStepColumnCount; ++c)
-                d->columns[size_t(c)] = r.readStepScalar(kStepColumnNames[size_t(c)], m_stepsRead, end);
+                d->columns[size_t(c)] = r.readStepScalar(schemaColumn(stepColumnAt(c)), m_stepsRead, end);
         }
         if (firstChunk) {
             const int64_t events = r.eventCount(), evals = r.evalCount(), weights = r.weightCount();

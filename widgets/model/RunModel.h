@@ -57,9 +57,9 @@ public:
     const std::vector<int64_t>& stepNumbers() const { return m_stepNumbers; }
 
     // A scalar column for every row and rank, row-major: value(c, row, rank) == column(c)[row * R + rank].
-    const std::vector<float>& column(StepColumn c) const { return m_columns[size_t(c)]; }
+    const std::vector<float>& column(StepColumn c) const { return m_columns[columnIndex(c)]; }
     float value(StepColumn c, int64_t row, int rank) const {
-        return m_columns[size_t(c)][size_t(row) * size_t(m_meta.worldSize) + size_t(rank)];
+        return m_columns[columnIndex(c)][size_t(row) * size_t(m_meta.worldSize) + size_t(rank)];
     }
 
     const std::vector<Event>& events() const { return m_events; }

@@ -150,11 +150,11 @@ void CardsModel::applyFailureEvent(Row& r, int rank, int64_t row) const {
     const int64_t step = m_model->stepAt(row);
     const bool lastRow = row == m_model->stepCount() - 1;
     for (const Event& e : m_model->events()) {
-        if (e.rank != rank || (e.code != "CARD_FAILED" && e.code != "TIMEOUT"))
+        if (e.rank != rank || (e.code != eventcode::kCardFailed && e.code != eventcode::kTimeout))
             continue;
         if (e.step > step && !lastRow)
             continue;
-        r.activity = e.code == "CARD_FAILED" ? CardActivity::Dead : CardActivity::TimedOut;
+        r.activity = e.code == eventcode::kCardFailed ? CardActivity::Dead : CardActivity::TimedOut;
         r.badSince = e.step;
         return;
     }

@@ -14,7 +14,8 @@ namespace rs {
 
 namespace {
 
-QString severityName(Severity s) {
+// The event panel's label (capitalised, unlike the files' severityName).
+QString severityLabel(Severity s) {
     switch (s) {
     case Severity::Info:
         return QStringLiteral("Info");
@@ -103,7 +104,7 @@ QVariant EventLogModel::data(const QModelIndex& index, int role) const {
         return tr("Step %1, %2, %3 %4\n%5")
             .arg(e.step)
             .arg(e.rank < 0 ? tr("all ranks") : tr("rank %1").arg(e.rank))
-            .arg(severityName(e.severity), QString::fromStdString(e.code), QString::fromStdString(e.message));
+            .arg(severityLabel(e.severity), QString::fromStdString(e.code), QString::fromStdString(e.message));
     case Qt::DecorationRole:
         return index.column() == SeverityCol ? QVariant(severityIcon(e.severity)) : QVariant();
     case Qt::ForegroundRole:
@@ -125,7 +126,7 @@ QVariant EventLogModel::display(const Event& e, int column) const {
     case RankCol:
         return e.rank < 0 ? tr("all") : QString::number(e.rank);
     case SeverityCol:
-        return severityName(e.severity);
+        return severityLabel(e.severity);
     case CodeCol:
         return QString::fromStdString(e.code);
     case MessageCol:

@@ -40,18 +40,6 @@ struct ReportError {
     QString message;
 };
 
-QString severityName(Severity s) {
-    switch (s) {
-    case Severity::Info:
-        return QStringLiteral("info");
-    case Severity::Warning:
-        return QStringLiteral("warning");
-    case Severity::Error:
-        return QStringLiteral("error");
-    }
-    return QStringLiteral("?");
-}
-
 // Writes text produced in pieces to a file that must not exist yet.
 class NewFile {
 public:
@@ -104,22 +92,21 @@ bool waitForDetail(RunModel* model, int64_t step) {
 // model already holds: no second read of the file.
 void writeStepsCsv(const RunModel& model, const QString& path) {
     NewFile out(path);
-    fmt::memory_buffer buf;
+    std::string buf = kStepsCsvHeader;
     auto flush = [&] {
-        out.write(std::string_view(buf.data(), buf.size()));
+        out.write(buf);
         buf.clear();
     };
-    fmt::format_to(std::back_inserter(buf),
-                   "step,rank,loss,accuracy,loss_scale,overflow,skipped,step_ms,comm_ms\n");
     const int R = model.worldSize();
     for (int64_t row = 0; row < model.stepCount(); ++row) {
         for (int r = 0; r < R; ++r)
-            fmt::format_to(
-                std::back_inserter(buf), "{},{},{},{},{},{},{},{:.3f},{:.3f}\n", model.stepAt(row), r,
-                model.value(StepColumn::Loss, row, r), model.value(StepColumn::Accuracy, row, r),
-                model.value(StepColumn::LossScale, row, r), int(model.value(StepColumn::Overflow, row, r)),
-                int(model.value(StepColumn::Skipped, row, r)), model.value(StepColumn::StepMs, row, r),
-                model.value(StepColumn::CommMs, row, r));
+            appendCsvRow(buf, StepsCsvRow{model.stepAt(row), r, model.value(StepColumn::Loss, row, r),
+                                          model.value(StepColumn::Accuracy, row, r),
+                                          model.value(StepColumn::LossScale, row, r),
+                                          model.value(StepColumn::Overflow, row, r) != 0,
+                                          model.value(StepColumn::Skipped, row, r) != 0,
+                                          model.value(StepColumn::StepMs, row, r),
+                                          model.value(StepColumn::CommMs, row, r)});
         if (buf.size() > (1 << 20))
             flush();
     }
@@ -129,10 +116,9 @@ void writeStepsCsv(const RunModel& model, const QString& path) {
 
 void writeEventsCsv(const RunModel& model, const QString& path) {
     NewFile out(path);
-    std::string text = "step,rank,severity,code,message\n";
+    std::string text = kEventsCsvHeader;
     for (const Event& e : model.events())
-        text += fmt::format("{},{},{},{},{}\n", e.step, e.rank, severityName(e.severity).toStdString(),
-                            csvField(e.code), csvField(e.message));
+        appendCsvRow(text, e);
     out.write(text);
     out.close();
 }
