@@ -5,8 +5,10 @@
 
 Each round runs the job twice, plain DDP then DDP with the recorder (every statistic, the sketch,
 fingerprints, weights every 10 steps, the run file flushed every step), each in its own N gloo processes on
-127.0.0.1; throughput is measured on rank 0 over the steps after the warm-up. Prints img/s of both and the
-ratio (target: >= 0.95), medians over the rounds. The machine is noisy: read the ratio, not the figures.
+127.0.0.1; throughput is measured on rank 0 over the steps after the warm-up. Prints img/s of both, the
+ratio of each round (the two runs of a round are side by side, so they share the machine's mood) and their
+median (target: >= 0.95), and where the recorder's own time goes on rank 0 (Recorder.cost_ms). The machine is
+noisy: read the ratio, not the figures.
 """
 
 import argparse
@@ -57,11 +59,13 @@ def worker(rank, args, port, record, out_file, result_file):
             rec.step(loss=loss.item(), sample_ids=list(range(args.batch)))
     dist.barrier()
     elapsed = time.perf_counter() - start
+    cost = rec.cost_ms() if rec is not None else {}
     if rec is not None:
         rec.close()
     if rank == 0:
         with open(result_file, "w") as f:
-            f.write(str(args.steps * args.batch * args.ranks / elapsed))
+            json.dump({"img_s": args.steps * args.batch * args.ranks / elapsed,
+                       "step_ms": elapsed * 1000.0 / args.steps, "cost_ms": cost}, f)
     dist.destroy_process_group()
 
 
@@ -76,7 +80,7 @@ def run(args, record, tmp):
     mp.spawn(worker, args=(args, free_port(), record, os.path.join(tmp, "bench.h5"), result),
              nprocs=args.ranks, join=True)
     with open(result) as f:
-        return float(f.read())
+        return json.load(f)
 
 
 def main():
@@ -89,24 +93,35 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    plain, recorded = [], []
+    plain, recorded, ratios, costs = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
-            plain.append(run(args, False, tmp))
-            recorded.append(run(args, True, tmp))
-            print("round %d: plain DDP %.1f img/s, with the recorder %.1f img/s" % (r + 1, plain[-1], recorded[-1]),
-                  file=sys.stderr)
-    p, q = statistics.median(plain), statistics.median(recorded)
+            a = run(args, False, tmp)
+            b = run(args, True, tmp)
+            plain.append(a["img_s"])
+            recorded.append(b["img_s"])
+            ratios.append(b["img_s"] / a["img_s"])
+            costs.append(b["cost_ms"])
+            print("round %d: plain DDP %.1f img/s, with the recorder %.1f img/s (%.3f)"
+                  % (r + 1, plain[-1], recorded[-1], ratios[-1]), file=sys.stderr)
+            step_ms = a["step_ms"]
+    p, q, ratio = statistics.median(plain), statistics.median(recorded), statistics.median(ratios)
+    cost = {k: round(statistics.median(c[k] for c in costs), 2) for k in costs[0]}
     res = {"model": args.model, "ranks": args.ranks, "batch_per_rank": args.batch, "steps": args.steps,
            "rounds": args.rounds, "plain_img_s": round(p, 2), "recorded_img_s": round(q, 2),
-           "recorded_vs_plain": round(q / p, 3)}
+           "recorded_vs_plain": round(ratio, 3), "round_ratios": [round(x, 3) for x in ratios],
+           "recorder_cost_ms_rank0": cost}
     if args.json:
         print(json.dumps(res))
     else:
-        print("%s, %d ranks x batch %d, gloo on 127.0.0.1, medians of %d rounds" % (args.model, args.ranks, args.batch,
-                                                                                  args.rounds))
-        print("plain DDP               %.1f img/s" % p)
-        print("DDP + ranksight.Recorder %.1f img/s  (%.3f of plain; target >= 0.95)" % (q, q / p))
+        print("%s, %d ranks x batch %d, gloo on 127.0.0.1, %d rounds" % (args.model, args.ranks, args.batch,
+                                                                       args.rounds))
+        print("plain DDP                %.1f img/s (median)" % p)
+        print("DDP + ranksight.Recorder %.1f img/s (median)" % q)
+        print("recorded / plain         %.3f (median of the rounds' ratios %s; target >= 0.95)"
+              % (ratio, ", ".join("%.3f" % x for x in ratios)))
+        print("recorder's own time on rank 0, ms per step (plain step %.0f ms): %s, total %.1f"
+              % (step_ms, ", ".join("%s %.1f" % kv for kv in cost.items()), sum(cost.values())))
 
 
 if __name__ == "__main__":

@@ -31,6 +31,10 @@ from .runfile import RunFileWriter
 _MASK = (1 << 64) - 1
 _FP16_MAX = 65504.0
 _FP16_ZERO = 2.0 ** -25  # |x| <= this rounds to 0 in fp16
+# The sketch's sign period for large tensors (a prime, so it does not line up with power-of-two channel
+# counts): component k projects the k-th of K row groups of the tensor, seen as rows of _PERIOD elements,
+# onto one shared random +-1 vector. One matrix-vector product per tensor, no per-element signs in memory.
+_PERIOD = 4093
 
 
 def _mix64(x):
@@ -43,16 +47,16 @@ def _mix64(x):
 
 def fingerprint(t):
     """A 64-bit fingerprint of a tensor's bits: equal bits give equal fingerprints on every rank; a flipped bit
-    or a moved block changes it. The bytes are read as 64-bit words (no widened copy: ~3 ms for ResNet-18's
-    11M floats): their sum mod 2^64, and the sums of blocks of 64 words weighted by position."""
+    or a moved block changes it. The bytes are read as 64-bit words, once (no widened copy): the sums of
+    blocks of 64 words, then their total and their sum weighted by position, both mod 2^64."""
     raw = t.detach().contiguous().view(-1).view(torch.uint8)
     head = raw.numel() // 8 * 8
     words = raw[:head].view(torch.int64)
     h = _mix64(raw.numel())
-    h = _mix64(h ^ (int(words.sum()) & _MASK))
     n = words.numel() // 64 * 64
     if n:
         blocks = words[:n].view(-1, 64).sum(1)
+        h = _mix64(h ^ (int(blocks.sum()) & _MASK))
         h = _mix64(h ^ (int(torch.dot(blocks, torch.arange(1, blocks.numel() + 1, dtype=torch.int64))) & _MASK))
     if n < words.numel():
         tail = words[n:]
@@ -93,12 +97,15 @@ class Recorder:
         self.index = {id(p): i for i, (_, p) in enumerate(self.params)}
         self.P = len(self.params)
         self.buffers = [(n, b) for n, b in self.module.named_buffers() if "running" in n]
-        # Sketch: a random projection with +-1 signs, component k over the k-th of K contiguous blocks of the
-        # flattened gradient (one BLAS dot per block: one pass, no copy). The same seed on every rank, so
-        # sketches compare across ranks; identical gradients give identical sketches.
+        # Sketch: a random +-1 projection, component k over the k-th of K contiguous parts of the flattened
+        # gradient. Large tensors: rows of _PERIOD elements times one shared sign vector (one BLAS mv), rows
+        # grouped into K parts; small tensors: their own signs, K equal blocks (one multiply and one sum).
+        # The same seed on every rank, so sketches compare across ranks; identical gradients give identical
+        # sketches.
         gen = torch.Generator().manual_seed(0x5EED)
+        self._period_signs = torch.randint(0, 2, (_PERIOD,), generator=gen).float().mul_(2).sub_(1)
         self._signs = [torch.randint(0, 2, (p.numel(),), generator=gen).float().mul_(2).sub_(1)
-                       if self.K else None for _, p in self.params]
+                       if self.K and p.numel() < self.K * _PERIOD else None for _, p in self.params]
         self._inner = hook or default_hooks.allreduce_hook
         self._state = state
         self._reset()
@@ -117,6 +124,8 @@ class Recorder:
         if self.buffers:
             self.module.register_forward_hook(self._after_forward)
         self.steps = 0
+        # What the recorder itself costs this rank, in seconds summed over the steps (cost_ms() per step).
+        self.cost_s = {"local": 0.0, "synced": 0.0, "buffers": 0.0, "step": 0.0, "gather": 0.0, "write": 0.0}
         self._prev_scale = None
         self._last = time.perf_counter()
         self.writer = None
@@ -136,26 +145,32 @@ class Recorder:
         self._ddp_forward_at = time.perf_counter() if torch.is_grad_enabled() else None
 
     def _before_forward(self, module, inputs):
+        t = time.perf_counter()
         if self._ddp_forward_at is not None:
-            self._forward_sync_s += time.perf_counter() - self._ddp_forward_at
+            self._forward_sync_s += t - self._ddp_forward_at
             self._ddp_forward_at = None
         self._buffer_before = self._buffer_fp() if torch.is_grad_enabled() and self.buffers else None
+        self.cost_s["buffers"] += time.perf_counter() - t
 
     def _after_forward(self, module, inputs, output):
         if self._buffer_before is None:
             return  # a no_grad forward (validation) is not a training step
+        t = time.perf_counter()
         after = self._buffer_fp()
         if after != self._buffer_before:
             self._buffer_chain = fingerprint(torch.tensor([_signed64(self._buffer_chain), _signed64(after)]))
         self._buffer_before = None
+        self.cost_s["buffers"] += time.perf_counter() - t
 
     # --- per bucket, in DDP's backward ---------------------------------------------------------------------
 
     def _reset(self):
         P, K = self.P, self.K
-        self._local = torch.zeros(P, 6, dtype=torch.float64)  # norm, max, sum, nonfinite, overflow, underflow
-        self._sketch = torch.zeros(P, K, dtype=torch.float64)
-        self._synced = torch.zeros(P, 2, dtype=torch.float64)  # norm, sum
+        # numpy, not torch: an element store into a tensor costs ~5 us of dispatch, and there are ~8 per
+        # parameter per step.
+        self._local = np.zeros((P, 6))  # norm, max, sum, nonfinite, overflow, underflow
+        self._sketch = np.zeros((P, K))
+        self._synced = np.zeros((P, 2))  # norm, sum
         self._synced_fp = [0] * P
         self._seen = [False] * P
         # Time in collectives = waiting for peers: from handing the last bucket to the all-reduce (this rank's
@@ -176,7 +191,7 @@ class Recorder:
         scale = self._scale()
         g = g.detach().reshape(-1)
         if g.numel() == 0:
-            self._local[i].zero_()
+            self._local[i] = 0.0
             return
         lo, hi = torch.aminmax(g)
         amax = max(-float(lo), float(hi))
@@ -192,11 +207,28 @@ class Recorder:
             self._local[i, 4] = 0.0 if amax <= _FP16_MAX else float(torch.count_nonzero(a > _FP16_MAX))
             self._local[i, 5] = float(torch.count_nonzero(a <= _FP16_ZERO) - torch.count_nonzero(g == 0))
         if self.K:
-            signs, n = self._signs[i], g.numel()
-            gf = g if g.dtype == torch.float32 else g.float()
-            for k in range(self.K):
-                a, b = k * n // self.K, (k + 1) * n // self.K
-                self._sketch[i, k] = float(torch.dot(gf[a:b], signs[a:b])) / scale if b > a else 0.0
+            self._sketch[i] = self._project(i, g if g.dtype == torch.float32 else g.float()).numpy() / scale
+
+    def _project(self, i, g):
+        """The K sketch components of parameter i's flat float32 gradient g (float64)."""
+        K, n = self.K, g.numel()
+        if self._signs[i] is not None:  # small: K equal blocks (the last takes the remainder), own signs
+            m = n // K
+            parts = torch.zeros(K, dtype=torch.float64)
+            if m:
+                parts += (g[:K * m] * self._signs[i][:K * m]).view(K, m).sum(1, dtype=torch.float64)
+            if K * m < n:
+                parts[K - 1] += float(torch.dot(g[K * m:], self._signs[i][K * m:]))
+            return parts
+        rows = n // _PERIOD
+        per_row = torch.mv(g[:rows * _PERIOD].view(rows, _PERIOD), self._period_signs).double()
+        q = rows // K
+        parts = per_row[:K * q].view(K, q).sum(1)
+        parts[K - 1] += float(per_row[K * q:].sum())
+        tail = n - rows * _PERIOD
+        if tail:
+            parts[K - 1] += float(torch.dot(g[rows * _PERIOD:], self._period_signs[:tail]))
+        return parts
 
     def _synced_stats(self, i, g):
         scale = self._scale()
@@ -207,11 +239,13 @@ class Recorder:
         self._seen[i] = True
 
     def _comm_hook(self, state, bucket):
+        t = time.perf_counter()
         params = bucket.parameters()
         idx = [self.index.get(id(p)) for p in params]
         for i, g in zip(idx, bucket.gradients()):
             if i is not None:
                 self._local_stats(i, g)
+        self.cost_s["local"] += time.perf_counter() - t
         numels = [p.numel() for p in params]
         if bucket.is_last():
             self._last_launch = time.perf_counter()
@@ -225,11 +259,19 @@ class Recorder:
             for i, g in zip(idx, torch.split(result.reshape(-1), numels)):
                 if i is not None:
                     self._synced_stats(i, g)
+            self.cost_s["synced"] += time.perf_counter() - arrived
             return result
 
         return fut.then(synced)
 
     # --- per step, after the optimizer step ----------------------------------------------------------------
+
+    def cost_ms(self):
+        """The recorder's own time on this rank per recorded step, in ms, by part: local and synced gradient
+        statistics (in DDP's backward), BatchNorm buffer fingerprints (around the forward), step() without
+        the gather, the gather of the statistics to rank 0 (waiting for it included), rank 0's file write."""
+        n = max(self.steps, 1)
+        return {k: v * 1000.0 / n for k, v in self.cost_s.items()}
 
     def step(self, loss, accuracy=0.0, sample_ids=None, lr=None, epoch=0):
         now = time.perf_counter()
@@ -268,17 +310,24 @@ class Recorder:
                 flat = torch.cat(bufs) if bufs else torch.zeros(0, dtype=torch.float64)
                 bnorm = float(flat.norm())
                 bfp = _signed64(self._buffer_chain)
-        packed_f = torch.cat([torch.tensor(floats, dtype=torch.float64), self._local.reshape(-1),
-                              self._sketch.reshape(-1), self._synced.reshape(-1),
+        packed_f = torch.cat([torch.tensor(floats, dtype=torch.float64), torch.from_numpy(self._local.reshape(-1)),
+                              torch.from_numpy(self._sketch.reshape(-1)), torch.from_numpy(self._synced.reshape(-1)),
                               torch.tensor(wnorm + [bnorm], dtype=torch.float64)])
         packed = torch.cat([packed_f.view(torch.int64), torch.tensor(ints + wfp + [bfp], dtype=torch.int64),
                             torch.from_numpy(ids)])
         gathered = [torch.empty_like(packed) for _ in range(self.world)] if self.rank == 0 else None
+        t_gather = time.perf_counter()
         dist.gather(packed, gathered, dst=0)
+        t_write = time.perf_counter()
         if self.rank == 0:
             self._write(gathered, weights_due, lr, epoch)
+        done = time.perf_counter()
+        self.cost_s["step"] += t_gather - now
+        self.cost_s["gather"] += t_write - t_gather
+        self.cost_s["write"] += done - t_write
         self.steps += 1
         self._reset()
+        self._last = time.perf_counter()  # the recorder's own time is not the next step's
 
     def _write(self, gathered, weights_due, lr, epoch):
         R, P, K = self.world, self.P, self.K
