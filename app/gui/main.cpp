@@ -7,6 +7,7 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QFileInfo>
 #include <QSocketNotifier>
 #include <QTimer>
 #include <csignal>
@@ -56,8 +57,11 @@ int main(int argc, char** argv) {
         QStringLiteral("Watch data-parallel training rank against rank; replay and explain run files."));
     parser.addHelpOption();
     parser.addVersionOption();
-    parser.addPositionalArgument(QStringLiteral("run"), QStringLiteral("A run file (.h5) to open."),
-                                 QStringLiteral("[RUN.h5]"));
+    parser.addPositionalArgument(
+        QStringLiteral("run"),
+        QStringLiteral(
+            "A run file (.h5) to open, or an msprobe monitor folder to import into the runs folder."),
+        QStringLiteral("[RUN.h5 | MONITOR_OUTPUT_DIR]"));
     QCommandLineOption start(
         QStringLiteral("start"),
         QStringLiteral("Start a run at launch (the run panel's settings, or --config)."));
@@ -85,9 +89,13 @@ int main(int argc, char** argv) {
     closeOnSignals(&window);
     window.show();
     const QStringList positional = parser.positionalArguments();
-    if (!positional.isEmpty())
+    if (!positional.isEmpty() && QFileInfo(positional.front()).isDir()) {
+        const QString dir = positional.front();
+        QTimer::singleShot(0, &window,
+                           [&window, dir] { window.importMsprobe(dir, window.importTarget(dir)); });
+    } else if (!positional.isEmpty()) {
         window.openRun(positional.front());
-    else if (parser.isSet(start))
+    } else if (parser.isSet(start))
         QTimer::singleShot(0, &window, &rs::MainWindow::startFromPanel);
     return app.exec();
 }
