@@ -1,0 +1,74 @@
+// The nodes of a multi-node run (issue 12): one process per server of the rank table, joined through
+// PyTorch's distributed runtime (c10d::TCPStore rendezvous hosted by node 0, c10d::ProcessGroupGloo for the
+// collectives), not a home-made socket protocol. This header has no LibTorch types: NodeGroup.cpp is the one
+// translation unit that includes c10d.
+//
+// Every wait is bounded by the options' timeout, and every failure says what and where: a node rank out of
+// range, a port node 0 cannot listen on, a master no node can reach, a world that never fills (naming the
+// node ranks that never joined), and nodes whose configurations differ (naming the key and every node's
+// value).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace rs {
+
+struct NodeOptions {
+    int nodes = 1;
+    int nodeRank = 0;
+    std::string masterHost = "127.0.0.1";
+    int masterPort = 29500;
+    std::chrono::milliseconds timeout{30000};
+
+    // "--node-rank 2 is out of range for --nodes 2 (0..1)"; "" when the options are usable.
+    std::string problem() const;
+};
+
+// torchrun-style variables, so existing launchers start nodes unchanged: MASTER_ADDR, MASTER_PORT, NNODES,
+// NODE_RANK (unset ones keep `defaults`). Throws std::invalid_argument naming a variable that is not a
+// number.
+NodeOptions nodeOptionsFromEnvironment(NodeOptions defaults = {});
+
+// "HOST:PORT" -> host and port; throws std::invalid_argument naming the text.
+void parseMaster(const std::string& text, NodeOptions& options);
+
+class NodeError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+class NodeGroup {
+public:
+    // Rendezvous: node 0 listens on masterPort, every node registers, the gloo group forms over the store.
+    // Throws NodeError (see the header comment) within about options.timeout.
+    static std::unique_ptr<NodeGroup> join(const NodeOptions& options);
+    ~NodeGroup();
+    NodeGroup(const NodeGroup&) = delete;
+    NodeGroup& operator=(const NodeGroup&) = delete;
+
+    int nodes() const;
+    int nodeRank() const;
+
+    // Every node passes its configuration (flat key -> value); throws NodeError on every node if any two
+    // differ: "the nodes' configurations differ: model is resnet18 on node 0 and mlp on node 1".
+    void agreeOnConfig(const std::map<std::string, std::string>& config);
+
+    // Collectives over the nodes (gloo), bounded by the timeout. recv holds nodes() * bytes: node i's send
+    // at offset i * bytes.
+    void allGather(const void* send, size_t bytes, void* recv);
+    void broadcast(void* data, size_t bytes, int rootNode);
+    void barrier();
+
+private:
+    struct Impl;
+    explicit NodeGroup(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> m_d;
+};
+
+} // namespace rs
