@@ -42,9 +42,10 @@ inline float maxPropagatingNan(float a, float b) {
     return (a < b || std::isnan(b)) ? b : a;
 }
 
-// ring[k] points at the k-th rank in ring order; all are read at elements [begin, end).
+// ring[k] points at the k-th rank in ring order; all are read at elements [begin, end), written to
+// out[begin - outBase, end - outBase).
 void reduceF32(const std::vector<const void*>& ring, float* out, size_t begin, size_t end, ReduceOp op,
-               int worldSize) {
+               int worldSize, size_t outBase = 0) {
     float acc[kBlock];
     const float divisor = static_cast<float>(worldSize);
     for (size_t b = begin; b < end; b += kBlock) {
@@ -64,7 +65,7 @@ void reduceF32(const std::vector<const void*>& ring, float* out, size_t begin, s
         if (op == ReduceOp::Mean)
             for (size_t i = 0; i < m; ++i)
                 acc[i] /= divisor;
-        std::copy(acc, acc + m, out + b);
+        std::copy(acc, acc + m, out + (b - outBase));
     }
 }
 
@@ -78,7 +79,7 @@ void storeHalves(const float* in, uint16_t* out, size_t m) {
 // Accumulates like fp16 hardware: every partial sum is rounded to half (float holds two halves' sum
 // closely enough that rounding it once more to half is the correctly rounded fp16 sum).
 void reduceF16(const std::vector<const void*>& ring, uint16_t* out, size_t begin, size_t end, ReduceOp op,
-               int worldSize) {
+               int worldSize, size_t outBase = 0) {
     float acc[kBlock];
     float x[kBlock];
     const float divisor = static_cast<float>(worldSize);
@@ -98,7 +99,7 @@ void reduceF16(const std::vector<const void*>& ring, uint16_t* out, size_t begin
         if (op == ReduceOp::Mean)
             for (size_t i = 0; i < m; ++i)
                 acc[i] /= divisor;
-        storeHalves(acc, out + b, m);
+        storeHalves(acc, out + (b - outBase), m);
     }
 }
 
@@ -191,6 +192,22 @@ void Communicator::checkRank(int rank, const char* what) const {
             fmt::format("HCCL {}: rank {} is outside 0..{}", what, rank, m_worldSize - 1));
 }
 
+void Communicator::setServers(int servers) {
+    if (servers < 1 || m_worldSize % servers != 0)
+        throw std::invalid_argument(
+            fmt::format("Communicator: {} servers do not split {} ranks evenly", servers, m_worldSize));
+    m_servers = servers;
+}
+
+void Communicator::setNodes(int nodes, int nodeRank, NodeAllGather allGather) {
+    if (nodes < 1 || nodeRank < 0 || nodeRank >= nodes || (nodes > 1 && !allGather))
+        throw std::invalid_argument(
+            fmt::format("Communicator: node {} of {} (or no exchange)", nodeRank, nodes));
+    m_nodes = nodes;
+    m_nodeRank = nodeRank;
+    m_nodeAllGather = std::move(allGather);
+}
+
 void Communicator::allReduce(int rank, void* data, size_t count, DType dtype, ReduceOp op) {
     checkRank(rank, "AllReduce");
     if (count > 0 && !data)
@@ -199,6 +216,10 @@ void Communicator::allReduce(int rank, void* data, size_t count, DType dtype, Re
     std::unique_lock lock(m_mutex);
     m_sources[static_cast<size_t>(rank)] = data;
     sync(lock, call, true);
+    if (m_servers > 1 || m_nodes > 1) {
+        allReduceHierarchical(lock, call, data, count, dtype, op);
+        return;
+    }
     lock.unlock();
     reduceChunk(rank, data, count, dtype, op); // reduce-scatter: this rank's chunk, in its own buffer
     lock.lock();
@@ -207,6 +228,99 @@ void Communicator::allReduce(int rank, void* data, size_t count, DType dtype, Re
     gatherChunks(rank, data, count, dtype); // all-gather: the other ranks' reduced chunks
     lock.lock();
     sync(lock, call, false); // nobody reads this rank's buffer any more
+    finish(call);
+}
+
+// Called with every rank arrived (the arrival sync done) and the lock held.
+void Communicator::allReduceHierarchical(std::unique_lock<std::mutex>& lock, Call& call, void* data,
+                                         size_t count, DType dtype, ReduceOp op) {
+    const size_t c = size_t(m_worldSize / m_servers), element = dtypeSize(dtype);
+    const size_t rank = size_t(call.rank), server = rank / c, j = rank % c;
+    const int world = m_worldSize * m_nodes; // Mean divides by every rank of the run
+    const ReduceOp partial = op == ReduceOp::Max ? ReduceOp::Max : ReduceOp::Sum;
+    const size_t begin = j * count / c, end = (j + 1) * count / c;
+    auto reduce = [&](const std::vector<const void*>& ring, void* out, size_t b, size_t e, ReduceOp o,
+                      size_t outBase = 0) {
+        if (b == e)
+            return;
+        if (dtype == DType::F32)
+            reduceF32(ring, static_cast<float*>(out), b, e, o, world, outBase);
+        else
+            reduceF16(ring, static_cast<uint16_t*>(out), b, e, o, world, outBase);
+    };
+    lock.unlock();
+    // 1. Inside the server: member j sums chunk j over the server's members in ring order from j+1.
+    {
+        std::vector<const void*> ring(c);
+        for (size_t k = 0; k < c; ++k)
+            ring[k] = m_sources[server * c + (j + 1 + k) % c];
+        reduce(ring, data, begin, end, partial);
+    }
+    lock.lock();
+    sync(lock, call, false);
+    lock.unlock();
+    if (m_nodes > 1) {
+        // 2a. Across nodes: rank 0 assembles this node's server sum, all-gathers it, adds the nodes in
+        // node order and leaves the result for every local rank.
+        if (rank == 0) {
+            try {
+                std::vector<char> mine(count * element);
+                for (size_t m = 0; m < c; ++m) {
+                    const size_t b = m * count / c, e = (m + 1) * count / c;
+                    std::memcpy(mine.data() + b * element,
+                                static_cast<const char*>(m_sources[m]) + b * element, (e - b) * element);
+                }
+                std::vector<char> all(size_t(m_nodes) * mine.size());
+                m_nodeAllGather(mine.data(), mine.size(), all.data());
+                std::vector<const void*> ring(static_cast<size_t>(m_nodes));
+                for (int k = 0; k < m_nodes; ++k)
+                    ring[size_t(k)] = all.data() + size_t(k) * mine.size();
+                m_nodeResult.resize(mine.size());
+                reduce(ring, m_nodeResult.data(), 0, count, op);
+                m_nodeError.clear();
+            } catch (const std::exception& e) {
+                m_nodeError = e.what();
+            }
+        }
+        lock.lock();
+        sync(lock, call, false);
+        lock.unlock();
+        const std::string error = m_nodeError;
+        if (error.empty() && count)
+            std::memcpy(data, m_nodeResult.data(), count * element);
+        lock.lock();
+        sync(lock, call, false); // nobody reads the node result any more
+        finish(call);
+        if (!error.empty())
+            throw std::runtime_error(fmt::format("HCCL AllReduce across nodes: {}", error));
+        return;
+    }
+    // 2b. Across the servers of this process: member j adds chunk j of every server in server order.
+    std::vector<char> total((end - begin) * element);
+    {
+        std::vector<const void*> ring(static_cast<size_t>(m_servers));
+        for (size_t s = 0; s < size_t(m_servers); ++s)
+            ring[s] = m_sources[s * c + j]; // its chunk j holds server s's sum
+        reduce(ring, total.data(), begin, end, op, begin);
+    }
+    lock.lock();
+    sync(lock, call, false); // every member has read the others' server sums
+    lock.unlock();
+    if (!total.empty())
+        std::memcpy(static_cast<char*>(data) + begin * element, total.data(), total.size());
+    lock.lock();
+    sync(lock, call, false);
+    lock.unlock();
+    // 3. Every member copies the other chunks of its server.
+    for (size_t m = 0; m < c; ++m) {
+        const size_t b = m * count / c, e = (m + 1) * count / c;
+        if (m == j || b == e)
+            continue;
+        std::memcpy(static_cast<char*>(data) + b * element,
+                    static_cast<const char*>(m_sources[server * c + m]) + b * element, (e - b) * element);
+    }
+    lock.lock();
+    sync(lock, call, false);
     finish(call);
 }
 

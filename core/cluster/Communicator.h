@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -65,6 +66,19 @@ public:
     // sums past 65504 become inf; Mean divides the final sum by N; Max propagates NaN. NaN payloads
     // are not preserved.
     void allReduce(int rank, void* data, size_t count, DType dtype, ReduceOp op);
+
+    // Servers and nodes (issue 12). With more than one server, or with other nodes, AllReduce is hierarchical
+    // like HCCL's: inside each server its members reduce the server's chunks (the ring above, over the
+    // server's members, summing), then the server sums are added in server order (server 0 first; across
+    // nodes through the node exchange, in node order), Mean divides by every rank of the run, and every
+    // member takes the result. So N nodes x c cards and one process with N servers of c give the same bits.
+    // servers: the ranks split into that many equal contiguous groups (worldSize must divide by it).
+    void setServers(int servers);
+    // This process's ranks are one server of `nodes` (this one is nodeRank); allGather sends `bytes` and
+    // receives nodes x bytes, node k's at offset k x bytes (NodeGroup::allGather). Called by rank 0's thread
+    // while the other ranks wait; its exceptions reach every rank.
+    using NodeAllGather = std::function<void(const void* send, size_t bytes, void* recv)>;
+    void setNodes(int nodes, int nodeRank, NodeAllGather allGather);
     // bytes from root's data into every other rank's data.
     void broadcast(int rank, void* data, size_t bytes, int root);
     // recv holds worldSize * bytes: rank i's send at offset i * bytes.
@@ -119,6 +133,8 @@ private:
     [[noreturn]] void throwBroken() const;
     void reduceChunk(int rank, void* data, size_t count, DType dtype, ReduceOp op) const;
     void gatherChunks(int rank, void* data, size_t count, DType dtype) const;
+    void allReduceHierarchical(std::unique_lock<std::mutex>& lock, Call& call, void* data, size_t count,
+                               DType dtype, ReduceOp op);
 
     const int m_worldSize;
     mutable std::mutex m_mutex;
@@ -138,6 +154,12 @@ private:
     Call m_current; // the first arrival of the call being assembled
     // Published at the arrival point, read by the other ranks until the call's last synchronisation.
     std::vector<const void*> m_sources;
+    // Hierarchy (setServers / setNodes); set before the first collective.
+    int m_servers = 1;
+    int m_nodes = 1, m_nodeRank = 0;
+    NodeAllGather m_nodeAllGather;
+    std::vector<char> m_nodeResult; // the cross-node sum rank 0 computed, read by every local rank
+    std::string m_nodeError;        // what the cross-node exchange threw, rethrown on every rank
 };
 
 // Marks a card as computing (or queued for a core) for the communicator's timeout clock while in scope.

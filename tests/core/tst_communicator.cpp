@@ -339,6 +339,48 @@ private slots:
         QCOMPARE(fbufs[2][3], 4 * value);
     }
 
+    // Servers (issue 12): exact sums and means of integer-valued payloads (any order gives the same), the
+    // same bits on every rank, fp16 sums past 65504 become inf, Max propagates NaN across servers, and a
+    // server count that does not split the ranks is refused.
+    void serversReduceHierarchically() {
+        const int n = 6;
+        const size_t count = 37; // chunks of unequal size inside each server
+        rs::Communicator comm(n, 10s);
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, comm.setServers(4));
+        comm.setServers(3);
+        std::vector<std::vector<float>> sum(n), mean(n), mx(n);
+        std::vector<std::vector<uint16_t>> half(n);
+        for (int r = 0; r < n; ++r)
+            for (size_t i = 0; i < count; ++i) {
+                sum[size_t(r)].push_back(float(r * 100 + int(i)));
+                mean[size_t(r)].push_back(float(r + 1));
+                mx[size_t(r)].push_back(r == 4 && i == 5 ? NAN : float(r * 10 - int(i)));
+                half[size_t(r)].push_back(rs::floatToHalf(i == 0 ? 20000.0f : 1.0f));
+            }
+        const auto errors = runRanks(n, [&](int r) {
+            const size_t k = static_cast<size_t>(r);
+            comm.allReduce(r, sum[k].data(), count, rs::DType::F32, rs::ReduceOp::Sum);
+            comm.allReduce(r, mean[k].data(), count, rs::DType::F32, rs::ReduceOp::Mean);
+            comm.allReduce(r, mx[k].data(), count, rs::DType::F32, rs::ReduceOp::Max);
+            comm.allReduce(r, half[k].data(), count, rs::DType::F16, rs::ReduceOp::Sum);
+        });
+        QString error;
+        QVERIFY2(noErrors(errors, &error), qPrintable(error));
+        for (int r = 0; r < n; ++r) {
+            for (size_t i = 0; i < count; ++i) {
+                QCOMPARE(sum[size_t(r)][i], float(1500 + 6 * int(i))); // sum of r*100 over 6 ranks, plus 6i
+                QCOMPARE(mean[size_t(r)][i], 3.5f);
+                if (i == 5)
+                    QVERIFY(std::isnan(mx[size_t(r)][i]));
+                else
+                    QCOMPARE(mx[size_t(r)][i], float(50 - int(i)));
+            }
+            QVERIFY(std::isinf(rs::halfToFloat(half[size_t(r)][0]))); // 6 x 20000 overflows fp16
+            QCOMPARE(rs::halfToFloat(half[size_t(r)][1]), 6.0f);
+            QCOMPARE(std::memcmp(sum[size_t(r)].data(), sum[0].data(), count * 4), 0);
+        }
+    }
+
     void maxPropagatesNan() {
         std::vector<std::vector<float>> bufs = {{1.0f, 2.0f}, {NAN, 3.0f}, {0.5f, -1.0f}};
         rs::Communicator comm(3, 10s);

@@ -3,7 +3,10 @@
 // how they exit: a world of three nodes forms and gathers every node's bytes, configurations that differ are
 // refused on every node naming the key and each node's value, and the rendezvous errors (node rank out of
 // range, a world that never fills, a master nobody listens on, a port already taken) come within the timeout.
+#include "cluster/Communicator.h"
 #include "cluster/NodeGroup.h"
+#include "telemetry/Fingerprint.h"
+#include "util/Half.h"
 
 #include <QElapsedTimer>
 #include <QProcess>
@@ -12,13 +15,60 @@
 #include <cstdlib>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace rs;
 
 namespace {
 
-// Child mode: join, agree on RS_CONFIG (key=value,...), all-gather "node<k>", print the gathered text.
+// Every rank's payload for the all-reduce equivalence: deterministic per global rank, not integer-valued (so
+// the summation order shows in the bits), some values large enough that fp16 sums overflow.
+constexpr size_t kCount = 1000;
+
+std::vector<float> payload(int globalRank) {
+    std::vector<float> v(kCount);
+    uint64_t x = 0x1234 + uint64_t(globalRank);
+    for (size_t i = 0; i < kCount; ++i) {
+        x = splitmix64(x);
+        v[i] = float(int64_t(x % 2000001) - 1000000) / 997.0f * (i % 97 == 0 ? 40.0f : 1.0f);
+    }
+    return v;
+}
+
+// Runs `cards` threads on comm (global ranks base..base+cards-1) doing the three all-reduces; returns one
+// fingerprint per card of all three results, or throws what a card threw.
+std::vector<uint64_t> reduceOnCards(Communicator& comm, int cards, int base) {
+    std::vector<uint64_t> fps(static_cast<size_t>(cards));
+    std::vector<std::string> errors(static_cast<size_t>(cards));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < cards; ++r)
+        threads.emplace_back([&, r] {
+            try {
+                std::vector<float> mean = payload(base + r), mx = mean;
+                std::vector<uint16_t> half(kCount);
+                for (size_t i = 0; i < kCount; ++i)
+                    half[i] = floatToHalf(mean[i] * 7.0f);
+                comm.allReduce(r, mean.data(), kCount, DType::F32, ReduceOp::Mean);
+                comm.allReduce(r, half.data(), kCount, DType::F16, ReduceOp::Sum);
+                comm.allReduce(r, mx.data(), kCount, DType::F32, ReduceOp::Max);
+                uint64_t h = fingerprint(mean.data(), kCount * 4);
+                h = fingerprint(half.data(), kCount * 2, h);
+                fps[size_t(r)] = fingerprint(mx.data(), kCount * 4, h);
+            } catch (const std::exception& e) {
+                errors[size_t(r)] = e.what();
+            }
+        });
+    for (auto& t : threads)
+        t.join();
+    for (const auto& e : errors)
+        if (!e.empty())
+            throw std::runtime_error(e);
+    return fps;
+}
+
+// Child mode: join, agree on RS_CONFIG (key=value,...), all-gather "node<k>", print the gathered text; with
+// RS_CARDS, run that many cards as one server of the nodes and print their results' fingerprints.
 int childMain() {
     try {
         NodeOptions o = nodeOptionsFromEnvironment();
@@ -29,6 +79,15 @@ int childMain() {
         for (const QString& kv : text.split(',', Qt::SkipEmptyParts))
             config[kv.section('=', 0, 0).toStdString()] = kv.section('=', 1).toStdString();
         group->agreeOnConfig(config);
+        if (const int cards = qEnvironmentVariableIntValue("RS_CARDS"); cards > 0) {
+            Communicator comm(cards, std::chrono::seconds(20));
+            comm.setNodes(group->nodes(), group->nodeRank(), [&](const void* send, size_t bytes, void* recv) {
+                group->allGather(send, bytes, recv);
+            });
+            for (uint64_t fp : reduceOnCards(comm, cards, group->nodeRank() * cards))
+                std::printf("%016llx\n", static_cast<unsigned long long>(fp));
+            return 0;
+        }
         char mine[8] = {};
         std::snprintf(mine, sizeof mine, "node%d", group->nodeRank());
         std::vector<char> all(size_t(group->nodes()) * sizeof mine);
@@ -83,7 +142,7 @@ class TestNodeGroup : public QObject {
     Q_OBJECT
 
     std::unique_ptr<QProcess> start(int nodes, int rank, int port, const QString& config,
-                                    int timeoutMs = 20000) {
+                                    int timeoutMs = 20000, int cards = 0) {
         auto p = std::make_unique<QProcess>();
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert("RS_NODE_CHILD", "1");
@@ -93,6 +152,7 @@ class TestNodeGroup : public QObject {
         env.insert("NODE_RANK", QString::number(rank));
         env.insert("RS_CONFIG", config);
         env.insert("RS_TIMEOUT_MS", QString::number(timeoutMs));
+        env.insert("RS_CARDS", QString::number(cards));
         p->setProcessEnvironment(env);
         p->start(QCoreApplication::applicationFilePath(), {});
         return p;
@@ -120,6 +180,44 @@ private slots:
             const Node n = finish(std::move(p));
             QVERIFY2(n.p->exitStatus() == QProcess::NormalExit && n.p->exitCode() == 0, qPrintable(n.err));
             QCOMPARE(n.out.trimmed(), QString("gathered node0 node1 node2  root 4242"));
+        }
+    }
+
+    // HCCL-like hierarchy: N nodes x c cards (gloo between the nodes) give the same bits as one process with
+    // N servers of c cards, for fp32 Mean, fp16 Sum (overflowing to inf like hardware) and Max; every card
+    // of every node holds the same result.
+    void nodesReduceBitForBitLikeServersInOneProcess_data() {
+        QTest::addColumn<int>("nodes");
+        QTest::addColumn<int>("cards");
+        QTest::addRow("2 nodes x 2 cards") << 2 << 2;
+        QTest::addRow("3 nodes x 2 cards") << 3 << 2;
+        QTest::addRow("2 nodes x 3 cards") << 2 << 3;
+    }
+    void nodesReduceBitForBitLikeServersInOneProcess() {
+        QFETCH(int, nodes);
+        QFETCH(int, cards);
+        Communicator one(nodes * cards, std::chrono::seconds(20));
+        one.setServers(nodes);
+        const std::vector<uint64_t> reference = reduceOnCards(one, nodes * cards, 0);
+        for (uint64_t fp : reference)
+            QCOMPARE(fp, reference.front()); // every card of the one process agrees
+        Communicator flat(nodes * cards, std::chrono::seconds(20));
+        QVERIFY2(
+            reduceOnCards(flat, nodes * cards, 0).front() != reference.front(),
+            "the hierarchy changes the summation order, so the flat ring's bits differ (the test can fail)");
+
+        const int port = freePort();
+        std::vector<std::unique_ptr<QProcess>> ps;
+        for (int k = nodes - 1; k >= 0; --k)
+            ps.push_back(start(nodes, k, port, "", 20000, cards));
+        for (auto& p : ps) {
+            const Node n = finish(std::move(p));
+            QVERIFY2(n.p->exitCode() == 0, qPrintable(n.err));
+            const QStringList lines = n.out.split('\n', Qt::SkipEmptyParts);
+            QCOMPARE(lines.size(), cards);
+            for (const QString& line : lines)
+                QCOMPARE(line,
+                         QString::asprintf("%016llx", static_cast<unsigned long long>(reference.front())));
         }
     }
 
