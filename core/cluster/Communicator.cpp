@@ -258,43 +258,33 @@ void Communicator::allReduceHierarchical(std::unique_lock<std::mutex>& lock, Cal
     }
     lock.lock();
     sync(lock, call, false);
-    lock.unlock();
     if (m_nodes > 1) {
         // 2a. Across nodes: rank 0 assembles this node's server sum, all-gathers it, adds the nodes in
         // node order and leaves the result for every local rank.
-        if (rank == 0) {
-            try {
-                std::vector<char> mine(count * element);
-                for (size_t m = 0; m < c; ++m) {
-                    const size_t b = m * count / c, e = (m + 1) * count / c;
-                    std::memcpy(mine.data() + b * element,
-                                static_cast<const char*>(m_sources[m]) + b * element, (e - b) * element);
-                }
-                std::vector<char> all(size_t(m_nodes) * mine.size());
-                m_nodeAllGather(mine.data(), mine.size(), all.data());
-                std::vector<const void*> ring(static_cast<size_t>(m_nodes));
-                for (int k = 0; k < m_nodes; ++k)
-                    ring[size_t(k)] = all.data() + size_t(k) * mine.size();
-                m_nodeResult.resize(mine.size());
-                reduce(ring, m_nodeResult.data(), 0, count, op);
-                m_nodeError.clear();
-            } catch (const std::exception& e) {
-                m_nodeError = e.what();
+        nodeStage(lock, call, [&] {
+            std::vector<char> mine(count * element);
+            for (size_t m = 0; m < c; ++m) {
+                const size_t b = m * count / c, e = (m + 1) * count / c;
+                std::memcpy(mine.data() + b * element, static_cast<const char*>(m_sources[m]) + b * element,
+                            (e - b) * element);
             }
-        }
-        lock.lock();
-        sync(lock, call, false);
+            std::vector<char> all(size_t(m_nodes) * mine.size());
+            m_nodeAllGather(mine.data(), mine.size(), all.data());
+            std::vector<const void*> ring(static_cast<size_t>(m_nodes));
+            for (int k = 0; k < m_nodes; ++k)
+                ring[size_t(k)] = all.data() + size_t(k) * mine.size();
+            m_nodeResult.resize(mine.size());
+            reduce(ring, m_nodeResult.data(), 0, count, op);
+        });
         lock.unlock();
-        const std::string error = m_nodeError;
-        if (error.empty() && count)
+        if (count)
             std::memcpy(data, m_nodeResult.data(), count * element);
         lock.lock();
         sync(lock, call, false); // nobody reads the node result any more
         finish(call);
-        if (!error.empty())
-            throw std::runtime_error(fmt::format("HCCL AllReduce across nodes: {}", error));
         return;
     }
+    lock.unlock();
     // 2b. Across the servers of this process: member j adds chunk j of every server in server order.
     std::vector<char> total((end - begin) * element);
     {
@@ -324,15 +314,58 @@ void Communicator::allReduceHierarchical(std::unique_lock<std::mutex>& lock, Cal
     finish(call);
 }
 
+void Communicator::nodeStage(std::unique_lock<std::mutex>& lock, Call& call,
+                             const std::function<void()>& exchange) {
+    lock.unlock();
+    if (call.rank == 0) {
+        try {
+            exchange();
+            m_nodeError.clear();
+        } catch (const std::exception& e) {
+            m_nodeError = e.what();
+        }
+    }
+    lock.lock();
+    sync(lock, call, false);
+    if (m_nodeError.empty())
+        return;
+    const std::string message =
+        fmt::format("HCCL {} across nodes (node {} of {}): {}", call.name, m_nodeRank, m_nodes, m_nodeError);
+    if (!m_broken)
+        m_broken = Broken{false, message, call.name, {}, {}, call.sequence, m_timeout};
+    throw std::runtime_error(message);
+}
+
 void Communicator::broadcast(int rank, void* data, size_t bytes, int root) {
     checkRank(rank, "Broadcast");
-    checkRank(root, "Broadcast root");
+    if (root < 0 || root >= m_worldSize * m_nodes)
+        throw std::invalid_argument(
+            fmt::format("HCCL Broadcast root: rank {} is outside 0..{}", root, m_worldSize * m_nodes - 1));
     if (bytes > 0 && !data)
         throw std::invalid_argument(fmt::format("HCCL Broadcast: rank {} passed a null buffer", rank));
     Call call{"Broadcast", rank, bytes, -1, -1, root, 0};
     std::unique_lock lock(m_mutex);
     m_sources[static_cast<size_t>(rank)] = data;
     sync(lock, call, true);
+    if (m_nodes > 1) {
+        // The root's node sends its buffer to every node (an all-gather of one buffer each, the root's kept),
+        // then every local rank copies it.
+        const int rootNode = root / m_worldSize, localRoot = root % m_worldSize;
+        nodeStage(lock, call, [&] {
+            std::vector<char> all(size_t(m_nodes) * bytes);
+            const void* mine = rootNode == m_nodeRank ? m_sources[size_t(localRoot)] : data;
+            m_nodeAllGather(mine, bytes, all.data());
+            m_nodeResult.assign(all.begin() + std::ptrdiff_t(size_t(rootNode) * bytes),
+                                all.begin() + std::ptrdiff_t(size_t(rootNode + 1) * bytes));
+        });
+        lock.unlock();
+        if (bytes > 0 && !(m_nodeRank == rootNode && rank == localRoot))
+            std::memcpy(data, m_nodeResult.data(), bytes);
+        lock.lock();
+        sync(lock, call, false);
+        finish(call);
+        return;
+    }
     lock.unlock();
     const void* source = m_sources[static_cast<size_t>(root)];
     if (rank != root && bytes > 0 && source != data)
@@ -350,6 +383,26 @@ void Communicator::allGather(int rank, const void* send, size_t bytes, void* rec
     std::unique_lock lock(m_mutex);
     m_sources[static_cast<size_t>(rank)] = send;
     sync(lock, call, true);
+    if (m_nodes > 1) {
+        // Rank 0 packs this node's ranks' blocks, all-gathers them across nodes (global rank order), and
+        // every local rank copies the whole.
+        const size_t block = size_t(m_worldSize) * bytes;
+        nodeStage(lock, call, [&] {
+            std::vector<char> mine(block);
+            for (int i = 0; i < m_worldSize; ++i)
+                if (bytes > 0)
+                    std::memcpy(mine.data() + size_t(i) * bytes, m_sources[size_t(i)], bytes);
+            m_nodeResult.resize(size_t(m_nodes) * block);
+            m_nodeAllGather(mine.data(), block, m_nodeResult.data());
+        });
+        lock.unlock();
+        if (!m_nodeResult.empty())
+            std::memcpy(recv, m_nodeResult.data(), m_nodeResult.size());
+        lock.lock();
+        sync(lock, call, false);
+        finish(call);
+        return;
+    }
     lock.unlock();
     if (bytes > 0) {
         for (int i = 0; i < m_worldSize; ++i) {
@@ -369,6 +422,12 @@ void Communicator::barrier(int rank) {
     Call call{"Barrier", rank, 0, -1, -1, -1, 0};
     std::unique_lock lock(m_mutex);
     sync(lock, call, true);
+    if (m_nodes > 1)
+        nodeStage(lock, call, [&] {
+            char one = 1;
+            std::vector<char> all(static_cast<size_t>(m_nodes));
+            m_nodeAllGather(&one, 1, all.data());
+        });
     finish(call);
 }
 

@@ -76,7 +76,9 @@ public:
     void setServers(int servers);
     // This process's ranks are one server of `nodes` (this one is nodeRank); allGather sends `bytes` and
     // receives nodes x bytes, node k's at offset k x bytes (NodeGroup::allGather). Called by rank 0's thread
-    // while the other ranks wait; its exceptions reach every rank.
+    // while the other ranks wait; its exceptions reach every rank. With nodes, `rank` arguments stay local
+    // (0..worldSize-1), a Broadcast root is a rank of the whole run (node root / worldSize), and AllGather's
+    // recv holds every rank of the run (nodes x worldSize x bytes, in global rank order).
     using NodeAllGather = std::function<void(const void* send, size_t bytes, void* recv)>;
     void setNodes(int nodes, int nodeRank, NodeAllGather allGather);
     // bytes from root's data into every other rank's data.
@@ -135,6 +137,9 @@ private:
     void gatherChunks(int rank, void* data, size_t count, DType dtype) const;
     void allReduceHierarchical(std::unique_lock<std::mutex>& lock, Call& call, void* data, size_t count,
                                DType dtype, ReduceOp op);
+    // With the lock held and every local rank arrived: rank 0's thread runs the cross-node exchange while the
+    // others wait, then all meet again; an exchange that threw breaks the communicator on every rank.
+    void nodeStage(std::unique_lock<std::mutex>& lock, Call& call, const std::function<void()>& exchange);
 
     const int m_worldSize;
     mutable std::mutex m_mutex;

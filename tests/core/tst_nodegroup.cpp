@@ -36,9 +36,10 @@ std::vector<float> payload(int globalRank) {
     return v;
 }
 
-// Runs `cards` threads on comm (global ranks base..base+cards-1) doing the three all-reduces; returns one
-// fingerprint per card of all three results, or throws what a card threw.
-std::vector<uint64_t> reduceOnCards(Communicator& comm, int cards, int base) {
+// Runs `cards` threads on comm (global ranks base..base+cards-1 of `world`) doing the three all-reduces, a
+// broadcast from the run's last rank, an all-gather of every rank's id and a barrier; returns one
+// fingerprint per card of all the results, or throws what a card threw.
+std::vector<uint64_t> reduceOnCards(Communicator& comm, int cards, int base, int world) {
     std::vector<uint64_t> fps(static_cast<size_t>(cards));
     std::vector<std::string> errors(static_cast<size_t>(cards));
     std::vector<std::thread> threads;
@@ -52,8 +53,17 @@ std::vector<uint64_t> reduceOnCards(Communicator& comm, int cards, int base) {
                 comm.allReduce(r, mean.data(), kCount, DType::F32, ReduceOp::Mean);
                 comm.allReduce(r, half.data(), kCount, DType::F16, ReduceOp::Sum);
                 comm.allReduce(r, mx.data(), kCount, DType::F32, ReduceOp::Max);
+                // Broadcast from the last rank of the run, an all-gather of every rank's id, a barrier.
+                std::vector<float> root = payload(base + r);
+                comm.broadcast(r, root.data(), kCount * 4, world - 1);
+                int32_t id = base + r;
+                std::vector<int32_t> ids(static_cast<size_t>(world), -1);
+                comm.allGather(r, &id, sizeof id, ids.data());
+                comm.barrier(r);
                 uint64_t h = fingerprint(mean.data(), kCount * 4);
                 h = fingerprint(half.data(), kCount * 2, h);
+                h = fingerprint(root.data(), kCount * 4, h);
+                h = fingerprint(ids.data(), ids.size() * 4, h);
                 fps[size_t(r)] = fingerprint(mx.data(), kCount * 4, h);
             } catch (const std::exception& e) {
                 errors[size_t(r)] = e.what();
@@ -79,12 +89,15 @@ int childMain() {
         for (const QString& kv : text.split(',', Qt::SkipEmptyParts))
             config[kv.section('=', 0, 0).toStdString()] = kv.section('=', 1).toStdString();
         group->agreeOnConfig(config);
+        if (qEnvironmentVariableIsSet("RS_DIE") &&
+            group->nodeRank() == qEnvironmentVariableIntValue("RS_DIE"))
+            _exit(9); // a node lost after the rendezvous, before the first collective
         if (const int cards = qEnvironmentVariableIntValue("RS_CARDS"); cards > 0) {
             Communicator comm(cards, std::chrono::seconds(20));
             comm.setNodes(group->nodes(), group->nodeRank(), [&](const void* send, size_t bytes, void* recv) {
                 group->allGather(send, bytes, recv);
             });
-            for (uint64_t fp : reduceOnCards(comm, cards, group->nodeRank() * cards))
+            for (uint64_t fp : reduceOnCards(comm, cards, group->nodeRank() * cards, group->nodes() * cards))
                 std::printf("%016llx\n", static_cast<unsigned long long>(fp));
             return 0;
         }
@@ -184,8 +197,9 @@ private slots:
     }
 
     // HCCL-like hierarchy: N nodes x c cards (gloo between the nodes) give the same bits as one process with
-    // N servers of c cards, for fp32 Mean, fp16 Sum (overflowing to inf like hardware) and Max; every card
-    // of every node holds the same result.
+    // N servers of c cards, for fp32 Mean, fp16 Sum (overflowing to inf like hardware) and Max, and the same
+    // broadcast from a rank of the last node, all-gather in global rank order and barrier; every card of
+    // every node holds the same result.
     void nodesReduceBitForBitLikeServersInOneProcess_data() {
         QTest::addColumn<int>("nodes");
         QTest::addColumn<int>("cards");
@@ -198,12 +212,12 @@ private slots:
         QFETCH(int, cards);
         Communicator one(nodes * cards, std::chrono::seconds(20));
         one.setServers(nodes);
-        const std::vector<uint64_t> reference = reduceOnCards(one, nodes * cards, 0);
+        const std::vector<uint64_t> reference = reduceOnCards(one, nodes * cards, 0, nodes * cards);
         for (uint64_t fp : reference)
             QCOMPARE(fp, reference.front()); // every card of the one process agrees
         Communicator flat(nodes * cards, std::chrono::seconds(20));
         QVERIFY2(
-            reduceOnCards(flat, nodes * cards, 0).front() != reference.front(),
+            reduceOnCards(flat, nodes * cards, 0, nodes * cards).front() != reference.front(),
             "the hierarchy changes the summation order, so the flat ring's bits differ (the test can fail)");
 
         const int port = freePort();
@@ -219,6 +233,23 @@ private slots:
                 QCOMPARE(line,
                          QString::asprintf("%016llx", static_cast<unsigned long long>(reference.front())));
         }
+    }
+
+    // A node lost after the rendezvous: every card of the others fails its collective within the timeout,
+    // saying it was the exchange across nodes that failed; nothing hangs.
+    void aLostNodeFailsTheOthersCollectivesWithinTheTimeout() {
+        const int port = freePort();
+        qputenv("RS_DIE", "1");
+        auto lost = start(2, 1, port, "", 3000, 2);
+        auto survivor = start(2, 0, port, "", 3000, 2);
+        qunsetenv("RS_DIE");
+        QElapsedTimer t;
+        t.start();
+        const Node n = finish(std::move(survivor));
+        finish(std::move(lost));
+        QCOMPARE(n.p->exitCode(), 1);
+        QVERIFY2(n.err.contains("HCCL AllReduce across nodes (node 0 of 2)"), qPrintable(n.err));
+        QVERIFY2(t.elapsed() < 30000, "bounded");
     }
 
     void differentConfigurationsAreRefusedOnEveryNode() {
