@@ -11,7 +11,7 @@
 namespace rs::cli {
 
 int lintRankTableCommand(const Args& argv) {
-    const CliArgs args(argv, {"ranks"}, {"json"});
+    const CliArgs args(argv, {"ranks", "nodes"}, {"json"});
     if (args.positionals().size() != 1)
         throw UsageError(fmt::format("expected one rank table file, got {}", args.positionals().size()));
     const std::string path = args.positionals().front();
@@ -27,7 +27,22 @@ int lintRankTableCommand(const Args& argv) {
         printError(fmt::format("lint-ranktable: {}: cannot open the file", path));
         return 2;
     }
-    const auto check = loadRankTable(path, expected);
+    int nodes = 0;
+    if (auto n = args.value("nodes")) {
+        try {
+            nodes = std::stoi(*n);
+        } catch (const std::exception&) {
+            throw UsageError(fmt::format("--nodes '{}' is not a number", *n));
+        }
+        if (nodes < 1)
+            throw UsageError(fmt::format("--nodes {} must be at least 1", nodes));
+    }
+    auto check = loadRankTable(path, expected);
+    if (check.ok() && nodes > 0) {
+        check.problems = checkNodes(*check.table, nodes);
+        if (!check.problems.empty())
+            check.table.reset();
+    }
     if (args.flag("json")) {
         nlohmann::json j;
         j["file"] = path;
@@ -38,7 +53,8 @@ int lintRankTableCommand(const Args& argv) {
             j["problems"].push_back({{"where", p.where}, {"message", p.message}});
         std::printf("%s\n", j.dump(2).c_str());
     } else if (check.ok()) {
-        std::printf("%s: valid rank table, %zu ranks\n", path.c_str(), check.table->devices.size());
+        std::printf("%s: valid rank table, %zu ranks%s\n", path.c_str(), check.table->devices.size(),
+                    nodes > 0 ? fmt::format(" on {} node(s)", nodes).c_str() : "");
     } else {
         for (const auto& p : check.problems)
             std::printf("%s: %s: %s\n", path.c_str(), p.where.c_str(), p.message.c_str());

@@ -22,7 +22,7 @@ commands:
                   [--force] [--quiet] --out RUN.h5
   inspect         summary of a run file: RUN.h5 [--json]
   export-csv      steps.csv, gradients.csv, events.csv: RUN.h5 --out DIR [--force]
-  lint-ranktable  validate a MindSpore hccl.json: FILE [--ranks N] [--json]
+  lint-ranktable  validate a MindSpore hccl.json: FILE [--ranks N] [--nodes N] [--json]
   bench           throughput: single replica vs the cluster with telemetry off and on
                   [--model M] [--ranks N] [--batch PER_RANK] [--steps N] [--repeat R] [--precision P]
                   [--peer] [--json]

@@ -346,6 +346,52 @@ private:
 
 } // namespace
 
+std::vector<RankTableProblem> checkNodes(const RankTable& table, int nodes) {
+    std::vector<RankTableProblem> out;
+    // Servers in order of their first rank, as toJson writes them.
+    std::vector<std::string> order;
+    std::map<std::string, std::vector<int>> ranks;
+    for (const RankTableDevice& d : table.devices) {
+        if (!ranks.count(d.serverId))
+            order.push_back(d.serverId);
+        ranks[d.serverId].push_back(d.rankId);
+    }
+    if (int(order.size()) != nodes) {
+        out.push_back(
+            {"server_list", fmt::format("{} server(s) for {} node(s): a multi-node run has one node "
+                                        "process per server",
+                                        order.size(), nodes)});
+        return out;
+    }
+    const int world = table.worldSize();
+    if (nodes <= 0 || world % nodes != 0) {
+        out.push_back(
+            {"server_list", fmt::format("{} ranks do not split evenly over {} nodes", world, nodes)});
+        return out;
+    }
+    const int c = world / nodes;
+    for (size_t s = 0; s < order.size(); ++s) {
+        const auto& r = ranks[order[s]];
+        const std::string where = fmt::format("server_list[{}] (server_id \"{}\")", s, order[s]);
+        if (int(r.size()) != c) {
+            out.push_back(
+                {where, fmt::format("{} device(s) where each node needs {} ({} ranks over {} nodes): "
+                                    "the hierarchical all-reduce needs servers of one size",
+                                    r.size(), c, world, nodes)});
+            continue;
+        }
+        for (int k = 0; k < c; ++k)
+            if (r[size_t(k)] != int(s) * c + k) {
+                out.push_back(
+                    {where, fmt::format("holds rank_id {} where node {} hosts ranks {}..{}: list each "
+                                        "server's ranks as one contiguous block, in server order",
+                                        r[size_t(k)], s, int(s) * c, int(s) * c + c - 1)});
+                break;
+            }
+    }
+    return out;
+}
+
 int RankTable::serverCount() const {
     std::set<std::string> ids;
     for (const RankTableDevice& d : devices)

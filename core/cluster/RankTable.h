@@ -48,6 +48,11 @@ struct RankTableCheck {
 // std::invalid_argument for worldSize outside 1..245 or devicesPerServer outside 1..8.
 RankTable generateRankTable(int worldSize, int devicesPerServer = kDevicesPerAscendServer);
 
+// A table for a run of `nodes` node processes (issue 12: one process per server): as many servers as nodes,
+// every server the same number of devices, and server s holding ranks s*c .. s*c+c-1 (a node hosts a
+// contiguous block of ranks). Every problem, each naming the server; empty when the table fits.
+std::vector<RankTableProblem> checkNodes(const RankTable& table, int nodes);
+
 // expectedRanks: the job's rank count, checked against the number of devices; -1 skips that check.
 RankTableCheck parseRankTable(const std::string& jsonText, int expectedRanks = -1);
 // An unreadable file yields one problem whose where is the path.

@@ -253,6 +253,15 @@ void TestCli::lintRankTable() {
     QVERIFY2(all.contains("server_list[0].device[1].rank_id"), qPrintable(all));
     QVERIFY2(all.contains("device_ip"), qPrintable(all));
     QCOMPARE(cli({"lint-ranktable", "/nonexistent.json"}).code, 2);
+
+    // Against the nodes of a multi-node run: one node per server.
+    auto nodes = cli({"lint-ranktable", data + "/ranktables/valid_16p_2servers.json", "--nodes", "2"});
+    QCOMPARE(nodes.code, 0);
+    QVERIFY2(nodes.out.contains("16 ranks on 2 node(s)"), qPrintable(nodes.out));
+    auto wrong = cli({"lint-ranktable", data + "/ranktables/valid_16p_2servers.json", "--nodes", "4"});
+    QCOMPARE(wrong.code, 1);
+    QVERIFY2(wrong.out.contains("server_list: 2 server(s) for 4 node(s)"), qPrintable(wrong.out));
+    QCOMPARE(cli({"lint-ranktable", data + "/ranktables/valid_4p.json", "--nodes", "0"}).code, 2);
 }
 
 int64_t TestCli::waitForSteps(const QString& path, int64_t atLeast, QProcess& proc) {

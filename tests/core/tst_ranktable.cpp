@@ -79,6 +79,28 @@ private slots:
         QCOMPARE(check.table->devices[9].serverId, std::string("198.51.100.8"));
     }
 
+    // A table for a multi-node run: one server per node, servers of one size, each a contiguous block of
+    // ranks; every problem named with its server.
+    void checkNodesAgainstTheServers() {
+        const rs::RankTable two = rs::generateRankTable(8, 4);
+        QVERIFY(rs::checkNodes(two, 2).empty());
+        auto p = rs::checkNodes(two, 4);
+        QCOMPARE(p.size(), size_t(1));
+        QCOMPARE(QString::fromStdString(p[0].message),
+                 QString("2 server(s) for 4 node(s): a multi-node run has one node process per server"));
+        p = rs::checkNodes(rs::generateRankTable(6, 4), 2);
+        QCOMPARE(p.size(), size_t(2));
+        QCOMPARE(QString::fromStdString(p[0].where), QString("server_list[0] (server_id \"198.51.100.1\")"));
+        QVERIFY(QString::fromStdString(p[0].message).startsWith("4 device(s) where each node needs 3"));
+        rs::RankTable mixed = two;
+        std::swap(mixed.devices[1].serverId, mixed.devices[5].serverId);
+        p = rs::checkNodes(mixed, 2);
+        QVERIFY(!p.empty());
+        QCOMPARE(QString::fromStdString(p[0].message),
+                 QString("holds rank_id 2 where node 0 hosts ranks 0..3: list each server's ranks as one "
+                         "contiguous block, in server order"));
+    }
+
     void devicesAreSortedByRank() {
         const QByteArray json = oneServer(dev("0", "192.0.2.10", "2") + "," + dev("1", "192.0.2.11", "0") +
                                           "," + dev("2", "192.0.2.12", "1"));
