@@ -1,6 +1,7 @@
 // `ranksight-cli train`: configure, run with a progress line on stderr, stop cleanly on Ctrl-C.
 #include "CliArgs.h"
 #include "Commands.h"
+#include "cluster/NodeGroup.h"
 #include "train/Trainer.h"
 
 #include <atomic>
@@ -107,7 +108,7 @@ const std::map<std::string, std::string> kFlagKeys = {
 } // namespace
 
 int trainCommand(const Args& argv) {
-    std::set<std::string> valued = {"config", "set", "fault"};
+    std::set<std::string> valued = {"config", "set", "fault", "nodes", "node-rank", "master"};
     for (const auto& [flag, key] : kFlagKeys)
         valued.insert(flag);
     const CliArgs args(argv, valued, {"force", "quiet"});
@@ -119,8 +120,8 @@ int trainCommand(const Args& argv) {
         if (auto path = args.value("config"))
             cfg = TrainConfig::fromFile(*path);
         for (const auto& [name, value] : args.ordered()) {
-            if (name == "config")
-                continue;
+            if (name == "config" || name == "nodes" || name == "node-rank" || name == "master")
+                continue; // the nodes are read below
             if (name == "set") {
                 const auto eq = value.find('=');
                 if (eq == std::string::npos)
@@ -133,12 +134,34 @@ int trainCommand(const Args& argv) {
             }
         }
         cfg.overwrite = args.flag("force");
+        // Nodes: the flags, else torchrun-style variables (NNODES, NODE_RANK, MASTER_ADDR, MASTER_PORT), so
+        // a scheduler's launcher starts the nodes unchanged.
+        NodeOptions node = nodeOptionsFromEnvironment();
+        if (auto m = args.value("master"))
+            parseMaster(*m, node);
+        auto number = [&](const char* flag, int& into) {
+            if (auto v = args.value(flag)) {
+                char* end = nullptr;
+                const long x = std::strtol(v->c_str(), &end, 10);
+                if (v->empty() || *end || x < 0 || x > 4096)
+                    throw ConfigError(fmt::format("--{} '{}' is not a number", flag, *v));
+                into = int(x);
+            }
+        };
+        number("nodes", node.nodes);
+        number("node-rank", node.nodeRank);
+        cfg.nodes = node.nodes;
+        cfg.nodeRank = node.nodeRank;
+        cfg.master = fmt::format("{}:{}", node.masterHost, node.masterPort);
         cfg.validate();
     } catch (const ConfigError& e) {
         printError(fmt::format("train: {}", e.what()));
         return 2;
+    } catch (const std::invalid_argument& e) { // --master, NNODES...
+        printError(fmt::format("train: {}", e.what()));
+        return 2;
     }
-    if (!cfg.overwrite && access(cfg.out.c_str(), F_OK) == 0) {
+    if (!cfg.overwrite && !cfg.out.empty() && access(cfg.out.c_str(), F_OK) == 0) {
         printError(fmt::format("train: {} already exists (use --force to replace it)", cfg.out));
         return 2;
     }

@@ -20,6 +20,9 @@ commands:
                   [--loss-scale none|fixed:V|dynamic] [--data synthetic|cifar10:DIR] [--seed S]
                   [--lr X] [--rank-table FILE] [--set KEY=VALUE]... [--fault NAME[@STEP][:RANK]]...
                   [--force] [--quiet] --out RUN.h5
+                  [--nodes N --node-rank K --master HOST:PORT]: this process is node K of N (one server
+                  of ranks/N cards each; node 0 listens on HOST:PORT and writes --out); also from NNODES,
+                  NODE_RANK, MASTER_ADDR, MASTER_PORT
   inspect         summary of a run file: RUN.h5 [--json]
   export-csv      steps.csv, gradients.csv, events.csv: RUN.h5 --out DIR [--force]
   lint-ranktable  validate a MindSpore hccl.json: FILE [--ranks N] [--nodes N] [--json]

@@ -153,6 +153,8 @@ void TrainConfig::set(const std::string& key, const std::string& v) {
         flightBudgetMb = static_cast<int>(toInt(key, v, 0, 1 << 20));
     } else if (key == "timeout_ms") {
         timeoutMs = static_cast<int>(toInt(key, v, 10, 3600000));
+    } else if (key == "devices_per_server") {
+        devicesPerServer = static_cast<int>(toInt(key, v, 1, 8));
     } else if (key == "compute_threads") {
         computeThreads = static_cast<int>(toInt(key, v, 0, 256));
     } else if (key == "faults") { // --set faults=A,B: a comma-separated list replaces the current one
@@ -259,16 +261,22 @@ std::string TrainConfig::toJson() const {
     j["flight_budget_mb"] = flightBudgetMb;
     j["timeout_ms"] = timeoutMs;
     j["compute_threads"] = computeThreads;
+    j["devices_per_server"] = devicesPerServer;
     // data, rank_table and out are paths from the command line, not necessarily UTF-8: dump() would throw
     // type_error.316 on them; such bytes are written as U+FFFD instead.
     return j.dump(2, ' ', false, Json::error_handler_t::replace);
 }
 
 void TrainConfig::validate() const {
-    if (writeFile && out.empty())
+    if (writeFile && out.empty() && nodeRank == 0)
         throw ConfigError("out: no run file given (--out RUN.h5)");
     if (ranks < 1)
         throw ConfigError("ranks: must be at least 1");
+    if (nodes < 1 || nodeRank < 0 || nodeRank >= nodes)
+        throw ConfigError(
+            fmt::format("--node-rank {} is out of range for --nodes {} (0..{})", nodeRank, nodes, nodes - 1));
+    if (nodes > 1 && ranks % nodes != 0)
+        throw ConfigError(fmt::format("ranks: {} ranks do not split evenly over {} nodes", ranks, nodes));
     checkFaults(parseFaults(faults), ranks);
 }
 

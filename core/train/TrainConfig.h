@@ -54,7 +54,15 @@ struct TrainConfig {
     int evalSamples = 512; // held-out images each rank evaluates
     int flightSteps = 4;   // flight recorder depth (capped by flightBudgetMb)
     int flightBudgetMb = 1024;
-    int timeoutMs = 30000;  // every collective
+    int timeoutMs = 30000; // every collective
+    // Cards per server of the generated rank table; servers of equal size make the all-reduce hierarchical
+    // (inside each server, then across servers), the same bits as that many node processes.
+    int devicesPerServer = 8;
+    // Multi-node (issue 12): this process is node `nodeRank` of `nodes`, each a server of ranks / nodes
+    // cards, joined through master (HOST:PORT, node 0 listens there). Not config keys of the file.
+    int nodes = 1;
+    int nodeRank = 0;
+    std::string master = "127.0.0.1:29500";
     int computeThreads = 0; // cards computing at once; 0: one per core
     // Fault-lab specs, NAME[@STEP][:RANK] (faults/FaultSpec.h). Deliberately left out of toJson(): the run
     // file must show a fault only through what training records, never name it.

@@ -2,8 +2,10 @@
 
 #include "cluster/Communicator.h"
 #include "cluster/ComputeSlots.h"
+#include "cluster/NodeGroup.h"
 #include "cluster/RankTable.h"
 #include "faults/FaultPlan.h"
+#include "store/ReaderProtocol.h"
 #include "store/RunWriter.h"
 #include "telemetry/EventDetector.h"
 #include "telemetry/Fingerprint.h"
@@ -83,6 +85,10 @@ struct Trainer::Impl {
     std::unique_ptr<Dataset> train, test;
     std::unique_ptr<Communicator> comm;
     std::unique_ptr<ComputeSlots> slots;
+    // Multi-node: this process hosts ranks [base, base + localCards) of cfg.ranks; the others are other
+    // node processes, reached through `group` (the communicator's cross-node stage and the record exchange).
+    int localCards = 0, base = 0;
+    std::unique_ptr<NodeGroup> group;
     int64_t totalSteps = 0, perEpoch = 0;
     int flightDepth = 0;
     bool halfPayload = false;
@@ -90,7 +96,8 @@ struct Trainer::Impl {
     std::string preflightError;        // set when pre-flight refuses after the run file can be written
 
     struct Card {
-        int rank = 0;
+        int rank = 0;  // in the whole run
+        int local = 0; // on this node's communicator
         std::unique_ptr<Replica> replica;
         std::unique_ptr<DistributedSampler> sampler;
         std::unique_ptr<LossScaler> scaler;
@@ -133,6 +140,11 @@ struct Trainer::Impl {
     }
 
     void setup();
+    void joinNodes();
+    // Multi-node: every card's one-rank record goes to every node (two all-gathers through the
+    // communicator, in each card's own program order, so the nodes' collectives line up); local card 0 gets
+    // the whole run's records in rank order, the others an empty vector.
+    template <class Record> std::vector<Record> exchange(const Card& card, const Record& mine);
     void buildCards();
     void cardLoop(Card& card);
     void trainStep(Card& card, int64_t step, std::vector<uint8_t>& raw, std::vector<float>& images,
@@ -150,7 +162,7 @@ struct Trainer::Impl {
             std::lock_guard lock(gatherMutex);
             auto& [record, count] = pending[key];
             fill(record);
-            if (++count == cfg.ranks) {
+            if (++count == localCards) {
                 done = std::move(record);
                 pending.erase(key);
             }
@@ -163,9 +175,11 @@ struct Trainer::Impl {
 Trainer::Trainer(TrainConfig config)
     : d(std::make_unique<Impl>()) {
     d->cfg = std::move(config);
+    const int nodes = std::max(1, d->cfg.nodes);
+    d->localCards = std::max(1, d->cfg.ranks / nodes);
+    d->base = d->cfg.nodeRank * d->localCards;
     // Created here, not in run(), so stop() from another thread never races with its creation.
-    d->comm = std::make_unique<Communicator>(std::max(1, d->cfg.ranks),
-                                             std::chrono::milliseconds(d->cfg.timeoutMs));
+    d->comm = std::make_unique<Communicator>(d->localCards, std::chrono::milliseconds(d->cfg.timeoutMs));
 }
 Trainer::~Trainer() = default;
 void Trainer::setObserver(TrainObserver* observer) {
@@ -205,8 +219,9 @@ void Trainer::Impl::setup() {
     // Pre-flight: the rank table must describe exactly the cards of this run.
     RankTable table;
     std::string tableText;
+    const bool multiNode = cfg.nodes > 1;
     if (cfg.rankTable.empty()) {
-        table = generateRankTable(cfg.ranks);
+        table = generateRankTable(cfg.ranks, multiNode ? localCards : cfg.devicesPerServer);
         tableText = table.toJson();
         if (auto bad = faults ? faults->rankTableText(tableText) : std::nullopt) {
             // A broken hccl.json: pre-flight refuses it, and the run file still records what it was given.
@@ -221,6 +236,20 @@ void Trainer::Impl::setup() {
         table = *check.table;
         tableText = table.toJson();
     }
+    // HCCL reduces inside each server, then across servers: with servers of one size (each a contiguous block
+    // of ranks) the all-reduce does too, in one process as across node processes (the same bits).
+    if (multiNode) {
+        if (const auto problems = checkNodes(table, cfg.nodes); !problems.empty()) {
+            std::string text;
+            for (const auto& p : problems)
+                text += (text.empty() ? "" : "\n") + p.where + ": " + p.message;
+            throw TrainError(fmt::format("rank table does not fit {} nodes:\n{}", cfg.nodes, text));
+        }
+    } else if (const int servers = table.serverCount(); servers > 1 && checkNodes(table, servers).empty()) {
+        comm->setServers(servers);
+    }
+    if (multiNode)
+        joinNodes();
     try {
         train = openDataset(cfg.data, Split::Train, cfg.seed);
         test = openDataset(cfg.data, Split::Test, cfg.seed);
@@ -278,7 +307,7 @@ void Trainer::Impl::setup() {
         c.hbmUsedBytes = hbmUsed;
         meta.cards.push_back(c);
     }
-    if (!cfg.writeFile)
+    if (!cfg.writeFile || cfg.nodeRank != 0) // node 0 writes the one run file
         return;
     try {
         writer = RunWriter::create(cfg.out, meta, cfg.overwrite);
@@ -287,11 +316,74 @@ void Trainer::Impl::setup() {
     }
 }
 
+void Trainer::Impl::joinNodes() {
+    NodeOptions o;
+    o.nodes = cfg.nodes;
+    o.nodeRank = cfg.nodeRank;
+    o.timeout = std::chrono::milliseconds(cfg.timeoutMs);
+    try {
+        parseMaster(cfg.master, o);
+    } catch (const std::invalid_argument& e) {
+        throw TrainError(e.what());
+    }
+    // What must be equal on every node: the whole configuration but what is this host's own business.
+    std::map<std::string, std::string> compared;
+    const auto json = nlohmann::json::parse(cfg.toJson()); // items() of a temporary would dangle
+    for (const auto& [key, value] : json.items())
+        if (key != "compute_threads" && key != "rank_table")
+            compared[key] = value.dump();
+    std::string faultList;
+    for (const auto& f : cfg.faults)
+        faultList += (faultList.empty() ? "" : ",") + f;
+    compared["faults"] = faultList.empty() ? "none" : faultList;
+    compared["nodes"] = std::to_string(cfg.nodes);
+    try {
+        group = NodeGroup::join(o);
+        group->agreeOnConfig(compared);
+    } catch (const NodeError& e) {
+        throw TrainError(e.what());
+    }
+    comm->setNodes(cfg.nodes, cfg.nodeRank, [g = group.get()](const void* send, size_t bytes, void* recv) {
+        g->allGather(send, bytes, recv);
+    });
+}
+
+template <class Record> std::vector<Record> Trainer::Impl::exchange(const Card& card, const Record& mine) {
+    readerwire::Writer w;
+    readerwire::put(w, std::vector<Record>{mine});
+    std::string& bytes = w.bytes();
+    const uint64_t size = bytes.size();
+    std::vector<uint64_t> sizes(size_t(cfg.ranks));
+    comm->allGather(card.local, &size, sizeof size, sizes.data());
+    const uint64_t width = *std::max_element(sizes.begin(), sizes.end());
+    bytes.resize(size_t(width));
+    std::vector<char> all(size_t(width) * size_t(cfg.ranks));
+    comm->allGather(card.local, bytes.data(), size_t(width), all.data());
+    std::vector<Record> out;
+    if (card.local != 0)
+        return out;
+    for (int r = 0; r < cfg.ranks; ++r) {
+        readerwire::Reader in(std::string_view(all.data() + size_t(r) * width, size_t(sizes[size_t(r)])));
+        std::vector<Record> one;
+        if constexpr (std::is_same_v<Record, StepRecord>)
+            one = readerwire::getSteps(in);
+        else if constexpr (std::is_same_v<Record, WeightRecord>)
+            one = readerwire::getWeights(in);
+        else
+            one = readerwire::getEvals(in);
+        if (one.size() != 1)
+            throw std::runtime_error(fmt::format("a record from rank {} did not decode", r));
+        out.push_back(std::move(one.front()));
+    }
+    return out;
+}
+
 void Trainer::Impl::buildCards() {
     // LibTorch's default generator is global: replicas are built one after another, never concurrently.
-    for (int r = 0; r < cfg.ranks; ++r) {
+    for (int r = base; r < base + localCards; ++r) {
         auto card = std::make_unique<Card>();
         card->rank = r;
+        card->local = r - base;
         ReplicaOptions opt;
         opt.model = cfg.model;
         opt.precision = cfg.precision;
@@ -313,7 +405,7 @@ void Trainer::Impl::buildCards() {
     }
     // Flight recorder depth within the budget. Depth 1 copies only the local gradient each step (the synced
     // gradient and the weights are still live when a dump is taken); each deeper step copies all three.
-    const int64_t oneCopy = cards[0]->replica->numParams() * 4 * cfg.ranks;
+    const int64_t oneCopy = cards[0]->replica->numParams() * 4 * localCards;
     const int64_t budget = int64_t(cfg.flightBudgetMb) << 20;
     flightDepth = cfg.telemetry && cfg.flightSteps >= 1 && oneCopy <= budget ? 1 : 0; // part of telemetry
     while (flightDepth >= 1 && flightDepth < cfg.flightSteps &&
@@ -338,6 +430,27 @@ void Trainer::Impl::recordWeights(Card& card, int64_t step) {
     double bufferNorm = 0;
     for (float v : buffers)
         bufferNorm += static_cast<double>(v) * v;
+    if (group) {
+        WeightRecord one;
+        one.step = step;
+        one.fp = {std::move(fp)};
+        one.norm = {std::move(norm)};
+        one.bufferFp = {bufferFp};
+        one.bufferDrift = {static_cast<float>(std::sqrt(bufferNorm))};
+        auto all = exchange(card, one);
+        if (card.local != 0)
+            return;
+        WeightRecord rec;
+        rec.step = step;
+        for (auto& x : all) {
+            rec.fp.push_back(std::move(x.fp[0]));
+            rec.norm.push_back(std::move(x.norm[0]));
+            rec.bufferFp.push_back(x.bufferFp[0]);
+            rec.bufferDrift.push_back(x.bufferDrift[0]);
+        }
+        push(std::move(rec));
+        return;
+    }
     gather(pendingWeights, step, [&](WeightRecord& rec) {
         rec.step = step;
         rec.fp.resize(cfg.ranks);
@@ -367,11 +480,28 @@ void Trainer::Impl::evaluate(Card& card, int64_t step) {
         for (int i = 0; i < m; ++i)
             ids[i] = begin + i;
         loadNormalizedBatch(*test, ids.data(), m, raw, images, labels);
-        ComputingGuard computing(*comm, card.rank);
+        ComputingGuard computing(*comm, card.local);
         ComputeSlotGuard slot(*slots);
         const auto r = card.replica->evaluate(images.data(), labels.data(), m);
         correct += r.correct;
         lossSum += static_cast<double>(r.loss) * m;
+    }
+    if (group) {
+        EvalRecord one;
+        one.step = step;
+        one.accuracy = {static_cast<float>(correct) / static_cast<float>(n)};
+        one.loss = {static_cast<float>(lossSum / n)};
+        auto all = exchange(card, one);
+        if (card.local != 0)
+            return;
+        EvalRecord rec;
+        rec.step = step;
+        for (const auto& x : all) {
+            rec.accuracy.push_back(x.accuracy[0]);
+            rec.loss.push_back(x.loss[0]);
+        }
+        push(std::move(rec));
+        return;
     }
     gather(pendingEvals, step, [&](EvalRecord& rec) {
         rec.step = step;
@@ -408,7 +538,7 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
     double commMs = 0;
     BatchResult res;
     {
-        ComputingGuard computing(*comm, r);
+        ComputingGuard computing(*comm, card.local);
         ComputeSlotGuard slot(*slots);
         const auto tc = Clock::now();
         res = rep.forwardBackward(images.data(), labels.data(), B, scale);
@@ -474,10 +604,10 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
     auto tcomm = Clock::now();
     if (halfPayload) {
         rep.gradsToHalf(card.half.data());
-        comm->allReduce(r, card.half.data(), static_cast<size_t>(N), DType::F16, op);
+        comm->allReduce(card.local, card.half.data(), static_cast<size_t>(N), DType::F16, op);
         rep.gradsFromHalf(card.half.data());
     } else {
-        comm->allReduce(r, g, static_cast<size_t>(N), DType::F32, op);
+        comm->allReduce(card.local, g, static_cast<size_t>(N), DType::F32, op);
     }
     commMs += msSince(tcomm);
     if (unsynced >= 0)
@@ -511,7 +641,7 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
         overflow = localOverflow ? 1.f : 0.f;
     } else {
         tcomm = Clock::now();
-        comm->allReduce(r, &overflow, 1, DType::F32, ReduceOp::Max);
+        comm->allReduce(card.local, &overflow, 1, DType::F32, ReduceOp::Max);
         commMs += msSince(tcomm);
     }
     rs.overflow = overflow > 0 ? 1 : 0;
@@ -543,7 +673,7 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
     mine.dumpRequested = dumpRequested.exchange(false) ? 1u : 0u;
     std::vector<Digest> all(W);
     tcomm = Clock::now();
-    comm->allGather(r, &mine, sizeof(Digest), all.data());
+    comm->allGather(card.local, &mine, sizeof(Digest), all.data());
     commMs += msSince(tcomm);
     bool anomaly = false, requested = false;
     std::string reason;
@@ -561,13 +691,30 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
     rs.stepMs = static_cast<float>(msSince(t0));
 
     const float lr = learningRate(step);
-    gather(pendingSteps, step, [&](StepRecord& rec) {
-        rec.step = step;
-        rec.epoch = epoch;
-        rec.lr = lr;
-        rec.ranks.resize(W);
-        rec.ranks[r] = std::move(rs);
-    });
+    if (group) {
+        StepRecord one;
+        one.step = step;
+        one.epoch = epoch;
+        one.lr = lr;
+        one.ranks.push_back(std::move(rs));
+        auto all = exchange(card, one);
+        if (card.local == 0) {
+            StepRecord rec;
+            rec.step = step;
+            rec.epoch = epoch;
+            rec.lr = lr;
+            for (auto& x : all)
+                rec.ranks.push_back(std::move(x.ranks[0]));
+            push(std::move(rec));
+        }
+    } else
+        gather(pendingSteps, step, [&](StepRecord& rec) {
+            rec.step = step;
+            rec.epoch = epoch;
+            rec.lr = lr;
+            rec.ranks.resize(W);
+            rec.ranks[r] = std::move(rs);
+        });
     if (weightStep)
         recordWeights(card, step + 1);
 
@@ -602,8 +749,8 @@ void Trainer::Impl::cardLoop(Card& card) {
     int64_t step = 0;
     try {
         if (cfg.broadcastInit) // MindSpore parameter_broadcast: everyone starts from rank 0's weights
-            comm->broadcast(r, card.replica->weights(), static_cast<size_t>(card.replica->numParams()) * 4,
-                            0);
+            comm->broadcast(card.local, card.replica->weights(),
+                            static_cast<size_t>(card.replica->numParams()) * 4, 0);
         recordWeights(card, 0);
         const int64_t shard = faults ? faults->shardBatches(r, perEpoch) : perEpoch;
         for (; step < totalSteps && !stopRequested; ++step) {
@@ -634,7 +781,7 @@ void Trainer::Impl::cardLoop(Card& card) {
         cardErrors.push_back(fmt::format("rank {}: {}", r, e.what()));
     } catch (const std::exception& e) {
         card.state = static_cast<uint8_t>(CardState::Dead);
-        comm->markFailed(r);
+        comm->markFailed(card.local);
         event(step, r, Severity::Error, eventcode::kCardFailed,
               fmt::format("Rank {} failed at step {}: {}", r, step, e.what()));
         std::lock_guard lock(summaryMutex);

@@ -1,0 +1,173 @@
+// Multi-node runs through ranksight-cli (issue 12): N node processes on 127.0.0.1, joined by gloo, write one
+// run file on node 0 that equals, bit for bit, the same run in one process whose rank table has N servers of
+// the same cards (losses, local gradient norms, synced gradient and weight fingerprints, evaluations); nodes
+// whose configurations differ refuse to start, naming the key and every node's value.
+#include "store/RunReader.h"
+
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cstring>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+using namespace rs;
+
+namespace {
+
+int freePort() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    int port = 0;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+        port = ntohs(a.sin_port);
+    ::close(fd);
+    return port;
+}
+
+struct Result {
+    int code = -1;
+    QString err;
+};
+
+Result finish(QProcess& p) {
+    Result r;
+    if (!p.waitForFinished(180000)) {
+        p.kill();
+        p.waitForFinished();
+    }
+    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.err = QString::fromUtf8(p.readAllStandardError());
+    return r;
+}
+
+template <class T> bool sameBits(const std::vector<T>& a, const std::vector<T>& b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+} // namespace
+
+class TestMultiNode : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+
+    // Starts `nodes` node processes (node 0 last, writing `out`) and waits for all; the results per node.
+    std::vector<Result> runNodes(const QStringList& common, int nodes, const QString& out,
+                                 const std::vector<QStringList>& perNode = {}) {
+        const QString master = QStringLiteral("127.0.0.1:%1").arg(freePort());
+        std::vector<std::unique_ptr<QProcess>> ps(static_cast<size_t>(nodes));
+        for (int k = nodes - 1; k >= 0; --k) {
+            QStringList args =
+                QStringList{"train"} + common + QStringList{"--nodes",     QString::number(nodes),
+                                                            "--node-rank", QString::number(k),
+                                                            "--master",    master,
+                                                            "--quiet"};
+            if (size_t(k) < perNode.size())
+                args += perNode[size_t(k)];
+            if (k == 0)
+                args += QStringList{"--out", out};
+            ps[size_t(k)] = std::make_unique<QProcess>();
+            ps[size_t(k)]->start(RANKSIGHT_CLI, args);
+        }
+        std::vector<Result> results;
+        for (auto& p : ps)
+            results.push_back(finish(*p));
+        return results;
+    }
+
+private slots:
+    void nodesEqualServersInOneProcess_data() {
+        QTest::addColumn<QStringList>("run");
+        QTest::addColumn<int>("nodes");
+        QTest::addColumn<int>("cards");
+        const QStringList base = {"--batch", "8", "--steps", "8", "--set", "eval_samples=64"};
+        QTest::addRow("mlp O0, 2 nodes x 2")
+            << base + QStringList{"--model", "mlp", "--precision", "O0", "--loss-scale", "none"} << 2 << 2;
+        QTest::addRow("mlp O2 dynamic, 3 nodes x 2")
+            << base + QStringList{"--model", "mlp", "--precision", "O2", "--loss-scale", "dynamic"} << 3 << 2;
+        QTest::addRow("smallcnn O2 dynamic, 2 nodes x 2")
+            << base + QStringList{"--model", "smallcnn", "--precision", "O2", "--loss-scale", "dynamic"} << 2
+            << 2;
+    }
+
+    void nodesEqualServersInOneProcess() {
+        QFETCH(QStringList, run);
+        QFETCH(int, nodes);
+        QFETCH(int, cards);
+        const QStringList common = run + QStringList{"--ranks", QString::number(nodes * cards)};
+        const QString multi = m_dir.filePath(QStringLiteral("multi-%1.h5").arg(QTest::currentDataTag()));
+        const auto results = runNodes(common, nodes, multi);
+        for (size_t k = 0; k < results.size(); ++k)
+            QVERIFY2(results[k].code == 0,
+                     qPrintable(QStringLiteral("node %1: %2").arg(k).arg(results[k].err)));
+
+        const QString one = m_dir.filePath(QStringLiteral("one-%1.h5").arg(QTest::currentDataTag()));
+        QProcess p;
+        p.start(RANKSIGHT_CLI, QStringList{"train"} + common +
+                                   QStringList{"--set", QStringLiteral("devices_per_server=%1").arg(cards),
+                                               "--quiet", "--out", one});
+        const Result single = finish(p);
+        QVERIFY2(single.code == 0, qPrintable(single.err));
+
+        const auto a = RunReader::open(multi.toStdString());
+        const auto b = RunReader::open(one.toStdString());
+        QVERIFY(a->complete());
+        QCOMPARE(a->meta().worldSize, nodes * cards);
+        QCOMPARE(a->stepCount(), int64_t(8));
+        QCOMPARE(a->stepCount(), b->stepCount());
+        const auto sa = a->readSteps(0, a->stepCount(), true), sb = b->readSteps(0, b->stepCount(), true);
+        for (size_t s = 0; s < sa.size(); ++s)
+            for (int r = 0; r < nodes * cards; ++r) {
+                const RankStep &x = sa[s].ranks[size_t(r)], &y = sb[s].ranks[size_t(r)];
+                QVERIFY2(std::memcmp(&x.loss, &y.loss, 4) == 0,
+                         qPrintable(QStringLiteral("step %1 rank %2").arg(s).arg(r)));
+                QVERIFY(x.lossScale == y.lossScale && x.skipped == y.skipped);
+                QVERIFY(sameBits(x.localNorm, y.localNorm));
+                QVERIFY(sameBits(x.syncedFp, y.syncedFp));
+                QVERIFY(sameBits(x.sampleIds, y.sampleIds));
+            }
+        const auto wa = a->readWeights(), wb = b->readWeights();
+        QCOMPARE(wa.size(), wb.size());
+        QVERIFY(!wa.empty());
+        for (size_t i = 0; i < wa.size(); ++i)
+            for (int r = 0; r < nodes * cards; ++r)
+                QVERIFY(sameBits(wa[i].fp[size_t(r)], wb[i].fp[size_t(r)]));
+        const auto ea = a->readEvals(), eb = b->readEvals();
+        QCOMPARE(ea.size(), eb.size());
+        QVERIFY(!ea.empty() && sameBits(ea.back().accuracy, eb.back().accuracy));
+    }
+
+    void differentConfigurationsRefuseToStart() {
+        const QString out = m_dir.filePath("mismatch.h5");
+        const auto results = runNodes({"--model", "mlp", "--ranks", "4", "--steps", "4", "--precision", "O0"},
+                                      2, out, {{"--batch", "8"}, {"--batch", "4"}});
+        for (const Result& r : results) {
+            QCOMPARE(r.code, 2);
+            QVERIFY2(r.err.contains("the nodes' configurations differ: batch is 8 on node 0, 4 on node 1"),
+                     qPrintable(r.err));
+        }
+    }
+
+    void nodeRankOutOfRangeAndUnevenRanks() {
+        QProcess p;
+        p.start(RANKSIGHT_CLI, {"train", "--model", "mlp", "--ranks", "4", "--nodes", "2", "--node-rank", "2",
+                                "--out", m_dir.filePath("x.h5")});
+        Result r = finish(p);
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("--node-rank 2 is out of range for --nodes 2 (0..1)"), qPrintable(r.err));
+        p.start(RANKSIGHT_CLI,
+                {"train", "--model", "mlp", "--ranks", "5", "--nodes", "2", "--out", m_dir.filePath("y.h5")});
+        r = finish(p);
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("5 ranks do not split evenly over 2 nodes"), qPrintable(r.err));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestMultiNode)
+#include "tst_multinode.moc"
