@@ -133,13 +133,15 @@ const char* reduceOpName(ReduceOp op) {
 
 CollectiveTimeout::CollectiveTimeout(std::string collective_, std::vector<int> missingRanks_,
                                      int64_t sequence_, std::chrono::milliseconds timeout_,
-                                     std::vector<int> failedRanks_)
-    : std::runtime_error(timeoutMessage(collective_, missingRanks_, sequence_, timeout_, failedRanks_))
+                                     std::vector<int> failedRanks_, std::string detail_)
+    : std::runtime_error(timeoutMessage(collective_, missingRanks_, sequence_, timeout_, failedRanks_) +
+                         (detail_.empty() ? std::string() : "; " + detail_))
     , collective(std::move(collective_))
     , missingRanks(std::move(missingRanks_))
     , sequence(sequence_)
     , timeout(timeout_)
-    , failedRanks(std::move(failedRanks_)) {}
+    , failedRanks(std::move(failedRanks_))
+    , detail(std::move(detail_)) {}
 
 CollectiveCancelled::CollectiveCancelled(std::string collective_, int64_t sequence_)
     : std::runtime_error(fmt::format("HCCL {} cancelled (call #{})", collective_, sequence_))
@@ -199,13 +201,14 @@ void Communicator::setServers(int servers) {
     m_servers = servers;
 }
 
-void Communicator::setNodes(int nodes, int nodeRank, NodeAllGather allGather) {
+void Communicator::setNodes(int nodes, int nodeRank, NodeAllGather allGather, NodeLost lost) {
     if (nodes < 1 || nodeRank < 0 || nodeRank >= nodes || (nodes > 1 && !allGather))
         throw std::invalid_argument(
             fmt::format("Communicator: node {} of {} (or no exchange)", nodeRank, nodes));
     m_nodes = nodes;
     m_nodeRank = nodeRank;
     m_nodeAllGather = std::move(allGather);
+    m_nodeLost = std::move(lost);
 }
 
 void Communicator::allReduce(int rank, void* data, size_t count, DType dtype, ReduceOp op) {
@@ -316,24 +319,62 @@ void Communicator::allReduceHierarchical(std::unique_lock<std::mutex>& lock, Cal
 
 void Communicator::nodeStage(std::unique_lock<std::mutex>& lock, Call& call,
                              const std::function<void()>& exchange) {
+    // Rank 0 is busy for the others while it exchanges (bounded by the node group's own timeout and its
+    // lost-node check): the local ranks waiting for it must not time out on it.
+    if (call.rank == 0)
+        m_computing[0] = 1;
     lock.unlock();
+    bool failed = false;
+    std::string what;
+    std::vector<int> lost;
     if (call.rank == 0) {
         try {
             exchange();
-            m_nodeError.clear();
         } catch (const std::exception& e) {
-            m_nodeError = e.what();
+            failed = true;
+            what = std::string(e.what()).substr(0, 200);
+            if (m_nodeLost) {
+                try {
+                    lost = m_nodeLost();
+                } catch (const std::exception&) {
+                    // Nobody to ask: the exchange's own error is all there is.
+                }
+            }
         }
     }
     lock.lock();
+    if (call.rank == 0) {
+        m_computing[0] = 0;
+        m_computedAt[0] = std::chrono::steady_clock::now();
+    }
+    if (failed && !m_broken) {
+        // Lost nodes read like ranks that never arrived: every local rank throws the same CollectiveTimeout
+        // naming the lost node's ranks (sync() below throws it, here and in the ranks waiting there).
+        std::vector<int> missing;
+        std::string nodes;
+        for (int k : lost) {
+            nodes += (nodes.empty() ? "" : ", ") + std::to_string(k);
+            for (int r = 0; r < m_worldSize; ++r)
+                missing.push_back(k * m_worldSize + r);
+        }
+        if (missing.empty())
+            m_broken = Broken{
+                false,
+                fmt::format("HCCL {} across nodes (node {} of {}): {}", call.name, m_nodeRank, m_nodes, what),
+                call.name,
+                {},
+                {},
+                call.sequence,
+                m_timeout,
+                ""};
+        else
+            m_broken = Broken{true,      "",
+                              call.name, missing,
+                              {},        call.sequence,
+                              m_timeout, fmt::format("node {} is gone ({})", nodes, what)};
+        m_cv.notify_all();
+    }
     sync(lock, call, false);
-    if (m_nodeError.empty())
-        return;
-    const std::string message =
-        fmt::format("HCCL {} across nodes (node {} of {}): {}", call.name, m_nodeRank, m_nodes, m_nodeError);
-    if (!m_broken)
-        m_broken = Broken{false, message, call.name, {}, {}, call.sequence, m_timeout};
-    throw std::runtime_error(message);
 }
 
 void Communicator::broadcast(int rank, void* data, size_t bytes, int root) {
@@ -549,7 +590,7 @@ std::optional<std::string> Communicator::mismatch(const Call& first, const Call&
 void Communicator::throwBroken() const {
     const Broken& b = *m_broken;
     if (b.timedOut)
-        throw CollectiveTimeout(b.collective, b.missingRanks, b.sequence, b.timeout, b.failedRanks);
+        throw CollectiveTimeout(b.collective, b.missingRanks, b.sequence, b.timeout, b.failedRanks, b.detail);
     throw std::logic_error(b.message);
 }
 

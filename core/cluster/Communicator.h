@@ -33,13 +33,15 @@ const char* reduceOpName(ReduceOp op); // "sum", "mean", "max"
 class CollectiveTimeout : public std::runtime_error {
 public:
     CollectiveTimeout(std::string collective, std::vector<int> missingRanks, int64_t sequence,
-                      std::chrono::milliseconds timeout, std::vector<int> failedRanks = {});
+                      std::chrono::milliseconds timeout, std::vector<int> failedRanks = {},
+                      std::string detail = {});
 
     std::string collective;        // "AllReduce", "Broadcast", "AllGather", "Barrier"
     std::vector<int> missingRanks; // ranks that had not arrived at call `sequence`, ascending
     int64_t sequence;              // 1-based index of the collective call on this communicator
     std::chrono::milliseconds timeout;
     std::vector<int> failedRanks; // the missing ranks that were marked failed (markFailed)
+    std::string detail;           // appended after "; ", e.g. which node is gone and what gloo said
 };
 
 // The communicator was cancelled (Stop). what(): "HCCL AllReduce cancelled (call #17)"
@@ -80,7 +82,11 @@ public:
     // (0..worldSize-1), a Broadcast root is a rank of the whole run (node root / worldSize), and AllGather's
     // recv holds every rank of the run (nodes x worldSize x bytes, in global rank order).
     using NodeAllGather = std::function<void(const void* send, size_t bytes, void* recv)>;
-    void setNodes(int nodes, int nodeRank, NodeAllGather allGather);
+    // After a failed exchange: the nodes that are gone (NodeGroup::lostNodes). Their ranks are then reported
+    // like ranks that never arrived (CollectiveTimeout naming them and their node), so the run file's TIMEOUT
+    // events and diagnosis name the lost cards, not this node's own.
+    using NodeLost = std::function<std::vector<int>()>;
+    void setNodes(int nodes, int nodeRank, NodeAllGather allGather, NodeLost lost = {});
     // bytes from root's data into every other rank's data.
     void broadcast(int rank, void* data, size_t bytes, int root);
     // recv holds worldSize * bytes: rank i's send at offset i * bytes.
@@ -124,6 +130,7 @@ private:
         std::vector<int> failedRanks;
         int64_t sequence = 0;
         std::chrono::milliseconds timeout{0};
+        std::string detail;
     };
 
     void checkRank(int rank, const char* what) const;
@@ -163,8 +170,8 @@ private:
     int m_servers = 1;
     int m_nodes = 1, m_nodeRank = 0;
     NodeAllGather m_nodeAllGather;
+    NodeLost m_nodeLost;
     std::vector<char> m_nodeResult; // the cross-node sum rank 0 computed, read by every local rank
-    std::string m_nodeError;        // what the cross-node exchange threw, rethrown on every rank
 };
 
 // Marks a card as computing (or queued for a core) for the communicator's timeout clock while in scope.

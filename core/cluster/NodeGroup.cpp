@@ -3,6 +3,7 @@
 #include "cluster/NodeGroup.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
@@ -252,6 +253,29 @@ void NodeGroup::broadcast(void* data, size_t bytes, int rootNode) {
     c10d::BroadcastOptions bo;
     bo.rootRank = rootNode;
     d.wait(d.group->broadcast(t, bo), "Broadcast");
+}
+
+std::vector<int> NodeGroup::lostNodes() {
+    Impl& d = *m_d;
+    static std::atomic<int> failures{0};
+    const int round = ++failures;
+    auto key = [&](int k) { return fmt::format("ranksight/alive/{}/{}", round, k); };
+    std::vector<int> lost;
+    try {
+        d.store->set(key(d.options.nodeRank), std::vector<uint8_t>{1});
+        const auto deadline = std::chrono::steady_clock::now() + d.options.timeout;
+        for (;;) {
+            lost.clear();
+            for (int k = 0; k < d.options.nodes; ++k)
+                if (!d.store->check({key(k)}))
+                    lost.push_back(k);
+            if (lost.empty() || std::chrono::steady_clock::now() >= deadline)
+                return lost;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    } catch (const std::exception&) {
+        return d.options.nodeRank == 0 ? std::vector<int>{} : std::vector<int>{0};
+    }
 }
 
 void NodeGroup::barrier() {

@@ -65,6 +65,11 @@ public:
     void broadcast(void* data, size_t bytes, int rootNode);
     void barrier();
 
+    // After a failed collective: the nodes that are gone. Every surviving node checks in under a fresh key of
+    // the rendezvous store and waits up to the timeout for the others; those that never do are lost. When
+    // the store itself is gone, so is node 0, its host.
+    std::vector<int> lostNodes();
+
 private:
     struct Impl;
     explicit NodeGroup(std::unique_ptr<Impl> impl);

@@ -81,6 +81,9 @@ void rankGone(const Diagnoser::State& s, Findings& out) {
     const int R = s.R;
     std::vector<int64_t> gone(size_t(std::max(R, 0)), kNoStep), timeoutAt(size_t(std::max(R, 0)), kNoStep);
     std::vector<int> failedEvents(size_t(std::max(R, 0)), 0), named(size_t(std::max(R, 0)), 0);
+    // A multi-node run's timeout names the ranks of a node process that is gone (killed, its host lost):
+    // they left the job like a failed card, whatever their node could no longer record.
+    std::vector<int> nodeGone(size_t(std::max(R, 0)), 0);
     std::vector<std::string> firstMessage(size_t(std::max(R, 0)));
     for (const auto& e : s.events) {
         if (e.code == eventcode::kCardFailed && e.rank >= 0 && e.rank < R) {
@@ -93,13 +96,15 @@ void rankGone(const Diagnoser::State& s, Findings& out) {
             for (int r : e.named)
                 if (r >= 0 && r < R && r != e.rank) {
                     ++named[size_t(r)];
+                    nodeGone[size_t(r)] += e.message.find(" is gone (") != std::string::npos;
                     timeoutAt[size_t(r)] = std::min(timeoutAt[size_t(r)], e.step);
                     if (firstMessage[size_t(r)].empty())
                         firstMessage[size_t(r)] = e.message;
                 }
     }
     for (int r = 0; r < R; ++r) {
-        const bool dead = s.deadStep[size_t(r)] != kNoStep || failedEvents[size_t(r)] > 0;
+        const bool dead =
+            s.deadStep[size_t(r)] != kNoStep || failedEvents[size_t(r)] > 0 || nodeGone[size_t(r)] > 0;
         if (!dead && named[size_t(r)] == 0)
             continue;
         const int64_t at = std::min({gone[size_t(r)], timeoutAt[size_t(r)], s.deadStep[size_t(r)]});
@@ -110,8 +115,10 @@ void rankGone(const Diagnoser::State& s, Findings& out) {
             (s.lastStep >= 0 && at == s.lastStep + 1 && s.paddedSteps[size_t(r)] > 0);
         std::string evidence = fmt::format(
             "{}{} peer timeout(s) name rank {} from step {}; steps recorded {}..{} of {} planned{}",
-            dead ? fmt::format("rank {} is dead (card failure recorded); ", r) : "", named[size_t(r)], r,
-            stepOr(at), stepOr(s.firstStep), s.lastStep, s.meta.plannedSteps,
+            nodeGone[size_t(r)] > 0 ? fmt::format("rank {}'s node process is gone; ", r)
+            : dead                  ? fmt::format("rank {} is dead (card failure recorded); ", r)
+                                    : "",
+            named[size_t(r)], r, stepOr(at), stepOr(s.firstStep), s.lastStep, s.meta.plannedSteps,
             firstMessage[size_t(r)].empty() ? "" : fmt::format("; \"{}\"", firstMessage[size_t(r)]));
         // A rank that stopped answering without failing finished its own loop: its loader ran out first.
         if (!dead) {

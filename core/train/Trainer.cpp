@@ -343,9 +343,10 @@ void Trainer::Impl::joinNodes() {
     } catch (const NodeError& e) {
         throw TrainError(e.what());
     }
-    comm->setNodes(cfg.nodes, cfg.nodeRank, [g = group.get()](const void* send, size_t bytes, void* recv) {
-        g->allGather(send, bytes, recv);
-    });
+    comm->setNodes(
+        cfg.nodes, cfg.nodeRank,
+        [g = group.get()](const void* send, size_t bytes, void* recv) { g->allGather(send, bytes, recv); },
+        [g = group.get()] { return g->lostNodes(); });
 }
 
 template <class Record> std::vector<Record> Trainer::Impl::exchange(const Card& card, const Record& mine) {

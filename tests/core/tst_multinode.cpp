@@ -4,9 +4,16 @@
 // whose configurations differ refuse to start, naming the key and every node's value.
 #include "store/RunReader.h"
 
+#include <QElapsedTimer>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
+#include <QSet>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <csignal>
 #include <cstring>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -152,6 +159,66 @@ private slots:
             QVERIFY2(r.err.contains("the nodes' configurations differ: batch is 8 on node 0, 4 on node 1"),
                      qPrintable(r.err));
         }
+    }
+
+    // A node killed with SIGKILL mid-run: node 0 times out within the timeout naming the lost ranks and node,
+    // and closes a complete file with every step before the loss, diagnosed as those ranks leaving the job;
+    // node 0 killed: the other node exits within the timeout with an error naming node 0.
+    void aKilledNodeIsNamedAndTheFileIsComplete() {
+        const QString out = m_dir.filePath("killed.h5");
+        const QString master = QStringLiteral("127.0.0.1:%1").arg(freePort());
+        const QStringList common = {
+            "train",   "--model",  "mlp",         "--ranks", "4",     "--batch",         "8",
+            "--steps", "100000",   "--precision", "O0",      "--set", "timeout_ms=3000", "--nodes",
+            "2",       "--master", master,        "--quiet"};
+        QProcess node1, node0;
+        node1.start(RANKSIGHT_CLI, common + QStringList{"--node-rank", "1"});
+        node0.start(RANKSIGHT_CLI, common + QStringList{"--node-rank", "0", "--out", out});
+        QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(out) && RunReader::open(out.toStdString())->stepCount() >= 3,
+                                 60000);
+        ::kill(pid_t(node1.processId()), SIGKILL);
+        node1.waitForFinished();
+        QElapsedTimer t;
+        t.start();
+        const Result r = finish(node0);
+        QVERIFY2(t.elapsed() < 30000, "node 0 ends within a few timeouts");
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.err.contains("waiting for rank(s) 2, 3") && r.err.contains("node 1 is gone"),
+                 qPrintable(r.err));
+        const auto reader = RunReader::open(out.toStdString());
+        QVERIFY(reader->complete());
+        QVERIFY(reader->stepCount() >= 3);
+        QProcess diagnose;
+        diagnose.start(RANKSIGHT_CLI, {"diagnose", out, "--json"});
+        QVERIFY(diagnose.waitForFinished(60000));
+        const auto findings =
+            QJsonDocument::fromJson(diagnose.readAllStandardOutput()).object()["findings"].toArray();
+        QSet<int> gone;
+        for (const auto& f : findings) {
+            QCOMPARE(f.toObject()["cause"].toString(), QString("rank-exit"));
+            for (const auto& rank : f.toObject()["ranks"].toArray())
+                gone.insert(rank.toInt());
+        }
+        QCOMPARE(gone, QSet<int>({2, 3}));
+
+        // Node 0 (the rendezvous host) lost: node 1 exits with a clear error within the timeout.
+        const QString out2 = m_dir.filePath("killed0.h5");
+        const QString master2 = QStringLiteral("127.0.0.1:%1").arg(freePort());
+        QStringList common2 = common;
+        common2[common2.indexOf(master)] = master2;
+        QProcess a, b;
+        b.start(RANKSIGHT_CLI, common2 + QStringList{"--node-rank", "1"});
+        a.start(RANKSIGHT_CLI, common2 + QStringList{"--node-rank", "0", "--out", out2});
+        QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(out2) && RunReader::open(out2.toStdString())->stepCount() >= 3,
+                                 60000);
+        ::kill(pid_t(a.processId()), SIGKILL);
+        a.waitForFinished();
+        t.restart();
+        const Result rb = finish(b);
+        QVERIFY2(t.elapsed() < 30000, "node 1 ends within a few timeouts");
+        QCOMPARE(rb.code, 1);
+        QVERIFY2(rb.err.contains("waiting for rank(s) 0, 1") && rb.err.contains("node 0 is gone"),
+                 qPrintable(rb.err));
     }
 
     void nodeRankOutOfRangeAndUnevenRanks() {
