@@ -9,6 +9,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QMap>
 #include <QProcess>
 #include <QSet>
 #include <QTemporaryDir>
@@ -148,6 +149,32 @@ private slots:
         const auto ea = a->readEvals(), eb = b->readEvals();
         QCOMPARE(ea.size(), eb.size());
         QVERIFY(!ea.empty() && sameBits(ea.back().accuracy, eb.back().accuracy));
+    }
+
+    // Faults strike cards of any node and the diagnosis of node 0's file names them: a straggler on rank 2
+    // and corruption after the all-reduce on rank 3, both cards of node 1. (Not compared bit for bit: the
+    // corrupted gradient turns NaN, and NaN payloads are not preserved by the reduction.)
+    void faultsOnAnotherNodesCardsAreNamed() {
+        const QString out = m_dir.filePath("faults.h5");
+        const auto results =
+            runNodes({"--model", "mlp", "--ranks", "4", "--batch", "8", "--steps", "12", "--precision", "O0",
+                      "--fault", "straggler@2:2", "--fault", "sdc-after@4:3"},
+                     2, out);
+        for (const Result& r : results)
+            QVERIFY2(r.code == 0, qPrintable(r.err));
+        QProcess diagnose;
+        diagnose.start(RANKSIGHT_CLI, {"diagnose", out, "--json"});
+        QVERIFY(diagnose.waitForFinished(60000));
+        const auto findings =
+            QJsonDocument::fromJson(diagnose.readAllStandardOutput()).object()["findings"].toArray();
+        QMap<QString, QJsonObject> byCause;
+        for (const auto& f : findings)
+            byCause[f.toObject()["cause"].toString()] = f.toObject();
+        QVERIFY2(byCause.contains("sdc-after") && byCause.contains("straggler"),
+                 qPrintable(QJsonDocument(findings).toJson()));
+        QCOMPARE(byCause["sdc-after"]["ranks"].toArray(), QJsonArray({3}));
+        QCOMPARE(byCause["sdc-after"]["first_step"].toInt(), 4);
+        QCOMPARE(byCause["straggler"]["ranks"].toArray(), QJsonArray({2}));
     }
 
     void differentConfigurationsRefuseToStart() {
