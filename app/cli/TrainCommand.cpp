@@ -198,20 +198,29 @@ int trainCommand(const Args& argv) {
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
 
+    const std::string where = cfg.nodeRank == 0
+                                  ? fmt::format("run file {}", cfg.out)
+                                  : fmt::format("node {} of {}; node 0's run file", cfg.nodeRank, cfg.nodes);
     if (summary.stopReason.rfind("error", 0) == 0) {
-        printError(fmt::format("train: {} (run file {} holds the {} steps before it)", summary.stopReason,
-                               cfg.out, summary.stepsCompleted));
+        printError(fmt::format("train: {} ({} holds the {} steps before it)", summary.stopReason, where,
+                               summary.stepsCompleted));
         code = 1;
     }
-    if (!args.flag("quiet"))
-        std::fprintf(stderr, "%s after %lld steps: loss %.4f -> %.4f, %.1f img/s%s; wrote %s\n",
+    if (!args.flag("quiet")) {
+        const std::string accuracy =
+            summary.evalAccuracy >= 0 ? fmt::format(", held-out accuracy {:.1f}%", summary.evalAccuracy * 100)
+                                      : std::string();
+        std::fprintf(stderr, "%s after %lld steps: loss %.4f -> %.4f, %.1f img/s%s; %s\n",
                      summary.completed ? "completed" : summary.stopReason.c_str(),
                      static_cast<long long>(summary.stepsCompleted), summary.lossFirst, summary.lossLast,
-                     summary.imagesPerSecond,
-                     summary.evalAccuracy >= 0
-                         ? fmt::format(", held-out accuracy {:.1f}%", summary.evalAccuracy * 100).c_str()
-                         : "",
-                     cfg.out.c_str());
+                     summary.imagesPerSecond, accuracy.c_str(),
+                     cfg.nodeRank == 0 ? ("wrote " + cfg.out).c_str() : ("node 0 wrote the run file"));
+        if (cfg.nodes > 1)
+            std::fprintf(stderr,
+                         "node %d sent %.1f MB to the other nodes in %lld collectives, %.2f s in them\n",
+                         cfg.nodeRank, double(summary.nodeBytesSent) / 1e6,
+                         static_cast<long long>(summary.nodeCollectives), summary.nodeCollectiveMs / 1000.0);
+    }
     return code;
 }
 

@@ -534,13 +534,19 @@ void Communicator::sync(std::unique_lock<std::mutex>& lock, Call& call, bool arr
         if (arrival && m_cancelled)
             throw CollectiveCancelled(call.name, call.sequence);
         if (timedOut) {
-            Broken broken{true, "", call.name, {}, {}, call.sequence, m_timeout};
+            // Ranks are named as in the whole run: on node k of a multi-node run, local rank r is k * size +
+            // r.
+            const int base = m_nodeRank * m_worldSize;
+            Broken broken{true,      "",
+                          call.name, {},
+                          {},        call.sequence,
+                          m_timeout, m_nodes > 1 ? fmt::format("all on node {}", m_nodeRank) : std::string()};
             for (int r = 0; r < m_worldSize; ++r) {
                 if (m_present[static_cast<size_t>(r)])
                     continue;
-                broken.missingRanks.push_back(r);
+                broken.missingRanks.push_back(base + r);
                 if (m_failed[static_cast<size_t>(r)])
-                    broken.failedRanks.push_back(r);
+                    broken.failedRanks.push_back(base + r);
             }
             broken.message = timeoutMessage(broken.collective, broken.missingRanks, broken.sequence,
                                             broken.timeout, broken.failedRanks);

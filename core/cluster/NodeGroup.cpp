@@ -55,6 +55,11 @@ bool loopback(const std::string& host) {
     return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
 }
 
+// c10d's messages carry a C++ stack trace after the first line.
+std::string firstLine(const std::string& text) {
+    return text.substr(0, std::min<size_t>(text.find('\n'), 300));
+}
+
 std::string secondsText(std::chrono::milliseconds t) {
     return fmt::format("{:g} s", double(t.count()) / 1000.0);
 }
@@ -87,16 +92,25 @@ struct NodeGroup::Impl {
     NodeOptions options;
     c10::intrusive_ptr<c10d::Store> store;
     c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+    std::set<int> lost; // found gone by lostNodes()
+    std::atomic<uint64_t> bytesSent{0};
+    std::atomic<int64_t> collectives{0}, micros{0};
 
     std::string where() const { return fmt::format("{}:{}", options.masterHost, options.masterPort); }
 
-    void wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what) {
+    void wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what, uint64_t sent) {
+        const auto t0 = std::chrono::steady_clock::now();
+        bytesSent += sent;
+        ++collectives;
         try {
             work->wait(options.timeout);
+            micros +=
+                std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+                    .count();
         } catch (const std::exception& e) {
             throw NodeError(fmt::format("node {}: {} across the nodes failed or timed out after {}: {}",
                                         options.nodeRank, what, secondsText(options.timeout),
-                                        std::string(e.what()).substr(0, 300)));
+                                        firstLine(e.what())));
         }
     }
 };
@@ -129,7 +143,7 @@ std::unique_ptr<NodeGroup> NodeGroup::join(const NodeOptions& options) {
     try {
         d->store = c10::make_intrusive<c10d::TCPStore>(options.masterHost, so);
     } catch (const std::exception& e) {
-        const std::string why = std::string(e.what()).substr(0, 300);
+        const std::string why = firstLine(e.what());
         if (so.isServer)
             throw NodeError(fmt::format("node 0 cannot listen on {} (is another run using the port?): {}",
                                         d->where(), why));
@@ -180,7 +194,7 @@ std::unique_ptr<NodeGroup> NodeGroup::join(const NodeOptions& options) {
     } catch (const std::exception& e) {
         throw NodeError(fmt::format("node {}: the gloo group over {} did not form within {}: {}",
                                     options.nodeRank, d->where(), secondsText(options.timeout),
-                                    std::string(e.what()).substr(0, 300)));
+                                    firstLine(e.what())));
     }
     return std::unique_ptr<NodeGroup>(new NodeGroup(std::move(d)));
 }
@@ -197,8 +211,7 @@ void NodeGroup::agreeOnConfig(const std::map<std::string, std::string>& config) 
             raw = d.store->get(fmt::format("ranksight/config/{}", k));
         } catch (const std::exception& e) {
             throw NodeError(fmt::format("node {} sent no configuration within {}: {}", k,
-                                        secondsText(d.options.timeout),
-                                        std::string(e.what()).substr(0, 200)));
+                                        secondsText(d.options.timeout), firstLine(e.what())));
         }
         all[size_t(k)] =
             nlohmann::json::parse(raw.begin(), raw.end()).get<std::map<std::string, std::string>>();
@@ -239,7 +252,7 @@ void NodeGroup::allGather(const void* send, size_t bytes, void* recv) {
     std::vector<std::vector<at::Tensor>> out(1);
     for (int k = 0; k < d.options.nodes; ++k)
         out[0].push_back(torch::empty({int64_t(bytes)}, opts));
-    d.wait(d.group->allgather(out, in), "AllGather");
+    d.wait(d.group->allgather(out, in), "AllGather", uint64_t(bytes) * uint64_t(d.options.nodes - 1));
     for (int k = 0; k < d.options.nodes; ++k)
         std::memcpy(static_cast<char*>(recv) + size_t(k) * bytes, out[0][size_t(k)].data_ptr(), bytes);
 }
@@ -252,7 +265,8 @@ void NodeGroup::broadcast(void* data, size_t bytes, int rootNode) {
         torch::from_blob(data, {int64_t(bytes)}, torch::TensorOptions().dtype(torch::kUInt8))};
     c10d::BroadcastOptions bo;
     bo.rootRank = rootNode;
-    d.wait(d.group->broadcast(t, bo), "Broadcast");
+    d.wait(d.group->broadcast(t, bo), "Broadcast",
+           d.options.nodeRank == rootNode ? uint64_t(bytes) * uint64_t(d.options.nodes - 1) : 0);
 }
 
 std::vector<int> NodeGroup::lostNodes() {
@@ -269,8 +283,10 @@ std::vector<int> NodeGroup::lostNodes() {
             for (int k = 0; k < d.options.nodes; ++k)
                 if (!d.store->check({key(k)}))
                     lost.push_back(k);
-            if (lost.empty() || std::chrono::steady_clock::now() >= deadline)
+            if (lost.empty() || std::chrono::steady_clock::now() >= deadline) {
+                d.lost.insert(lost.begin(), lost.end());
                 return lost;
+            }
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
     } catch (const std::exception&) {
@@ -279,7 +295,44 @@ std::vector<int> NodeGroup::lostNodes() {
 }
 
 void NodeGroup::barrier() {
-    m_d->wait(m_d->group->barrier(), "Barrier");
+    m_d->wait(m_d->group->barrier(), "Barrier", 0);
+}
+
+void NodeGroup::postReport(const std::string& bytes) {
+    try {
+        m_d->store->set(fmt::format("ranksight/report/{}", m_d->options.nodeRank),
+                        std::vector<uint8_t>(bytes.begin(), bytes.end()));
+    } catch (const std::exception&) {
+        // node 0 is gone: nobody is left to read it
+    }
+}
+
+std::optional<std::string> NodeGroup::takeReport(int node) {
+    Impl& d = *m_d;
+    const std::string key = fmt::format("ranksight/report/{}", node);
+    // A lost node may still have reported before it ended (its cards failed, then it exited); one that did
+    // not will not.
+    const auto deadline = std::chrono::steady_clock::now() +
+                          (d.lost.count(node) ? std::chrono::milliseconds(0) : d.options.timeout);
+    try {
+        while (!d.store->check({key})) {
+            if (std::chrono::steady_clock::now() >= deadline)
+                return std::nullopt;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        const auto raw = d.store->get(key);
+        return std::string(raw.begin(), raw.end());
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+NodeGroup::Traffic NodeGroup::traffic() const {
+    Traffic t;
+    t.bytesSent = m_d->bytesSent;
+    t.collectives = m_d->collectives;
+    t.ms = double(m_d->micros) / 1000.0;
+    return t;
 }
 
 } // namespace rs

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -69,6 +70,23 @@ public:
     // the rendezvous store and waits up to the timeout for the others; those that never do are lost. When
     // the store itself is gone, so is node 0, its host.
     std::vector<int> lostNodes();
+
+    // After the run, what a node's cards reported that only it knows (their failures and timeouts), as one
+    // opaque buffer through the rendezvous store: node k > 0 leaves it, node 0 takes it. takeReport waits up
+    // to the timeout, but not for a node lostNodes() found gone. Neither throws: a store that is gone (node 0
+    // dead) or a node that never reports yields nothing.
+    void postReport(const std::string& bytes);
+    std::optional<std::string> takeReport(int node);
+
+    // Traffic of this node's collectives since join: the bytes it handed to gloo for the other nodes (an
+    // all-gather of B bytes sends B to each of the nodes() - 1 others, whatever gloo's algorithm) and the
+    // wall time spent waiting in them.
+    struct Traffic {
+        uint64_t bytesSent = 0;
+        double ms = 0;
+        int64_t collectives = 0;
+    };
+    Traffic traffic() const;
 
 private:
     struct Impl;

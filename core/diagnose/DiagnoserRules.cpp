@@ -85,6 +85,12 @@ void rankGone(const Diagnoser::State& s, Findings& out) {
     // they left the job like a failed card, whatever their node could no longer record.
     std::vector<int> nodeGone(size_t(std::max(R, 0)), 0);
     std::vector<std::string> firstMessage(size_t(std::max(R, 0)));
+    // A rank whose own node reported it waiting (its TIMEOUT reached node 0's file) was alive: its node
+    // ended because its cards did, and node 0's "is gone" says nothing more about it.
+    std::vector<int> waited(size_t(std::max(R, 0)), 0);
+    for (const auto& e : s.events)
+        if (e.code == eventcode::kTimeout && e.rank >= 0 && e.rank < R)
+            waited[size_t(e.rank)] = 1;
     for (const auto& e : s.events) {
         if (e.code == eventcode::kCardFailed && e.rank >= 0 && e.rank < R) {
             ++failedEvents[size_t(e.rank)];
@@ -95,6 +101,8 @@ void rankGone(const Diagnoser::State& s, Findings& out) {
         if (e.code == eventcode::kTimeout)
             for (int r : e.named)
                 if (r >= 0 && r < R && r != e.rank) {
+                    if (waited[size_t(r)] && e.message.find(" is gone (") != std::string::npos)
+                        continue;
                     ++named[size_t(r)];
                     nodeGone[size_t(r)] += e.message.find(" is gone (") != std::string::npos;
                     timeoutAt[size_t(r)] = std::min(timeoutAt[size_t(r)], e.step);
@@ -115,9 +123,10 @@ void rankGone(const Diagnoser::State& s, Findings& out) {
             (s.lastStep >= 0 && at == s.lastStep + 1 && s.paddedSteps[size_t(r)] > 0);
         std::string evidence = fmt::format(
             "{}{} peer timeout(s) name rank {} from step {}; steps recorded {}..{} of {} planned{}",
-            nodeGone[size_t(r)] > 0 ? fmt::format("rank {}'s node process is gone; ", r)
-            : dead                  ? fmt::format("rank {} is dead (card failure recorded); ", r)
-                                    : "",
+            s.deadStep[size_t(r)] != kNoStep || failedEvents[size_t(r)] > 0
+                ? fmt::format("rank {} is dead (card failure recorded); ", r)
+            : nodeGone[size_t(r)] > 0 ? fmt::format("rank {}'s node process is gone; ", r)
+                                      : "",
             named[size_t(r)], r, stepOr(at), stepOr(s.firstStep), s.lastStep, s.meta.plannedSteps,
             firstMessage[size_t(r)].empty() ? "" : fmt::format("; \"{}\"", firstMessage[size_t(r)]));
         // A rank that stopped answering without failing finished its own loop: its loader ran out first.

@@ -16,7 +16,12 @@ struct RunSummary {
     double imagesPerSecond = 0;
     float lossFirst = 0, lossLast = 0;
     float evalAccuracy = -1;           // mean over ranks of the final held-out accuracy; -1 when none
-    std::vector<CardState> cardStates; // per rank, how each card ended
+    std::vector<CardState> cardStates; // per rank of this node, how each card ended
+    // Multi-node: what this node handed to gloo for the other nodes and the time its cards' collectives
+    // spent in the cross-node stage (NodeGroup::Traffic).
+    uint64_t nodeBytesSent = 0;
+    double nodeCollectiveMs = 0;
+    int64_t nodeCollectives = 0;
 };
 
 class TrainObserver {

@@ -151,17 +151,38 @@ private slots:
         QVERIFY(!ea.empty() && sameBits(ea.back().accuracy, eb.back().accuracy));
     }
 
-    // Faults strike cards of any node and the diagnosis of node 0's file names them: a straggler on rank 2
-    // and corruption after the all-reduce on rank 3, both cards of node 1. (Not compared bit for bit: the
-    // corrupted gradient turns NaN, and NaN payloads are not preserved by the reduction.)
+    // Faults strike cards of any node and the diagnosis of node 0's file names them: a straggler on rank 2,
+    // corruption after the all-reduce on rank 3 and then rank 3's card failing, all cards of node 1. Node 1's
+    // own reports reach node 0's file: rank 3's CARD_FAILED and rank 2's timeout, and the flight recorder's
+    // dump holds every rank's tensors. (Not compared bit for bit: the corrupted gradient turns NaN, and NaN
+    // payloads are not preserved by the reduction.)
     void faultsOnAnotherNodesCardsAreNamed() {
         const QString out = m_dir.filePath("faults.h5");
         const auto results =
             runNodes({"--model", "mlp", "--ranks", "4", "--batch", "8", "--steps", "12", "--precision", "O0",
-                      "--fault", "straggler@2:2", "--fault", "sdc-after@4:3"},
+                      "--fault", "straggler@2:2", "--fault", "sdc-after@4:3", "--fault", "rank-exit@10:3",
+                      "--set", "timeout_ms=3000"},
                      2, out);
         for (const Result& r : results)
-            QVERIFY2(r.code == 0, qPrintable(r.err));
+            QCOMPARE(r.code, 1); // the run ends in rank 3's failure
+        QVERIFY2(results[1].err.contains("rank 3: EL0004") && results[1].err.contains("node 1 of 2"),
+                 qPrintable(results[1].err));
+        const auto reader = RunReader::open(out.toStdString());
+        QVERIFY(reader->complete());
+        QCOMPARE(reader->stepCount(), int64_t(10));
+        QSet<QString> remote;
+        for (const Event& e : reader->readEvents())
+            if (e.rank >= 2)
+                remote.insert(QString::fromStdString(e.code) + "@" + QString::number(e.rank));
+        QVERIFY2(remote.contains("CARD_FAILED@3") && remote.contains("TIMEOUT@2"),
+                 qPrintable(QStringList(remote.values()).join(' ')));
+        const auto dumps = reader->readFlightDumps();
+        QVERIFY(!dumps.empty());
+        QSet<int> dumped;
+        for (const FlightEntry& e : dumps.front().entries)
+            dumped.insert(e.rank);
+        QCOMPARE(dumped, QSet<int>({0, 1, 2, 3}));
+
         QProcess diagnose;
         diagnose.start(RANKSIGHT_CLI, {"diagnose", out, "--json"});
         QVERIFY(diagnose.waitForFinished(60000));
@@ -170,11 +191,13 @@ private slots:
         QMap<QString, QJsonObject> byCause;
         for (const auto& f : findings)
             byCause[f.toObject()["cause"].toString()] = f.toObject();
-        QVERIFY2(byCause.contains("sdc-after") && byCause.contains("straggler"),
-                 qPrintable(QJsonDocument(findings).toJson()));
+        QCOMPARE(QSet<QString>(byCause.keyBegin(), byCause.keyEnd()),
+                 QSet<QString>({"sdc-after", "straggler", "rank-exit"}));
         QCOMPARE(byCause["sdc-after"]["ranks"].toArray(), QJsonArray({3}));
         QCOMPARE(byCause["sdc-after"]["first_step"].toInt(), 4);
         QCOMPARE(byCause["straggler"]["ranks"].toArray(), QJsonArray({2}));
+        QCOMPARE(byCause["rank-exit"]["ranks"].toArray(), QJsonArray({3}));
+        QCOMPARE(byCause["rank-exit"]["first_step"].toInt(), 10);
     }
 
     void differentConfigurationsRefuseToStart() {

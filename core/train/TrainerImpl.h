@@ -1,0 +1,157 @@
+// Trainer's private state, shared by the translation units that implement it (none of them includes
+// LibTorch): Trainer.cpp (setup and the run), TrainerStep.cpp (a card's work each step), TrainerNodes.cpp (a
+// run spread over node processes) and TrainerWriter.cpp (the one thread that records).
+#pragma once
+
+#include "cluster/Communicator.h"
+#include "cluster/ComputeSlots.h"
+#include "cluster/NodeGroup.h"
+#include "faults/FaultPlan.h"
+#include "store/RunWriter.h"
+#include "train/Dataset.h"
+#include "train/DistributedSampler.h"
+#include "train/LossScaler.h"
+#include "train/Replica.h"
+#include "train/Trainer.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <variant>
+
+namespace rs {
+
+using Clock = std::chrono::steady_clock;
+
+inline double msSince(Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// Last K steps of full tensors of one card, kept within a memory budget.
+struct FlightRing {
+    struct Slot {
+        int64_t step = -1;
+        std::vector<float> local, synced, weights;
+    };
+    std::vector<Slot> slots;
+    size_t next = 0;
+};
+
+using WriterItem = std::variant<StepRecord, WeightRecord, EvalRecord, Event, FlightDump>;
+
+struct Trainer::Impl {
+    TrainConfig cfg;
+    TrainObserver* observer = nullptr;
+    std::atomic<bool> stopRequested{false};
+    std::atomic<bool> dumpRequested{false};
+
+    // Setup
+    RunMeta meta;
+    std::unique_ptr<Dataset> train, test;
+    std::unique_ptr<Communicator> comm;
+    std::unique_ptr<ComputeSlots> slots;
+    // Multi-node: this process hosts ranks [base, base + localCards) of cfg.ranks; the others are other
+    // node processes, reached through `group` (the communicator's cross-node stage and the record exchange).
+    int localCards = 0, base = 0;
+    std::unique_ptr<NodeGroup> group;
+    int64_t totalSteps = 0, perEpoch = 0;
+    int flightDepth = 0;
+    bool halfPayload = false;
+    std::unique_ptr<FaultPlan> faults; // null without --fault: every hook is one pointer test
+    std::string preflightError;        // set when pre-flight refuses after the run file can be written
+
+    struct Card {
+        int rank = 0;  // in the whole run
+        int local = 0; // on this node's communicator
+        std::unique_ptr<Replica> replica;
+        std::unique_ptr<DistributedSampler> sampler;
+        std::unique_ptr<LossScaler> scaler;
+        std::vector<float> momentum;
+        std::vector<uint16_t> half;
+        FlightRing ring;
+        std::atomic<uint8_t> state{0};
+        bool anomalyBefore = false;
+        int dumps = 0;
+    };
+    std::vector<std::unique_ptr<Card>> cards;
+
+    // Per-step records of all ranks are gathered here, then handed to the writer thread in step order.
+    std::mutex gatherMutex;
+    std::map<int64_t, std::pair<StepRecord, int>> pendingSteps;
+    std::map<int64_t, std::pair<WeightRecord, int>> pendingWeights;
+    std::map<int64_t, std::pair<EvalRecord, int>> pendingEvals;
+    std::map<int64_t, std::pair<FlightDump, int>> pendingDumps;
+
+    std::mutex queueMutex;
+    std::condition_variable queueCv;
+    std::deque<WriterItem> queue;
+    bool queueClosed = false;
+    std::string writerError;
+
+    std::unique_ptr<RunWriter> writer;
+    RunSummary summary;
+    std::mutex summaryMutex;
+    std::vector<std::string> cardErrors;
+
+    void push(WriterItem item) {
+        {
+            std::lock_guard lock(queueMutex);
+            queue.push_back(std::move(item));
+        }
+        queueCv.notify_one();
+    }
+    // A card's event. On nodes other than 0 it is also kept for node 0's file (see reportToNode0).
+    void event(int64_t step, int rank, Severity sev, std::string code, std::string message) {
+        Event e{step, rank, sev, std::move(code), std::move(message)};
+        if (group && cfg.nodeRank != 0) {
+            std::lock_guard lock(nodeEventsMutex);
+            nodeEvents.push_back(e);
+        }
+        push(std::move(e));
+    }
+    std::mutex nodeEventsMutex;
+    std::vector<Event> nodeEvents;
+
+    void setup();
+    void joinNodes();
+    // Multi-node: every card's one-rank record goes to every node (two all-gathers through the
+    // communicator, in each card's own program order, so the nodes' collectives line up); local card 0 gets
+    // the whole run's records in rank order, the others an empty vector.
+    template <class Record> std::vector<Record> exchange(const Card& card, const Record& mine);
+    // After the card threads end: nodes other than 0 hand their cards' events (failures, timeouts) to node
+    // 0, which records them as if its own cards had reported them. Collectives may be broken by then, so
+    // this goes through the rendezvous store.
+    void reportToNode0();
+    void collectNodeReports();
+    void buildCards();
+    void cardLoop(Card& card);
+    void trainStep(Card& card, int64_t step, std::vector<uint8_t>& raw, std::vector<float>& images,
+                   std::vector<int64_t>& labels);
+    void recordWeights(Card& card, int64_t step);
+    void evaluate(Card& card, int64_t step);
+    void writerLoop();
+    float learningRate(int64_t step) const;
+    RunSummary refuse();
+
+    template <typename Record, typename Fill>
+    void gather(std::map<int64_t, std::pair<Record, int>>& pending, int64_t key, Fill fill) {
+        std::optional<Record> done;
+        {
+            std::lock_guard lock(gatherMutex);
+            auto& [record, count] = pending[key];
+            fill(record);
+            if (++count == localCards) {
+                done = std::move(record);
+                pending.erase(key);
+            }
+        }
+        if (done)
+            push(std::move(*done));
+    }
+};
+
+} // namespace rs

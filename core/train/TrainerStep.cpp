@@ -1,0 +1,415 @@
+// Trainer: a card's work. Each step: forward and backward on its shard, local statistics, the all-reduce,
+// synced statistics, the optimizer, and the digest every rank shares; weights and evaluations on their
+// steps; the card's loop and how it ends.
+#include "store/ReaderProtocol.h"
+#include "telemetry/Fingerprint.h"
+#include "telemetry/GradStats.h"
+#include "train/TrainerImpl.h"
+#include "util/HalfConvert.h"
+
+#include <cmath>
+#include <fmt/format.h>
+
+namespace rs {
+namespace {
+
+// Digest each rank shares at the end of a step, so every rank sees at once whether the replicas still agree.
+struct Digest {
+    uint64_t synced = 0;  // fingerprint over the per-parameter synced fingerprints
+    uint64_t weights = 0; // fingerprint over the weights (weight steps only)
+    uint32_t nonfinite = 0;
+    uint32_t dumpRequested = 0;
+};
+
+} // namespace
+
+void Trainer::Impl::recordWeights(Card& card, int64_t step) {
+    const auto& params = card.replica->params();
+    const float* w = card.replica->weights();
+    std::vector<uint64_t> fp(params.size());
+    std::vector<float> norm(params.size());
+    for (size_t p = 0; p < params.size(); ++p) {
+        const float* t = w + params[p].offset;
+        fp[p] = fingerprint(t, static_cast<size_t>(params[p].numel) * 4);
+        norm[p] = static_cast<float>(std::sqrt(normAndSum(t, params[p].numel, 1.f).sumSq));
+    }
+    const auto buffers = card.replica->bufferValues();
+    const uint64_t bufferFp = fingerprint(buffers.data(), buffers.size() * 4);
+    double bufferNorm = 0;
+    for (float v : buffers)
+        bufferNorm += static_cast<double>(v) * v;
+    if (group) {
+        WeightRecord one;
+        one.step = step;
+        one.fp = {std::move(fp)};
+        one.norm = {std::move(norm)};
+        one.bufferFp = {bufferFp};
+        one.bufferDrift = {static_cast<float>(std::sqrt(bufferNorm))};
+        auto all = exchange(card, one);
+        if (card.local != 0)
+            return;
+        WeightRecord rec;
+        rec.step = step;
+        for (auto& x : all) {
+            rec.fp.push_back(std::move(x.fp[0]));
+            rec.norm.push_back(std::move(x.norm[0]));
+            rec.bufferFp.push_back(x.bufferFp[0]);
+            rec.bufferDrift.push_back(x.bufferDrift[0]);
+        }
+        push(std::move(rec));
+        return;
+    }
+    gather(pendingWeights, step, [&](WeightRecord& rec) {
+        rec.step = step;
+        rec.fp.resize(cfg.ranks);
+        rec.norm.resize(cfg.ranks);
+        rec.bufferFp.resize(cfg.ranks);
+        rec.bufferDrift.resize(cfg.ranks); // holds the buffer norm until the writer turns it into drift
+        rec.fp[card.rank] = std::move(fp);
+        rec.norm[card.rank] = std::move(norm);
+        rec.bufferFp[card.rank] = bufferFp;
+        rec.bufferDrift[card.rank] = static_cast<float>(std::sqrt(bufferNorm));
+    });
+}
+
+void Trainer::Impl::evaluate(Card& card, int64_t step) {
+    const int n = static_cast<int>(std::min<int64_t>(cfg.evalSamples, test->size()));
+    if (n <= 0)
+        return;
+    std::vector<uint8_t> raw;
+    std::vector<float> images;
+    std::vector<int64_t> labels;
+    int correct = 0;
+    double lossSum = 0;
+    constexpr int kChunk = 128;
+    for (int begin = 0; begin < n; begin += kChunk) {
+        const int m = std::min(kChunk, n - begin);
+        std::vector<int64_t> ids(m);
+        for (int i = 0; i < m; ++i)
+            ids[i] = begin + i;
+        loadNormalizedBatch(*test, ids.data(), m, raw, images, labels);
+        ComputingGuard computing(*comm, card.local);
+        ComputeSlotGuard slot(*slots);
+        const auto r = card.replica->evaluate(images.data(), labels.data(), m);
+        correct += r.correct;
+        lossSum += static_cast<double>(r.loss) * m;
+    }
+    if (group) {
+        EvalRecord one;
+        one.step = step;
+        one.accuracy = {static_cast<float>(correct) / static_cast<float>(n)};
+        one.loss = {static_cast<float>(lossSum / n)};
+        auto all = exchange(card, one);
+        if (card.local != 0)
+            return;
+        EvalRecord rec;
+        rec.step = step;
+        for (const auto& x : all) {
+            rec.accuracy.push_back(x.accuracy[0]);
+            rec.loss.push_back(x.loss[0]);
+        }
+        push(std::move(rec));
+        return;
+    }
+    gather(pendingEvals, step, [&](EvalRecord& rec) {
+        rec.step = step;
+        rec.accuracy.resize(cfg.ranks);
+        rec.loss.resize(cfg.ranks);
+        rec.accuracy[card.rank] = static_cast<float>(correct) / static_cast<float>(n);
+        rec.loss[card.rank] = static_cast<float>(lossSum / n);
+    });
+}
+
+void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& raw, std::vector<float>& images,
+                              std::vector<int64_t>& labels) {
+    const auto t0 = Clock::now();
+    Replica& rep = *card.replica;
+    const auto& params = rep.params();
+    const size_t P = params.size();
+    const int64_t N = rep.numParams();
+    const int B = cfg.batchPerRank;
+    const int W = cfg.ranks;
+    const int r = card.rank;
+
+    const int64_t epoch = step / perEpoch;
+    if (step % perEpoch == 0)
+        card.sampler->setEpoch(epoch);
+    const int64_t* ids = card.sampler->indices().data() + (step % perEpoch) * B;
+    loadNormalizedBatch(*train, ids, B, raw, images, labels);
+
+    RankStep rs;
+    rs.sampleIds.assign(ids, ids + B);
+    rs.sampleFp = fingerprint(ids, sizeof(int64_t) * B);
+    const float scale = card.scaler->scale();
+    rs.lossScale = scale;
+
+    double commMs = 0;
+    BatchResult res;
+    {
+        ComputingGuard computing(*comm, card.local);
+        ComputeSlotGuard slot(*slots);
+        const auto tc = Clock::now();
+        res = rep.forwardBackward(images.data(), labels.data(), B, scale);
+        if (const int slower = faults ? faults->slowdown(r, step) : 1; slower > 1) // a slow card, still busy
+            std::this_thread::sleep_for(
+                std::chrono::duration<double, std::milli>((slower - 1) * msSince(tc)));
+        rs.computeMs = static_cast<float>(msSince(tc));
+    }
+    rs.loss = res.loss;
+    rs.accuracy = res.accuracy;
+    float* g = rep.grads();
+    const float unscale = 1.0f / scale;
+    if (faults && faults->flipBefore(r, step)) // silent data corruption in this card's backward
+        FaultPlan::flipBit(g, N);
+
+    // Local gradient, as this card computed it. The flight recorder's copy is taken in the same pass.
+    FlightRing::Slot* slot = nullptr;
+    if (!card.ring.slots.empty()) {
+        slot = &card.ring.slots[card.ring.next];
+        card.ring.next = (card.ring.next + 1) % card.ring.slots.size();
+        slot->step = step;
+        slot->local.resize(static_cast<size_t>(N));
+    }
+    const bool tele = cfg.telemetry;
+    if (tele) {
+        const int K = cfg.sketchDim;
+        rs.localNorm.resize(P);
+        rs.localMax.resize(P);
+        rs.localSum.resize(P);
+        rs.nonfinite.resize(P);
+        rs.overflowCount.resize(P);
+        rs.underflowCount.resize(P);
+        rs.sketch.resize(P * K);
+        for (size_t p = 0; p < P; ++p) {
+            const auto s = gradStats(g + params[p].offset, params[p].numel, unscale,
+                                     splitmix64(cfg.seed ^ (0x5ce7c4ull + p)), K, rs.sketch.data() + p * K,
+                                     slot && !halfPayload ? slot->local.data() + params[p].offset : nullptr);
+            rs.localNorm[p] = static_cast<float>(std::sqrt(s.sumSq));
+            rs.localMax[p] = s.maxAbs;
+            rs.localSum[p] = s.sum;
+            rs.nonfinite[p] = s.nonfinite;
+            rs.overflowCount[p] = s.overflow;
+            rs.underflowCount[p] = s.underflow;
+        }
+    } else if (slot && !halfPayload) {
+        std::copy(g, g + N, slot->local.begin());
+    }
+    // Under O2/O3 the gradient leaves backward in fp16: the conversion to the fp16 payload below does that
+    // rounding, so only the flight recorder needs a rounded fp32 copy of what the card sent.
+    if (halfPayload && slot)
+        roundFloatsThroughHalf(g, slot->local.data(), static_cast<size_t>(N));
+
+    // The all-reduce: fp16 payload under O2/O3 (sums past 65504 overflow like hardware), fp32 under O0.
+    const ReduceOp op = cfg.gradientsMean ? ReduceOp::Mean : ReduceOp::Sum;
+    // Faults around the all-reduce: a parameter outside every fusion bucket keeps its local gradient, and a
+    // rank that checks overflow alone reads its own float status.
+    const int unsynced = faults ? faults->unsyncedParam(step) : -1;
+    std::vector<float> kept;
+    if (unsynced >= 0)
+        kept.assign(g + params[unsynced].offset, g + params[unsynced].offset + params[unsynced].numel);
+    const bool ownStatus = faults && !faults->overflowSynced(step);
+    const bool localOverflow = ownStatus && FaultPlan::overflows(g, N, halfPayload);
+    auto tcomm = Clock::now();
+    if (halfPayload) {
+        rep.gradsToHalf(card.half.data());
+        comm->allReduce(card.local, card.half.data(), static_cast<size_t>(N), DType::F16, op);
+        rep.gradsFromHalf(card.half.data());
+    } else {
+        comm->allReduce(card.local, g, static_cast<size_t>(N), DType::F32, op);
+    }
+    commMs += msSince(tcomm);
+    if (unsynced >= 0)
+        std::copy(kept.begin(), kept.end(), g + params[unsynced].offset);
+    if (faults && faults->flipAfter(r, step)) // corruption after the all-reduce, on this card only
+        FaultPlan::flipBit(g, N);
+
+    // Synced gradient, as the all-reduce delivered it: norm, sum and a bitwise fingerprint per parameter.
+    uint32_t nonfiniteSynced = 0;
+    if (tele) {
+        rs.syncedNorm.resize(P);
+        rs.syncedSum.resize(P);
+        rs.syncedFp.resize(P);
+    }
+    for (size_t p = 0; p < P; ++p) {
+        const float* t = g + params[p].offset;
+        const auto s = normAndSum(t, params[p].numel, unscale);
+        nonfiniteSynced += s.nonfinite;
+        if (tele) {
+            rs.syncedNorm[p] = static_cast<float>(std::sqrt(s.sumSq));
+            rs.syncedSum[p] = s.sum;
+            rs.syncedFp[p] = fingerprint(t, static_cast<size_t>(params[p].numel) * 4);
+        }
+    }
+    if (slot)
+        slot->synced.assign(g, g + N);
+
+    // Overflow status is all-reduced so every rank skips the same steps (NPUAllocFloatStatus + AllReduce).
+    float overflow = nonfiniteSynced > 0 ? 1.f : 0.f;
+    if (ownStatus) {
+        overflow = localOverflow ? 1.f : 0.f;
+    } else {
+        tcomm = Clock::now();
+        comm->allReduce(card.local, &overflow, 1, DType::F32, ReduceOp::Max);
+        commMs += msSince(tcomm);
+    }
+    rs.overflow = overflow > 0 ? 1 : 0;
+    const bool skip = card.scaler->update(rs.overflow);
+    rs.skipped = skip ? 1 : 0;
+
+    if (!skip) { // Momentum SGD with weight decay on the fp32 master weights, gradients unscaled on the fly
+        const float lr = learningRate(step), mom = cfg.momentum, wd = cfg.weightDecay;
+        float* w = rep.weights();
+        float* v = card.momentum.data();
+        for (int64_t i = 0; i < N; ++i) {
+            v[i] = mom * v[i] + g[i] * unscale + wd * w[i];
+            w[i] -= lr * v[i];
+        }
+        if (cfg.precision == Precision::O3)
+            rep.roundWeightsThroughHalf();
+    }
+    if (slot)
+        slot->weights.assign(rep.weights(), rep.weights() + N);
+
+    // Share a digest: every rank learns at once whether the replicas still agree (anomaly -> flight dump).
+    const bool weightStep = (step + 1) % cfg.weightEvery == 0 || step + 1 == totalSteps;
+    Digest mine;
+    if (tele)
+        mine.synced = fingerprint(rs.syncedFp.data(), P * 8);
+    if (weightStep)
+        mine.weights = fingerprint(rep.weights(), static_cast<size_t>(N) * 4);
+    mine.nonfinite = !std::isfinite(rs.loss) ? 1u : 0u;
+    mine.dumpRequested = dumpRequested.exchange(false) ? 1u : 0u;
+    std::vector<Digest> all(W);
+    tcomm = Clock::now();
+    comm->allGather(card.local, &mine, sizeof(Digest), all.data());
+    commMs += msSince(tcomm);
+    bool anomaly = false, requested = false;
+    std::string reason;
+    for (const auto& dg : all) {
+        if (dg.synced != all[0].synced)
+            reason = "synced gradient fingerprints differ across ranks";
+        if (dg.weights != all[0].weights)
+            reason = "weight fingerprints differ across ranks";
+        if (dg.nonfinite)
+            reason = "non-finite loss";
+        requested = requested || dg.dumpRequested;
+    }
+    anomaly = !reason.empty();
+    rs.commMs = static_cast<float>(commMs);
+    rs.stepMs = static_cast<float>(msSince(t0));
+
+    const float lr = learningRate(step);
+    if (group) {
+        StepRecord one;
+        one.step = step;
+        one.epoch = epoch;
+        one.lr = lr;
+        one.ranks.push_back(std::move(rs));
+        auto all = exchange(card, one);
+        if (card.local == 0) {
+            StepRecord rec;
+            rec.step = step;
+            rec.epoch = epoch;
+            rec.lr = lr;
+            for (auto& x : all)
+                rec.ranks.push_back(std::move(x.ranks[0]));
+            push(std::move(rec));
+        }
+    } else
+        gather(pendingSteps, step, [&](StepRecord& rec) {
+            rec.step = step;
+            rec.epoch = epoch;
+            rec.lr = lr;
+            rec.ranks.resize(W);
+            rec.ranks[r] = std::move(rs);
+        });
+    if (weightStep)
+        recordWeights(card, step + 1);
+
+    // Dump on the step an anomaly appears (not on every step it persists) and on request. Every rank sees
+    // the same digests, so every rank takes the same decision and the gather completes.
+    static constexpr int kMaxDumps = 3;
+    const bool fresh = anomaly && !card.anomalyBefore;
+    card.anomalyBefore = anomaly;
+    if ((fresh || requested) && slot && card.dumps < kMaxDumps) {
+        ++card.dumps;
+        const std::string why = fresh ? reason : "requested";
+        auto fill = [&](FlightDump& dump) {
+            dump.triggerStep = step;
+            dump.reason = why;
+            for (const auto& s : card.ring.slots) {
+                if (s.step < 0)
+                    continue;
+                dump.entries.push_back({s.step, r, 0, s.local});
+                dump.entries.push_back({s.step, r, 1, s.synced});
+                dump.entries.push_back({s.step, r, 2, s.weights});
+            }
+        };
+        if (group) { // every card of every node took this decision: the exchange lines up
+            FlightDump mine;
+            fill(mine);
+            auto all = exchange(card, mine);
+            if (card.local == 0) {
+                FlightDump dump;
+                dump.triggerStep = step;
+                dump.reason = why;
+                for (auto& one : all)
+                    for (auto& entry : one.entries)
+                        dump.entries.push_back(std::move(entry));
+                push(std::move(dump));
+            }
+        } else
+            gather(pendingDumps, step, fill);
+    }
+}
+
+void Trainer::Impl::cardLoop(Card& card) {
+    setTorchThreads(1); // one intra-op thread per card; ComputeSlots caps cards computing at once
+    const int r = card.rank;
+    std::vector<uint8_t> raw;
+    std::vector<float> images;
+    std::vector<int64_t> labels;
+    int64_t step = 0;
+    try {
+        if (cfg.broadcastInit) // MindSpore parameter_broadcast: everyone starts from rank 0's weights
+            comm->broadcast(card.local, card.replica->weights(),
+                            static_cast<size_t>(card.replica->numParams()) * 4, 0);
+        recordWeights(card, 0);
+        const int64_t shard = faults ? faults->shardBatches(r, perEpoch) : perEpoch;
+        for (; step < totalSteps && !stopRequested; ++step) {
+            // rank-exit: the card is gone; its peers find out in their next collective.
+            if (faults && faults->diesAt(r, step))
+                throw std::runtime_error("EL0004: device HBM out of memory, the card stopped responding");
+            if (faults && faults->evalModeFrom(r, step))
+                card.replica->setTrainMode(false);
+            if (step % perEpoch >= shard) { // this rank's loader is exhausted: its epoch (and loop) ends here
+                evaluate(card, step);
+                break;
+            }
+            trainStep(card, step, raw, images, labels);
+            if (cfg.evalEvery > 0 && (step + 1) % cfg.evalEvery == 0 && step + 1 < totalSteps)
+                evaluate(card, step + 1);
+        }
+        if (!stopRequested && step == totalSteps)
+            evaluate(card, step);
+        card.state = static_cast<uint8_t>(stopRequested ? CardState::Stopped : CardState::Ok);
+    } catch (const CollectiveCancelled&) {
+        card.state = static_cast<uint8_t>(CardState::Stopped);
+    } catch (const ReplicaStopped&) {
+        card.state = static_cast<uint8_t>(CardState::Stopped);
+    } catch (const CollectiveTimeout& e) {
+        card.state = static_cast<uint8_t>(CardState::TimedOut);
+        event(step, r, Severity::Error, eventcode::kTimeout, fmt::format("Rank {}: {}", r, e.what()));
+        std::lock_guard lock(summaryMutex);
+        cardErrors.push_back(fmt::format("rank {}: {}", r, e.what()));
+    } catch (const std::exception& e) {
+        card.state = static_cast<uint8_t>(CardState::Dead);
+        comm->markFailed(card.local);
+        event(step, r, Severity::Error, eventcode::kCardFailed,
+              fmt::format("Rank {} failed at step {}: {}", r, step, e.what()));
+        std::lock_guard lock(summaryMutex);
+        cardErrors.push_back(fmt::format("rank {}: {}", r, e.what()));
+    }
+}
+
+} // namespace rs
