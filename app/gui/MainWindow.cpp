@@ -280,6 +280,9 @@ void MainWindow::wireModel() {
                     statusBar()->showMessage(
                         tr("Run ended: %1 (%2 images/s)").arg(reason).arg(imagesPerSecond, 0, 'f', 1), 10000);
             });
+    connect(m_train, &TrainController::nodeFailed, this, [this](int node, const QString& message) {
+        statusBar()->showMessage(tr("Node %1: %2").arg(node).arg(message), 15000);
+    });
     connect(m_train, &TrainController::runFailed, this, [this](const QString& path, const QString& message) {
         showError(tr("The run could not start"), tr("%1\n\n%2").arg(QDir::toNativeSeparators(path), message));
         // A refused pre-flight (e.g. a wrong rank table) still writes a run file saying why: show it, so the

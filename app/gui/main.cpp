@@ -72,7 +72,11 @@ int main(int argc, char** argv) {
     QCommandLineOption runsDir(QStringLiteral("runs-dir"),
                                QStringLiteral("Folder for new run files (default: ./runs)."),
                                QStringLiteral("DIR"));
-    parser.addOptions({start, config, runsDir});
+    QCommandLineOption nodes(QStringLiteral("nodes"),
+                             QStringLiteral("Node processes on this host for new runs, like the rank table's "
+                                            "servers (the run panel's Nodes)."),
+                             QStringLiteral("N"));
+    parser.addOptions({start, config, runsDir, nodes});
     parser.process(app);
 
     rs::MainWindow window;
@@ -85,6 +89,15 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "ranksight: %s\n", e.what());
             return 2;
         }
+    }
+    if (parser.isSet(nodes)) {
+        bool ok = false;
+        const int n = parser.value(nodes).toInt(&ok);
+        if (!ok || n < 1 || n > 8) {
+            std::fprintf(stderr, "ranksight: --nodes '%s' is not 1..8\n", qPrintable(parser.value(nodes)));
+            return 2;
+        }
+        window.runPanel()->setNodes(n);
     }
     closeOnSignals(&window);
     window.show();

@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
+#include <netinet/in.h>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sys/socket.h>
 #include <thread>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -65,6 +67,22 @@ std::string secondsText(std::chrono::milliseconds t) {
 }
 
 } // namespace
+
+int freeLoopbackPort() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    int port = 0;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+        port = ntohs(a.sin_port);
+    ::close(fd);
+    return port;
+}
 
 NodeOptions nodeOptionsFromEnvironment(NodeOptions o) {
     if (const char* addr = std::getenv("MASTER_ADDR"); addr && *addr)

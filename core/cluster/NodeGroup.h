@@ -39,6 +39,10 @@ NodeOptions nodeOptionsFromEnvironment(NodeOptions defaults = {});
 // "HOST:PORT" -> host and port; throws std::invalid_argument naming the text.
 void parseMaster(const std::string& text, NodeOptions& options);
 
+// A TCP port on 127.0.0.1 that nothing listens on right now (the kernel's pick), for node 0 of a run whose
+// nodes all run on this host; 0 if the kernel gives none.
+int freeLoopbackPort();
+
 class NodeError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;

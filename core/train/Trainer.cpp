@@ -153,7 +153,8 @@ void Trainer::Impl::setup() {
                           {"compute_slots", cfg.computeThreads > 0 ? cfg.computeThreads : cores},
                           {"train_data", train->describe()},
                           {"test_data", test->describe()},
-                          {"flight_recorder_steps", flightDepth}};
+                          {"flight_recorder_steps", flightDepth},
+                          {"nodes", cfg.nodes}};
     meta.environment = env.dump();
     const int64_t hbmUsed = cards[0]->replica->activationBytesEstimate(cfg.batchPerRank);
     for (const auto& dev : table.devices) {

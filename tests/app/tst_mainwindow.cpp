@@ -28,6 +28,7 @@
 #include <QtTest>
 #include <csignal>
 #include <qcustomplot.h>
+#include <set>
 
 using namespace rs;
 using namespace rs::runfile_fixtures;
@@ -427,6 +428,71 @@ private slots:
         auto r = reopen(run);
         QVERIFY(r->complete());
         QCOMPARE(QString::fromStdString(r->stopReason()), QString("stopped"));
+    }
+
+    // A run of 2 nodes started from the window (`ranksight --nodes 2 --start`, the run panel's Nodes): node 1
+    // is a ranksight-cli process the app starts, the window follows node 0's file, which describes 2 servers;
+    // SIGTERM stops both nodes and the file is complete.
+    void appRunsAMultiNodeRunAndStopsItsNodes() {
+        QTemporaryDir dir;
+        const QString config = dir.filePath("nodes.json");
+        {
+            QFile f(config);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(R"({"model":"mlp","ranks":4,"batch":4,"steps":1000000,"precision":"O0",
+                        "loss_scale":"none","eval_samples":16})");
+        }
+        QProcess app;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("XDG_CONFIG_HOME", dir.filePath("config"));
+        app.setProcessEnvironment(env);
+        app.start(RANKSIGHT_GUI,
+                  {"--start", "--nodes", "2", "--config", config, "--runs-dir", dir.filePath("runs")});
+        QVERIFY(app.waitForStarted());
+        QString run;
+        QTRY_VERIFY_WITH_TIMEOUT(
+            [&] {
+                const auto files = QDir(dir.filePath("runs")).entryList({"*.h5"});
+                if (files.isEmpty())
+                    return false;
+                run = dir.filePath("runs/" + files.front());
+                try {
+                    return reopen(run)->stepCount() >= 3;
+                } catch (const std::exception&) {
+                    return false;
+                }
+            }(),
+            60000);
+        // The app's children: node 1 (and the reader process).
+        QFile children(QStringLiteral("/proc/%1/task/%1/children").arg(app.processId()));
+        QVERIFY(children.open(QIODevice::ReadOnly));
+        QList<int> nodePids;
+        for (const QByteArray& pid : children.readAll().split(' ')) {
+            QFile cmdline(QStringLiteral("/proc/%1/cmdline").arg(QString::fromLatin1(pid.trimmed())));
+            if (!pid.trimmed().isEmpty() && cmdline.open(QIODevice::ReadOnly) &&
+                cmdline.readAll().replace('\0', ' ').contains("train --config"))
+                nodePids << pid.trimmed().toInt();
+        }
+        QCOMPARE(nodePids.size(), 1);
+        {
+            const auto r = reopen(run);
+            std::set<std::string> servers;
+            for (const CardInfo& c : r->meta().cards)
+                servers.insert(c.serverId);
+            QCOMPARE(int(servers.size()), 2);
+            QVERIFY2(r->meta().environment.find("\"nodes\":2") != std::string::npos,
+                     r->meta().environment.c_str());
+        }
+        ::kill(pid_t(app.processId()), SIGTERM);
+        QVERIFY(app.waitForFinished(15000));
+        QCOMPARE(app.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(app.exitCode(), 0);
+        QTRY_VERIFY_WITH_TIMEOUT(!QFileInfo::exists(QStringLiteral("/proc/%1/cmdline").arg(nodePids.front())),
+                                 5000);
+        auto r = reopen(run);
+        QVERIFY(r->complete());
+        QCOMPARE(QString::fromStdString(r->stopReason()), QString("stopped"));
+        QCOMPARE(r->meta().worldSize, 4);
     }
 
 private:

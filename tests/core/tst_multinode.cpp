@@ -2,6 +2,7 @@
 // run file on node 0 that equals, bit for bit, the same run in one process whose rank table has N servers of
 // the same cards (losses, local gradient norms, synced gradient and weight fingerprints, evaluations); nodes
 // whose configurations differ refuse to start, naming the key and every node's value.
+#include "cluster/NodeGroup.h"
 #include "store/RunReader.h"
 
 #include <QElapsedTimer>
@@ -23,20 +24,6 @@
 using namespace rs;
 
 namespace {
-
-int freePort() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    int port = 0;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-        port = ntohs(a.sin_port);
-    ::close(fd);
-    return port;
-}
 
 struct Result {
     int code = -1;
@@ -68,7 +55,7 @@ class TestMultiNode : public QObject {
     // Starts `nodes` node processes (node 0 last, writing `out`) and waits for all; the results per node.
     std::vector<Result> runNodes(const QStringList& common, int nodes, const QString& out,
                                  const std::vector<QStringList>& perNode = {}) {
-        const QString master = QStringLiteral("127.0.0.1:%1").arg(freePort());
+        const QString master = QStringLiteral("127.0.0.1:%1").arg(freeLoopbackPort());
         std::vector<std::unique_ptr<QProcess>> ps(static_cast<size_t>(nodes));
         for (int k = nodes - 1; k >= 0; --k) {
             QStringList args =
@@ -216,7 +203,7 @@ private slots:
     // node 0 killed: the other node exits within the timeout with an error naming node 0.
     void aKilledNodeIsNamedAndTheFileIsComplete() {
         const QString out = m_dir.filePath("killed.h5");
-        const QString master = QStringLiteral("127.0.0.1:%1").arg(freePort());
+        const QString master = QStringLiteral("127.0.0.1:%1").arg(freeLoopbackPort());
         const QStringList common = {
             "train",   "--model",  "mlp",         "--ranks", "4",     "--batch",         "8",
             "--steps", "100000",   "--precision", "O0",      "--set", "timeout_ms=3000", "--nodes",
@@ -253,7 +240,7 @@ private slots:
 
         // Node 0 (the rendezvous host) lost: node 1 exits with a clear error within the timeout.
         const QString out2 = m_dir.filePath("killed0.h5");
-        const QString master2 = QStringLiteral("127.0.0.1:%1").arg(freePort());
+        const QString master2 = QStringLiteral("127.0.0.1:%1").arg(freeLoopbackPort());
         QStringList common2 = common;
         common2[common2.indexOf(master)] = master2;
         QProcess a, b;

@@ -140,10 +140,6 @@ struct Listener {
     }
 };
 
-int freePort() {
-    return Listener().port; // free again once closed
-}
-
 struct Node {
     std::unique_ptr<QProcess> p;
     QString out, err;
@@ -185,7 +181,7 @@ class TestNodeGroup : public QObject {
 
 private slots:
     void threeNodesFormAWorldAndGather() {
-        const int port = freePort();
+        const int port = freeLoopbackPort();
         std::vector<std::unique_ptr<QProcess>> ps;
         for (int k = 2; k >= 0; --k) // node 0 last: the others wait for its store
             ps.push_back(start(3, k, port, "model=mlp,ranks=6"));
@@ -220,7 +216,7 @@ private slots:
             reduceOnCards(flat, nodes * cards, 0, nodes * cards).front() != reference.front(),
             "the hierarchy changes the summation order, so the flat ring's bits differ (the test can fail)");
 
-        const int port = freePort();
+        const int port = freeLoopbackPort();
         std::vector<std::unique_ptr<QProcess>> ps;
         for (int k = nodes - 1; k >= 0; --k)
             ps.push_back(start(nodes, k, port, "", 20000, cards));
@@ -238,7 +234,7 @@ private slots:
     // A node lost after the rendezvous: every card of the others fails its collective within the timeout,
     // saying it was the exchange across nodes that failed; nothing hangs.
     void aLostNodeFailsTheOthersCollectivesWithinTheTimeout() {
-        const int port = freePort();
+        const int port = freeLoopbackPort();
         qputenv("RS_DIE", "1");
         auto lost = start(2, 1, port, "", 3000, 2);
         auto survivor = start(2, 0, port, "", 3000, 2);
@@ -253,7 +249,7 @@ private slots:
     }
 
     void differentConfigurationsAreRefusedOnEveryNode() {
-        const int port = freePort();
+        const int port = freeLoopbackPort();
         auto a = start(2, 0, port, "batch=8,model=mlp");
         auto b = start(2, 1, port, "batch=4,model=mlp");
         for (auto* p : {&a, &b}) {
@@ -265,7 +261,7 @@ private slots:
     }
 
     void aNodeRankOutOfRangeIsRefusedAtOnce() {
-        const Node n = finish(start(2, 2, freePort(), ""));
+        const Node n = finish(start(2, 2, freeLoopbackPort(), ""));
         QCOMPARE(n.p->exitCode(), 1);
         QVERIFY2(n.err.contains("--node-rank 2 is out of range for --nodes 2 (0..1)"), qPrintable(n.err));
     }
@@ -273,7 +269,7 @@ private slots:
     void aWorldThatNeverFillsNamesTheMissingNodes() {
         QElapsedTimer t;
         t.start();
-        const Node n = finish(start(3, 0, freePort(), "", 1500));
+        const Node n = finish(start(3, 0, freeLoopbackPort(), "", 1500));
         QCOMPARE(n.p->exitCode(), 1);
         QVERIFY2(n.err.contains("the world never filled: node rank(s) 1, 2 of 3 did not join"),
                  qPrintable(n.err));
@@ -281,7 +277,7 @@ private slots:
     }
 
     void aMasterNobodyListensOnIsNamed() {
-        const Node n = finish(start(2, 1, freePort(), "", 1500));
+        const Node n = finish(start(2, 1, freeLoopbackPort(), "", 1500));
         QCOMPARE(n.p->exitCode(), 1);
         QVERIFY2(n.err.contains("node 1 cannot reach node 0 at 127.0.0.1:"), qPrintable(n.err));
     }

@@ -144,6 +144,7 @@ private slots:
     void setConfigRoundTrips();
     void invalidFieldsAreNamed();
     void faultsGoIntoTheConfig();
+    void nodesSpreadTheCardsWithoutLeavingThePreset();
     void setRunningTogglesButtons();
     void startOnlyWhenValid();
     void stateRoundTrips();
@@ -528,6 +529,34 @@ void TestPanels::faultsGoIntoTheConfig() {
     child<QLineEdit>(panel, "faults")->clear();
     QVERIFY(panel.buildConfig(&c, &error));
     QVERIFY(c.faults.empty());
+}
+
+// Nodes say how the cards are spread over processes, not what is trained: the preset stays, the config
+// carries them, and cards that do not split evenly over the nodes are refused with the reason.
+void TestPanels::nodesSpreadTheCardsWithoutLeavingThePreset() {
+    RunPanel panel;
+    panel.setRunsDir(m_tmp.filePath(QStringLiteral("runs")));
+    QVERIFY(panel.loadPreset(QStringLiteral("quick")));
+    child<QSpinBox>(panel, "nodes")->setValue(2);
+    QCOMPARE(panel.presetName(), QStringLiteral("quick"));
+    TrainConfig c;
+    QString error;
+    QVERIFY2(panel.buildConfig(&c, &error), qPrintable(error));
+    QCOMPARE(c.nodes, 2);
+    QCOMPARE(c.ranks, 4);
+    child<QSpinBox>(panel, "ranks")->setValue(5);
+    QVERIFY2(panel.errorText().contains(QLatin1String("5 ranks do not split evenly over 2 nodes")),
+             qPrintable(panel.errorText()));
+    QVERIFY(!child<QPushButton>(panel, "start")->isEnabled());
+    child<QSpinBox>(panel, "nodes")->setValue(1);
+    QVERIFY(panel.errorText().isEmpty());
+
+    QSettings settings(m_tmp.filePath(QStringLiteral("nodes.ini")), QSettings::IniFormat);
+    panel.setNodes(4);
+    panel.saveState(settings);
+    RunPanel restored;
+    restored.restoreState(settings);
+    QCOMPARE(child<QSpinBox>(restored, "nodes")->value(), 4);
 }
 
 void TestPanels::setRunningTogglesButtons() {

@@ -159,6 +159,16 @@ void RunPanel::buildSetupRows(QFormLayout* form) {
               "set_auto_parallel_context). Each card is one rank with its own replica and data shard; "
               "gradients are all-reduced every step."));
 
+    m_nodes = new QSpinBox;
+    m_nodes->setObjectName(QStringLiteral("nodes"));
+    m_nodes->setRange(1, 8);
+    addRow(form, tr("&Nodes"), m_nodes,
+           tr("Servers of the rank table, each a process on this host with cards / nodes cards: node 0 "
+              "trains in this window and writes the run file, nodes 1.. are ranksight-cli processes. They "
+              "join through PyTorch's gloo over 127.0.0.1; the all-reduce sums inside each node, then "
+              "across nodes, like HCCL across servers. Same results as one node, bit for bit. On real "
+              "hosts, start ranksight-cli train --nodes N --node-rank K --master HOST:PORT on each."));
+
     m_batch = new QSpinBox;
     m_batch->setObjectName(QStringLiteral("batch"));
     m_batch->setRange(1, 4096);
@@ -289,6 +299,8 @@ void RunPanel::buildOutputRows(QFormLayout* form) {
 void RunPanel::connectEdits() {
     for (QComboBox* c : {m_model, m_lengthUnit, m_precision, m_lossMode, m_dataSource})
         connect(c, &QComboBox::currentIndexChanged, this, &RunPanel::onFieldEdited);
+    // Nodes say how the cards are spread over processes, not what is trained: the preset stays.
+    connect(m_nodes, &QSpinBox::valueChanged, this, &RunPanel::revalidate);
     for (QSpinBox* s : {m_ranks, m_batch, m_length})
         connect(s, &QSpinBox::valueChanged, this, &RunPanel::onFieldEdited);
     for (QLineEdit* e : {m_dataDir, m_seed, m_rankTable, m_faults})
@@ -433,6 +445,7 @@ RunPanel::FieldError RunPanel::validate(TrainConfig* out) const {
     TrainConfig c = m_base;
     c.model = parseModelKind(m_model->currentData().toString().toStdString()).value_or(c.model);
     c.ranks = m_ranks->value();
+    c.nodes = m_nodes->value();
     c.batchPerRank = m_batch->value();
     const bool epochs = m_lengthUnit->currentData() == QLatin1String("epochs");
     c.epochs = epochs ? m_length->value() : 0; // epochs == 0: steps decide
@@ -545,6 +558,10 @@ QString RunPanel::errorText() const {
     return m_error->text();
 }
 
+void RunPanel::setNodes(int nodes) {
+    m_nodes->setValue(nodes);
+}
+
 void RunPanel::setRunning(bool running) {
     m_running = running;
     m_formBox->setEnabled(!running);
@@ -601,10 +618,12 @@ void RunPanel::saveState(QSettings& settings) const {
     QString error;
     buildConfig(&c, &error); // an invalid form saves what it was built from
     settings.setValue(QStringLiteral("runPanel/config"), QString::fromStdString(c.toJson()));
+    settings.setValue(QStringLiteral("runPanel/nodes"), m_nodes->value()); // how, not what: not a config key
 }
 
 void RunPanel::restoreState(QSettings& settings) {
     const QString preset = settings.value(QStringLiteral("runPanel/preset")).toString();
+    m_nodes->setValue(settings.value(QStringLiteral("runPanel/nodes"), 1).toInt());
     if (loadPreset(preset))
         return;
     const QString json = settings.value(QStringLiteral("runPanel/config")).toString();

@@ -39,6 +39,7 @@ public:
     void setRunsDir(const QString& dir);
     QString runsDir() const { return m_runsDir; }
 
+    void setNodes(int nodes);      // processes on this host the cards are spread over (1: this one alone)
     void setRunning(bool running); // disables the form and Start, enables Stop
     bool isRunning() const { return m_running; }
     QString errorText() const; // the inline error shown, empty when the form is valid
@@ -92,6 +93,7 @@ private:
     QComboBox* m_preset = nullptr;
     QComboBox* m_model = nullptr;
     QSpinBox* m_ranks = nullptr;
+    QSpinBox* m_nodes = nullptr;
     QSpinBox* m_batch = nullptr;
     QSpinBox* m_length = nullptr;
     QComboBox* m_lengthUnit = nullptr;
