@@ -201,13 +201,15 @@ void Communicator::setServers(int servers) {
     m_servers = servers;
 }
 
-void Communicator::setNodes(int nodes, int nodeRank, NodeAllGather allGather, NodeLost lost) {
-    if (nodes < 1 || nodeRank < 0 || nodeRank >= nodes || (nodes > 1 && !allGather))
+void Communicator::setNodes(int nodes, int nodeRank, NodeAllGather allGather, NodeAllToAll allToAll,
+                            NodeLost lost) {
+    if (nodes < 1 || nodeRank < 0 || nodeRank >= nodes || (nodes > 1 && (!allGather || !allToAll)))
         throw std::invalid_argument(
             fmt::format("Communicator: node {} of {} (or no exchange)", nodeRank, nodes));
     m_nodes = nodes;
     m_nodeRank = nodeRank;
     m_nodeAllGather = std::move(allGather);
+    m_nodeAllToAll = std::move(allToAll);
     m_nodeLost = std::move(lost);
 }
 
@@ -262,22 +264,26 @@ void Communicator::allReduceHierarchical(std::unique_lock<std::mutex>& lock, Cal
     lock.lock();
     sync(lock, call, false);
     if (m_nodes > 1) {
-        // 2a. Across nodes: rank 0 assembles this node's server sum, all-gathers it, adds the nodes in
-        // node order and leaves the result for every local rank.
+        // 2a. Across nodes: rank 0 assembles this node's server sum in N chunks (padded to one size), sends
+        // chunk k to node k, sums the chunk it owns over the nodes in node order, all-gathers the summed
+        // chunks and leaves the result for every local rank.
         nodeStage(lock, call, [&] {
-            std::vector<char> mine(count * element);
+            const size_t N = size_t(m_nodes), chunk = (count + N - 1) / N, block = chunk * element;
+            std::vector<char> mine(N * block, 0);
             for (size_t m = 0; m < c; ++m) {
                 const size_t b = m * count / c, e = (m + 1) * count / c;
                 std::memcpy(mine.data() + b * element, static_cast<const char*>(m_sources[m]) + b * element,
                             (e - b) * element);
             }
-            std::vector<char> all(size_t(m_nodes) * mine.size());
-            m_nodeAllGather(mine.data(), mine.size(), all.data());
-            std::vector<const void*> ring(static_cast<size_t>(m_nodes));
-            for (int k = 0; k < m_nodes; ++k)
-                ring[size_t(k)] = all.data() + size_t(k) * mine.size();
-            m_nodeResult.resize(mine.size());
-            reduce(ring, m_nodeResult.data(), 0, count, op);
+            std::vector<char> parts(N * block);
+            m_nodeAllToAll(mine.data(), block, parts.data());
+            std::vector<const void*> ring(N);
+            for (size_t k = 0; k < N; ++k)
+                ring[k] = parts.data() + k * block;
+            std::vector<char> owned(block);
+            reduce(ring, owned.data(), 0, chunk, op);
+            m_nodeResult.resize(N * block);
+            m_nodeAllGather(owned.data(), block, m_nodeResult.data());
         });
         lock.unlock();
         if (count)

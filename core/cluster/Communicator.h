@@ -86,7 +86,14 @@ public:
     // like ranks that never arrived (CollectiveTimeout naming them and their node), so the run file's TIMEOUT
     // events and diagnosis name the lost cards, not this node's own.
     using NodeLost = std::function<std::vector<int>()>;
-    void setNodes(int nodes, int nodeRank, NodeAllGather allGather, NodeLost lost = {});
+    // send holds nodes blocks of `block` bytes, block k for node k; recv receives nodes blocks, block k from
+    // node k (NodeGroup::allToAll). With it, the all-reduce's cross-node stage is a reduce-scatter (each node
+    // sums one chunk over the nodes in node order) and an all-gather of the chunks: 2 (N - 1) / N of the
+    // payload leaves each node, like a ring, instead of the N - 1 payloads an all-gather of whole sums sends,
+    // and the sum of every element keeps the node order, so the bits do not change.
+    using NodeAllToAll = std::function<void(const void* send, size_t block, void* recv)>;
+    void setNodes(int nodes, int nodeRank, NodeAllGather allGather, NodeAllToAll allToAll,
+                  NodeLost lost = {});
     // bytes from root's data into every other rank's data.
     void broadcast(int rank, void* data, size_t bytes, int root);
     // recv holds worldSize * bytes: rank i's send at offset i * bytes.
@@ -170,6 +177,7 @@ private:
     int m_servers = 1;
     int m_nodes = 1, m_nodeRank = 0;
     NodeAllGather m_nodeAllGather;
+    NodeAllToAll m_nodeAllToAll;
     NodeLost m_nodeLost;
     std::vector<char> m_nodeResult; // the cross-node sum rank 0 computed, read by every local rank
 };

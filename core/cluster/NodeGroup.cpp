@@ -275,6 +275,18 @@ void NodeGroup::allGather(const void* send, size_t bytes, void* recv) {
         std::memcpy(static_cast<char*>(recv) + size_t(k) * bytes, out[0][size_t(k)].data_ptr(), bytes);
 }
 
+void NodeGroup::allToAll(const void* send, size_t block, void* recv) {
+    Impl& d = *m_d;
+    const auto opts = torch::TensorOptions().dtype(torch::kUInt8);
+    const int64_t total = int64_t(block) * d.options.nodes;
+    at::Tensor in = torch::from_blob(const_cast<void*>(send), {total}, opts).clone();
+    at::Tensor out = torch::empty({total}, opts);
+    std::vector<int64_t> splits; // equal blocks
+    d.wait(d.group->alltoall_base(out, in, splits, splits), "AllToAll",
+           uint64_t(block) * uint64_t(d.options.nodes - 1));
+    std::memcpy(recv, out.data_ptr(), size_t(total));
+}
+
 void NodeGroup::broadcast(void* data, size_t bytes, int rootNode) {
     Impl& d = *m_d;
     if (rootNode < 0 || rootNode >= d.options.nodes)

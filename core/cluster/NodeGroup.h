@@ -68,6 +68,9 @@ public:
     // at offset i * bytes.
     void allGather(const void* send, size_t bytes, void* recv);
     void broadcast(void* data, size_t bytes, int rootNode);
+    // send holds nodes() blocks of `block` bytes, block k for node k; recv gets nodes() blocks, block k
+    // from node k.
+    void allToAll(const void* send, size_t block, void* recv);
     void barrier();
 
     // After a failed collective: the nodes that are gone. Every surviving node checks in under a fresh key of

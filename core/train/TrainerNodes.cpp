@@ -39,6 +39,7 @@ void Trainer::Impl::joinNodes() {
     comm->setNodes(
         cfg.nodes, cfg.nodeRank,
         [g = group.get()](const void* send, size_t bytes, void* recv) { g->allGather(send, bytes, recv); },
+        [g = group.get()](const void* send, size_t block, void* recv) { g->allToAll(send, block, recv); },
         [g = group.get()] { return g->lostNodes(); });
 }
 

@@ -94,9 +94,10 @@ int childMain() {
             _exit(9); // a node lost after the rendezvous, before the first collective
         if (const int cards = qEnvironmentVariableIntValue("RS_CARDS"); cards > 0) {
             Communicator comm(cards, std::chrono::seconds(20));
-            comm.setNodes(group->nodes(), group->nodeRank(), [&](const void* send, size_t bytes, void* recv) {
-                group->allGather(send, bytes, recv);
-            });
+            comm.setNodes(
+                group->nodes(), group->nodeRank(),
+                [&](const void* send, size_t bytes, void* recv) { group->allGather(send, bytes, recv); },
+                [&](const void* send, size_t block, void* recv) { group->allToAll(send, block, recv); });
             for (uint64_t fp : reduceOnCards(comm, cards, group->nodeRank() * cards, group->nodes() * cards))
                 std::printf("%016llx\n", static_cast<unsigned long long>(fp));
             return 0;
