@@ -1,5 +1,6 @@
 #include "ThroughputBench.h"
 
+#include "StepClock.h"
 #include "train/Dataset.h"
 #include "train/Models.h"
 #include "train/Trainer.h"
@@ -18,26 +19,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Times steps after warm-up through the observer: setup and model building are not throughput.
-class StepClock : public TrainObserver {
-public:
-    explicit StepClock(int warmup)
-        : m_warmup(warmup) {}
-    void stepRecorded(const StepRecord& s) override {
-        if (s.step + 1 == m_warmup)
-            m_start = Clock::now();
-        m_end = Clock::now();
-        m_last = s.step + 1;
-    }
-    double imagesPerSecond(int imagesPerStep) const {
-        const double secs = std::chrono::duration<double>(m_end - m_start).count();
-        return secs > 0 ? (m_last - m_warmup) * double(imagesPerStep) / secs : 0;
-    }
-
-private:
-    int m_warmup;
-    int64_t m_last = 0;
-    Clock::time_point m_start, m_end;
-};
 
 double clusterImgS(const BenchOptions& o, bool telemetry, const std::string& out) {
     TrainConfig cfg;
@@ -89,12 +70,6 @@ double singleReplicaImgS(const BenchOptions& o, int threads) {
     }
     const double secs = std::chrono::duration<double>(Clock::now() - start).count();
     return secs > 0 ? o.steps * double(batch) / secs : 0;
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 } // namespace

@@ -14,6 +14,7 @@ int inspectCommand(const Args& args);
 int exportCsvCommand(const Args& args);
 int lintRankTableCommand(const Args& args);
 int benchCommand(const Args& args);
+int benchNodesCommand(const Args& args);
 int reportCommand(const Args& args);    // needs the GUI build (RANKSIGHT_HAVE_WIDGETS)
 int benchOpenCommand(const Args& args); // needs the GUI build (RANKSIGHT_HAVE_WIDGETS)
 int diagnoseCommand(const Args& args);  // 0 no findings, 3 findings, 2 unreadable

@@ -29,6 +29,10 @@ commands:
   bench           throughput: single replica vs the cluster with telemetry off and on
                   [--model M] [--ranks N] [--batch PER_RANK] [--steps N] [--repeat R] [--precision P]
                   [--peer] [--json]
+  bench-nodes     one node against the same run over node processes on this host (gloo): img/s, bytes
+                  between nodes per step, time in cross-node collectives; and a cluster on paper
+                  [--model M] [--ranks N] [--nodes N] [--batch PER_RANK] [--steps N] [--repeat R]
+                  [--precision P] [--paper-servers S] [--paper-cards C] [--paper-model M] [--json]
   import-msprobe  a run recorded by msprobe's monitor (one folder per rank of csv files) into a run file:
                   MONITOR_OUTPUT_DIR --out RUN.h5 [--force] [--quiet]
   diagnose        likely causes of cross-rank disagreement: RUN.h5 [--json] [--verbose] (exit 3: findings)
@@ -62,6 +66,8 @@ int main(int argc, char** argv) {
             return rs::cli::lintRankTableCommand(args);
         if (cmd == "bench")
             return rs::cli::benchCommand(args);
+        if (cmd == "bench-nodes")
+            return rs::cli::benchNodesCommand(args);
         if (cmd == "import-msprobe")
             return rs::cli::importMsprobeCommand(args);
         if (cmd == "diagnose")

@@ -20,6 +20,7 @@ struct RunSummary {
     // Multi-node: what this node handed to gloo for the other nodes and the time its cards' collectives
     // spent in the cross-node stage (NodeGroup::Traffic).
     uint64_t nodeBytesSent = 0;
+    uint64_t nodeRecordBytesSent = 0; // of which the per-step records (telemetry) for node 0's file
     double nodeCollectiveMs = 0;
     int64_t nodeCollectives = 0;
 };

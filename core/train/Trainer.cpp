@@ -265,6 +265,7 @@ RunSummary Trainer::run() {
     if (d->group) {
         const NodeGroup::Traffic t = d->group->traffic();
         s.nodeBytesSent = t.bytesSent;
+        s.nodeRecordBytesSent = d->recordBytesSent;
         s.nodeCollectiveMs = t.ms;
         s.nodeCollectives = t.collectives;
     }

@@ -58,6 +58,7 @@ struct Trainer::Impl {
     // node processes, reached through `group` (the communicator's cross-node stage and the record exchange).
     int localCards = 0, base = 0;
     std::unique_ptr<NodeGroup> group;
+    std::atomic<uint64_t> recordBytesSent{0}; // the part of the node traffic that carries records
     int64_t totalSteps = 0, perEpoch = 0;
     int flightDepth = 0;
     bool halfPayload = false;

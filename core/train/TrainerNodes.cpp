@@ -57,6 +57,8 @@ template <class Record> std::vector<Record> Trainer::Impl::exchange(const Card& 
     std::vector<Record> out;
     if (card.local != 0)
         return out;
+    // What this node sent for the exchange: its block of the two all-gathers to each other node.
+    recordBytesSent += uint64_t(cfg.nodes - 1) * uint64_t(localCards) * (sizeof size + width);
     for (int r = 0; r < cfg.ranks; ++r) {
         readerwire::Reader in(std::string_view(all.data() + size_t(r) * width, size_t(sizes[size_t(r)])));
         std::vector<Record> one;
