@@ -24,6 +24,7 @@ private slots:
     void exitCodes();
     void refusesToOverwrite();
     void benchReportsAllThreeFigures();
+    void benchNodesReportsThroughputAndTraffic();
     void lintRankTable();
     void ctrlCLeavesACompleteFile();
     void killLeavesAReadableFile();
@@ -213,6 +214,26 @@ void TestCli::benchReportsAllThreeFigures() {
     QCOMPARE(j["ranks"].toInt(), 2);
     QCOMPARE(j["repeat"].toInt(), 1);
     QCOMPARE(cli({"bench", "--model", "vgg"}).code, 2);
+}
+
+// bench-nodes: both configurations ran, and node 0's traffic per step covers the gradient all-reduce
+// (2(N-1)/N x parameters x 4 bytes) and the records, which are a small part of it.
+void TestCli::benchNodesReportsThroughputAndTraffic() {
+    const auto r = cli({"bench-nodes", "--model", "mlp", "--ranks", "2", "--nodes", "2", "--steps", "3",
+                        "--warmup", "1", "--repeat", "1", "--paper-model", "mlp", "--json"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    QVERIFY(j["one_node_img_s"].toDouble() > 0 && j["nodes_img_s"].toDouble() > 0);
+    const double gradient = j["gradient_bytes_per_allreduce_per_node"].toDouble();
+    QCOMPARE(gradient, 2.0 * (2 - 1) / 2 * 820874 * 4); // the MLP's parameters, fp32
+    const double sent = j["node0_bytes_sent_per_step"].toDouble(),
+                 records = j["node0_record_bytes_sent_per_step"].toDouble();
+    QVERIFY2(sent >= gradient && records > 0 && records < sent - gradient + 1,
+             qPrintable(QString("sent %1 records %2 gradient %3").arg(sent).arg(records).arg(gradient)));
+    QVERIFY(j["node0_cross_node_ms_per_step"].toDouble() > 0);
+    QCOMPARE(j["paper_gradient_bytes_per_server_per_step"].toDouble(), 2.0 * 7 / 8 * 820874 * 4);
+    QVERIFY(j["paper_record_bytes_per_server_per_step"].toDouble() > 0);
+    QCOMPARE(cli({"bench-nodes", "--ranks", "3", "--nodes", "2"}).code, 2);
 }
 
 void TestCli::refusesToOverwrite() {
