@@ -24,20 +24,6 @@ extern char** environ;
 namespace rs {
 namespace {
 
-TrainConfig benchConfig(const BenchOptions& o, const std::string& out) {
-    TrainConfig cfg;
-    cfg.model = *parseModelKind(o.model);
-    cfg.ranks = o.ranks;
-    cfg.batchPerRank = o.batchPerRank;
-    cfg.steps = o.warmup + o.steps;
-    cfg.precision = *parsePrecision(o.precision);
-    cfg.lossScale = parseLossScale(o.precision == "O0" ? "none" : "dynamic");
-    cfg.out = out;
-    cfg.overwrite = true;
-    cfg.evalSamples = 0;
-    return cfg;
-}
-
 struct Spawned {
     pid_t pid = -1;
     std::string errFile;

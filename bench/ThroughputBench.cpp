@@ -18,21 +18,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Times steps after warm-up through the observer: setup and model building are not throughput.
-
 double clusterImgS(const BenchOptions& o, bool telemetry, const std::string& out) {
-    TrainConfig cfg;
-    cfg.model = *parseModelKind(o.model);
-    cfg.ranks = o.ranks;
-    cfg.batchPerRank = o.batchPerRank;
-    cfg.steps = o.warmup + o.steps;
-    cfg.precision = *parsePrecision(o.precision);
-    cfg.lossScale = parseLossScale(o.precision == "O0" ? "none" : "dynamic");
+    TrainConfig cfg = benchConfig(o, out);
     cfg.telemetry = telemetry;
     cfg.writeFile = telemetry;
-    cfg.out = out;
-    cfg.overwrite = true;
-    cfg.evalSamples = 0;
     cfg.computeThreads = o.threads;
     StepClock clock(o.warmup);
     Trainer trainer(cfg);
@@ -73,6 +62,20 @@ double singleReplicaImgS(const BenchOptions& o, int threads) {
 }
 
 } // namespace
+
+TrainConfig benchConfig(const BenchOptions& o, const std::string& out) {
+    TrainConfig cfg;
+    cfg.model = *parseModelKind(o.model);
+    cfg.ranks = o.ranks;
+    cfg.batchPerRank = o.batchPerRank;
+    cfg.steps = o.warmup + o.steps;
+    cfg.precision = *parsePrecision(o.precision);
+    cfg.lossScale = parseLossScale(o.precision == "O0" ? "none" : "dynamic");
+    cfg.out = out;
+    cfg.overwrite = true;
+    cfg.evalSamples = 0;
+    return cfg;
+}
 
 BenchResult runThroughputBench(const BenchOptions& o, bool progress) {
     if (!parseModelKind(o.model))

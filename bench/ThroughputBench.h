@@ -2,6 +2,8 @@
 // with telemetry off and on, measured side by side in one process.
 #pragma once
 
+#include "train/TrainConfig.h"
+
 #include <string>
 
 namespace rs {
@@ -24,5 +26,9 @@ struct BenchResult {
 };
 
 BenchResult runThroughputBench(const BenchOptions& options, bool progress);
+
+// The run every throughput benchmark times: the options' model, cards, batch, precision (a dynamic loss scale
+// under O2/O3) and warm-up + steps, no evaluation, writing `out` (replaced) when telemetry is on.
+TrainConfig benchConfig(const BenchOptions& options, const std::string& out);
 
 } // namespace rs

@@ -52,25 +52,14 @@ int benchCommand(const Args& argv) {
     const CliArgs args(argv, {"model", "ranks", "batch", "steps", "warmup", "precision", "threads", "repeat"},
                        {"json", "peer"});
     BenchOptions o;
-    auto num = [&](const char* name, int& field, int lo, int hi) {
-        if (auto v = args.value(name)) {
-            try {
-                field = std::stoi(*v);
-            } catch (const std::exception&) {
-                throw UsageError(fmt::format("--{} '{}' is not a number", name, *v));
-            }
-            if (field < lo || field > hi)
-                throw UsageError(fmt::format("--{} {} is out of range [{}, {}]", name, field, lo, hi));
-        }
-    };
     o.model = args.value("model").value_or(o.model);
     o.precision = args.value("precision").value_or(o.precision);
-    num("ranks", o.ranks, 1, 64);
-    num("batch", o.batchPerRank, 1, 4096);
-    num("steps", o.steps, 1, 100000);
-    num("warmup", o.warmup, 1, 1000);
-    num("threads", o.threads, 0, 256);
-    num("repeat", o.repeat, 1, 100);
+    args.number("ranks", o.ranks, 1, 64);
+    args.number("batch", o.batchPerRank, 1, 4096);
+    args.number("steps", o.steps, 1, 100000);
+    args.number("warmup", o.warmup, 1, 1000);
+    args.number("threads", o.threads, 0, 256);
+    args.number("repeat", o.repeat, 1, 100);
     BenchResult r;
     try {
         r = runThroughputBench(o, !args.flag("json"));

@@ -29,28 +29,17 @@ int benchNodesCommand(const Args& argv) {
                        {"json"});
     BenchOptions o;
     int nodes = 2, paperServers = 8, paperCards = 8;
-    auto num = [&](const char* name, int& field, int lo, int hi) {
-        if (auto v = args.value(name)) {
-            try {
-                field = std::stoi(*v);
-            } catch (const std::exception&) {
-                throw UsageError(fmt::format("--{} '{}' is not a number", name, *v));
-            }
-            if (field < lo || field > hi)
-                throw UsageError(fmt::format("--{} {} is out of range [{}, {}]", name, field, lo, hi));
-        }
-    };
     o.model = args.value("model").value_or(o.model);
     o.precision = args.value("precision").value_or(o.precision);
     const std::string paperModel = args.value("paper-model").value_or("resnet50");
-    num("ranks", o.ranks, 2, 64);
-    num("batch", o.batchPerRank, 1, 4096);
-    num("steps", o.steps, 1, 100000);
-    num("warmup", o.warmup, 1, 1000);
-    num("repeat", o.repeat, 1, 100);
-    num("nodes", nodes, 2, 64);
-    num("paper-servers", paperServers, 2, 4096);
-    num("paper-cards", paperCards, 1, 64);
+    args.number("ranks", o.ranks, 2, 64);
+    args.number("batch", o.batchPerRank, 1, 4096);
+    args.number("steps", o.steps, 1, 100000);
+    args.number("warmup", o.warmup, 1, 1000);
+    args.number("repeat", o.repeat, 1, 100);
+    args.number("nodes", nodes, 2, 64);
+    args.number("paper-servers", paperServers, 2, 4096);
+    args.number("paper-cards", paperCards, 1, 64);
     if (!parseModelKind(paperModel))
         throw UsageError(fmt::format("--paper-model '{}' is not a model", paperModel));
     NodesBenchResult r;

@@ -58,4 +58,23 @@ bool CliArgs::flag(const std::string& name) const {
     return m_flags.count(name) > 0;
 }
 
+void CliArgs::number(const std::string& name, int& into, int lo, int hi) const {
+    const auto v = value(name);
+    if (!v)
+        return;
+    size_t used = 0;
+    int x = 0;
+    try {
+        x = std::stoi(*v, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used == 0 || used != v->size())
+        throw UsageError("--" + name + " '" + *v + "' is not a number");
+    if (x < lo || x > hi)
+        throw UsageError("--" + name + " " + std::to_string(x) + " is out of range [" + std::to_string(lo) +
+                         ", " + std::to_string(hi) + "]");
+    into = x;
+}
+
 } // namespace rs::cli

@@ -24,6 +24,8 @@ public:
     std::optional<std::string> value(const std::string& name) const; // the last one given
     std::vector<std::string> values(const std::string& name) const;  // in order given
     bool flag(const std::string& name) const;
+    // --name as a whole number in [lo, hi] into `into` (left alone when absent); UsageError names the option.
+    void number(const std::string& name, int& into, int lo, int hi) const;
     const std::vector<std::string>& positionals() const { return m_positionals; }
     // Options in the order given, for "later wins" semantics.
     const std::vector<std::pair<std::string, std::string>>& ordered() const { return m_ordered; }

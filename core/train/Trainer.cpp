@@ -46,7 +46,10 @@ void Trainer::setObserver(TrainObserver* observer) {
 }
 void Trainer::stop() {
     d->stopRequested = true;
-    d->comm->cancel();
+    // Across nodes a cancelled collective would leave the other nodes waiting in gloo until their timeout:
+    // there the stop travels in the step digest instead, and every node ends after the same step.
+    if (d->cfg.nodes <= 1)
+        d->comm->cancel();
 }
 void Trainer::requestFlightDump() {
     d->dumpRequested = true;
@@ -189,7 +192,7 @@ void Trainer::Impl::buildCards() {
         opt.initSeed = faults ? faults->initSeed(r, cfg.seed) : cfg.seed;
         const int rankId = faults ? faults->rankId(r) : r; // what RANK_ID said; everything derives from it
         opt.dropoutSeed = splitmix64(cfg.seed * 1000003ull + static_cast<uint64_t>(rankId));
-        opt.stopFlag = &stopRequested;
+        opt.stopFlag = cfg.nodes > 1 ? nullptr : &stopRequested; // nodes finish the step (see stop())
         card->replica = std::make_unique<Replica>(opt);
         if (faults && faults->sharedSampler()) // a plain sampler: every rank reads the whole set in order
             card->sampler = std::make_unique<DistributedSampler>(train->size(), 1, 0, cfg.seed);

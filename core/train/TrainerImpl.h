@@ -76,6 +76,7 @@ struct Trainer::Impl {
         FlightRing ring;
         std::atomic<uint8_t> state{0};
         bool anomalyBefore = false;
+        bool stopAgreed = false; // multi-node: some node asked to stop, as of this card's last digest
         int dumps = 0;
     };
     std::vector<std::unique_ptr<Card>> cards;

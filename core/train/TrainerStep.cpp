@@ -19,6 +19,8 @@ struct Digest {
     uint64_t weights = 0; // fingerprint over the weights (weight steps only)
     uint32_t nonfinite = 0;
     uint32_t dumpRequested = 0;
+    uint32_t stop = 0; // a stop asked for on this rank's node (multi-node: every node stops after this step)
+    uint32_t pad = 0;
 };
 
 } // namespace
@@ -279,6 +281,7 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
         mine.weights = fingerprint(rep.weights(), static_cast<size_t>(N) * 4);
     mine.nonfinite = !std::isfinite(rs.loss) ? 1u : 0u;
     mine.dumpRequested = dumpRequested.exchange(false) ? 1u : 0u;
+    mine.stop = stopRequested ? 1u : 0u;
     std::vector<Digest> all(W);
     tcomm = Clock::now();
     comm->allGather(card.local, &mine, sizeof(Digest), all.data());
@@ -293,6 +296,7 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
         if (dg.nonfinite)
             reason = "non-finite loss";
         requested = requested || dg.dumpRequested;
+        card.stopAgreed = card.stopAgreed || dg.stop;
     }
     anomaly = !reason.empty();
     rs.commMs = static_cast<float>(commMs);
@@ -376,7 +380,10 @@ void Trainer::Impl::cardLoop(Card& card) {
                             static_cast<size_t>(card.replica->numParams()) * 4, 0);
         recordWeights(card, 0);
         const int64_t shard = faults ? faults->shardBatches(r, perEpoch) : perEpoch;
-        for (; step < totalSteps && !stopRequested; ++step) {
+        // One process stops at once (the communicator is cancelled); nodes stop together, after the step
+        // whose digest first carried a stop, so no node is left waiting in a collective for another.
+        auto stopping = [&] { return group ? card.stopAgreed : stopRequested.load(); };
+        for (; step < totalSteps && !stopping(); ++step) {
             // rank-exit: the card is gone; its peers find out in their next collective.
             if (faults && faults->diesAt(r, step))
                 throw std::runtime_error("EL0004: device HBM out of memory, the card stopped responding");
@@ -390,9 +397,9 @@ void Trainer::Impl::cardLoop(Card& card) {
             if (cfg.evalEvery > 0 && (step + 1) % cfg.evalEvery == 0 && step + 1 < totalSteps)
                 evaluate(card, step + 1);
         }
-        if (!stopRequested && step == totalSteps)
+        if (!stopping() && step == totalSteps)
             evaluate(card, step);
-        card.state = static_cast<uint8_t>(stopRequested ? CardState::Stopped : CardState::Ok);
+        card.state = static_cast<uint8_t>(stopping() ? CardState::Stopped : CardState::Ok);
     } catch (const CollectiveCancelled&) {
         card.state = static_cast<uint8_t>(CardState::Stopped);
     } catch (const ReplicaStopped&) {

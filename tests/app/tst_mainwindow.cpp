@@ -53,6 +53,19 @@ std::unique_ptr<RunReader> reopen(const QString& path) {
     return RunReader::open(path.toStdString());
 }
 
+// The app's first run file in `runsDir` once it holds `steps` steps; empty until then.
+QString firstRunWithSteps(const QString& runsDir, int64_t steps) {
+    const auto files = QDir(runsDir).entryList({"*.h5"});
+    if (files.isEmpty())
+        return {};
+    const QString run = QDir(runsDir).filePath(files.front());
+    try {
+        return reopen(run)->stepCount() >= steps ? run : QString();
+    } catch (const std::exception&) {
+        return {};
+    }
+}
+
 } // namespace
 
 class TestMainWindow : public QObject {
@@ -408,19 +421,7 @@ private slots:
         app.start(RANKSIGHT_GUI, {"--start", "--config", config, "--runs-dir", dir.filePath("runs")});
         QVERIFY(app.waitForStarted());
         QString run;
-        QTRY_VERIFY_WITH_TIMEOUT(
-            [&] {
-                const auto files = QDir(dir.filePath("runs")).entryList({"*.h5"});
-                if (files.isEmpty())
-                    return false;
-                run = dir.filePath("runs/" + files.front());
-                try {
-                    return reopen(run)->stepCount() >= 3;
-                } catch (const std::exception&) {
-                    return false;
-                }
-            }(),
-            60000);
+        QTRY_VERIFY_WITH_TIMEOUT(!(run = firstRunWithSteps(dir.filePath("runs"), 3)).isEmpty(), 60000);
         ::kill(pid_t(app.processId()), SIGTERM);
         QVERIFY(app.waitForFinished(10000));
         QCOMPARE(app.exitStatus(), QProcess::NormalExit);
@@ -450,19 +451,7 @@ private slots:
                   {"--start", "--nodes", "2", "--config", config, "--runs-dir", dir.filePath("runs")});
         QVERIFY(app.waitForStarted());
         QString run;
-        QTRY_VERIFY_WITH_TIMEOUT(
-            [&] {
-                const auto files = QDir(dir.filePath("runs")).entryList({"*.h5"});
-                if (files.isEmpty())
-                    return false;
-                run = dir.filePath("runs/" + files.front());
-                try {
-                    return reopen(run)->stepCount() >= 3;
-                } catch (const std::exception&) {
-                    return false;
-                }
-            }(),
-            60000);
+        QTRY_VERIFY_WITH_TIMEOUT(!(run = firstRunWithSteps(dir.filePath("runs"), 3)).isEmpty(), 60000);
         // The app's children: node 1 (and the reader process).
         QFile children(QStringLiteral("/proc/%1/task/%1/children").arg(app.processId()));
         QVERIFY(children.open(QIODevice::ReadOnly));

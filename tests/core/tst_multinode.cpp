@@ -260,6 +260,30 @@ private slots:
                  qPrintable(rb.err));
     }
 
+    // Ctrl-C (SIGTERM) on one node stops every node after the same step, well within the collective timeout
+    // (30 s by default): no node is left waiting in gloo for one that stopped; node 0's file is complete.
+    void stoppingOneNodeStopsEveryNodeTogether() {
+        const QString out = m_dir.filePath("stopped.h5");
+        const QString master = QStringLiteral("127.0.0.1:%1").arg(freeLoopbackPort());
+        const QStringList common = {"train",  "--model", "mlp", "--ranks",  "4",    "--batch", "4", "--steps",
+                                    "100000", "--nodes", "2",   "--master", master, "--quiet"};
+        QProcess node1, node0;
+        node1.start(RANKSIGHT_CLI, common + QStringList{"--node-rank", "1"});
+        node0.start(RANKSIGHT_CLI, common + QStringList{"--node-rank", "0", "--out", out});
+        QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(out) && RunReader::open(out.toStdString())->stepCount() >= 3,
+                                 60000);
+        ::kill(pid_t(node1.processId()), SIGTERM);
+        QElapsedTimer t;
+        t.start();
+        const Result r0 = finish(node0), r1 = finish(node1);
+        qInfo("both nodes ended %lld ms after the SIGTERM to node 1", t.elapsed());
+        QVERIFY2(t.elapsed() < 10000, "the nodes waited for a collective timeout");
+        QVERIFY2(r0.code == 0 && r1.code == 0, qPrintable(r0.err + r1.err));
+        const auto reader = RunReader::open(out.toStdString());
+        QVERIFY(reader->complete());
+        QCOMPARE(QString::fromStdString(reader->stopReason()), QString("stopped"));
+    }
+
     void nodeRankOutOfRangeAndUnevenRanks() {
         QProcess p;
         p.start(RANKSIGHT_CLI, {"train", "--model", "mlp", "--ranks", "4", "--nodes", "2", "--node-rank", "2",
