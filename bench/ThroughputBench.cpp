@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
 #include <unistd.h>
 
@@ -61,6 +63,41 @@ double singleReplicaImgS(const BenchOptions& o, int threads) {
     return secs > 0 ? o.steps * double(batch) / secs : 0;
 }
 
+// The peer a user would pick instead (PyTorch DDP, gloo, one process per rank), run by bench/ddp_peer.py with
+// Debian's python3-torch, so the comparison is side by side on this machine. Returns 0 when unavailable.
+double ddpPeerImgS(const BenchOptions& o, std::string& note) {
+    const std::string script = RANKSIGHT_SOURCE_DIR "/bench/ddp_peer.py";
+    if (!std::ifstream(script)) {
+        note = "bench/ddp_peer.py not found";
+        return 0;
+    }
+    const std::string cmd =
+        fmt::format("OPENBLAS_NUM_THREADS=1 /usr/bin/python3 '{}' --model {} --ranks {} --batch {} "
+                    "--steps {} --warmup {} 2>&1",
+                    script, o.model, o.ranks, o.batchPerRank, o.steps, o.warmup);
+    FILE* pipe = popen(cmd.c_str(), "r");
+    if (!pipe) {
+        note = "could not start /usr/bin/python3";
+        return 0;
+    }
+    std::string out;
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof buf, pipe))
+        out.append(buf, n);
+    const int status = pclose(pipe);
+    const auto brace = out.rfind('{');
+    if (status != 0 || brace == std::string::npos) {
+        note = "the DDP peer failed: " + out.substr(0, 200);
+        return 0;
+    }
+    try {
+        return nlohmann::json::parse(out.substr(brace)).at("img_s").get<double>();
+    } catch (const std::exception& e) {
+        note = std::string("unreadable DDP peer output: ") + e.what();
+        return 0;
+    }
+}
+
 } // namespace
 
 TrainConfig benchConfig(const BenchOptions& o, const std::string& out) {
@@ -91,9 +128,10 @@ BenchResult runThroughputBench(const BenchOptions& o, bool progress) {
                          round + 1, o.repeat, what, o.model.c_str(), o.ranks, o.batchPerRank, o.steps,
                          o.warmup);
     };
-    // The machine is noisy: the three configurations take turns, round after round, and each figure is the
-    // median of its rounds, so a burst of outside load hits all three alike.
-    std::vector<double> single, off, on;
+    // The machine is noisy: the configurations (and the DDP peer, when asked for) take turns, round after
+    // round, and each figure is the median of its rounds, so a burst of outside load hits all alike.
+    BenchResult r;
+    std::vector<double> single, off, on, peer;
     for (int round = 0; round < std::max(1, o.repeat); ++round) {
         say("single replica", round);
         single.push_back(singleReplicaImgS(o, o.threads > 0 ? o.threads : cores));
@@ -101,10 +139,15 @@ BenchResult runThroughputBench(const BenchOptions& o, bool progress) {
         off.push_back(clusterImgS(o, false, out));
         say("cluster, telemetry and run file on", round);
         on.push_back(clusterImgS(o, true, out));
+        if (o.peer && r.peerNote.empty()) {
+            say("PyTorch DDP (gloo), one process per rank", round);
+            peer.push_back(ddpPeerImgS(o, r.peerNote));
+        }
     }
     std::filesystem::remove(out);
-    BenchResult r;
     r.singleReplicaImgS = median(single);
+    if (r.peerNote.empty())
+        r.peerImgS = median(peer);
     r.telemetryOffImgS = median(off);
     r.telemetryOnImgS = median(on);
     return r;

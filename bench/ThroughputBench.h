@@ -17,12 +17,18 @@ struct BenchOptions {
     int repeat = 3; // rounds; each figure is the median over rounds
     std::string precision = "O0";
     int threads = 0; // 0: all cores
+    // The peer a user would pick instead, PyTorch DDP over gloo (bench/ddp_peer.py with Debian's
+    // python3-torch, one process per rank, same model and batch), run inside the rounds after RankSight's
+    // configurations.
+    bool peer = false;
 };
 
 struct BenchResult {
     double singleReplicaImgS = 0;
     double telemetryOffImgS = 0;
     double telemetryOnImgS = 0;
+    double peerImgS = 0;  // 0 when not asked for or unavailable (peerNote says why)
+    std::string peerNote; // why the peer has no figure
 };
 
 BenchResult runThroughputBench(const BenchOptions& options, bool progress);

@@ -5,48 +5,9 @@
 
 #include <cstdio>
 #include <fmt/format.h>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 namespace rs::cli {
-namespace {
-
-// The peer a user would pick instead (PyTorch DDP, gloo, one process per rank), run by bench/ddp_peer.py with
-// Debian's python3-torch, so the comparison is side by side on this machine. Returns 0 when unavailable.
-double ddpPeerImgS(const BenchOptions& o, std::string& note) {
-    const std::string script = RANKSIGHT_SOURCE_DIR "/bench/ddp_peer.py";
-    if (!std::ifstream(script)) {
-        note = "bench/ddp_peer.py not found";
-        return 0;
-    }
-    const std::string cmd =
-        fmt::format("OPENBLAS_NUM_THREADS=1 /usr/bin/python3 '{}' --model {} --ranks {} --batch {} "
-                    "--steps {} --warmup {} 2>&1",
-                    script, o.model, o.ranks, o.batchPerRank, o.steps, o.warmup);
-    FILE* pipe = popen(cmd.c_str(), "r");
-    if (!pipe) {
-        note = "could not start /usr/bin/python3";
-        return 0;
-    }
-    std::string out;
-    char buf[4096];
-    while (size_t n = fread(buf, 1, sizeof buf, pipe))
-        out.append(buf, n);
-    const int status = pclose(pipe);
-    const auto brace = out.rfind('{');
-    if (status != 0 || brace == std::string::npos) {
-        note = "the DDP peer failed: " + out.substr(0, 200);
-        return 0;
-    }
-    try {
-        return nlohmann::json::parse(out.substr(brace)).at("img_s").get<double>();
-    } catch (const std::exception& e) {
-        note = std::string("unreadable DDP peer output: ") + e.what();
-        return 0;
-    }
-}
-
-} // namespace
 
 int benchCommand(const Args& argv) {
     const CliArgs args(argv, {"model", "ranks", "batch", "steps", "warmup", "precision", "threads", "repeat"},
@@ -60,19 +21,15 @@ int benchCommand(const Args& argv) {
     args.number("warmup", o.warmup, 1, 1000);
     args.number("threads", o.threads, 0, 256);
     args.number("repeat", o.repeat, 1, 100);
+    o.peer = args.flag("peer");
     BenchResult r;
     try {
         r = runThroughputBench(o, !args.flag("json"));
     } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
     }
-    std::string peerNote;
-    double peer = 0;
-    if (args.flag("peer")) {
-        if (!args.flag("json"))
-            std::fprintf(stderr, "bench: PyTorch DDP (gloo), one process per rank...\n");
-        peer = ddpPeerImgS(o, peerNote);
-    }
+    const double peer = r.peerImgS;
+    const std::string& peerNote = r.peerNote;
     const double overhead = r.telemetryOffImgS > 0 ? (r.telemetryOffImgS / r.telemetryOnImgS - 1.0) * 100 : 0;
     const double scaling = r.singleReplicaImgS > 0 ? r.telemetryOffImgS / r.singleReplicaImgS : 0;
     if (args.flag("json")) {

@@ -13,8 +13,6 @@
 namespace rs {
 
 std::unique_ptr<FaultPlan> FaultPlan::make(const TrainConfig& cfg) {
-    if (cfg.faults.empty())
-        return nullptr;
     auto plan = std::unique_ptr<FaultPlan>(new FaultPlan); // NOLINT(modernize-make-unique): private ctor
     plan->m_specs = parseFaults(cfg.faults);
     plan->m_ranks = cfg.ranks;

@@ -1,6 +1,7 @@
-// The fault lab's hooks: what each `--fault` does to a run, as questions the trainer asks. The trainer holds
-// no plan (a null pointer) when no fault is set, so a clean run pays one pointer test per hook. Every fault
-// imitates the real mistake so that it shows in the run file only through what training records.
+// The fault lab's hooks: what each `--fault` does to a run, as questions the trainer asks. Without faults the
+// plan is empty and every answer is the clean run's (each hook scans an empty list), so the trainer asks
+// unconditionally. Every fault imitates the real mistake so that it shows in the run file only through what
+// training records.
 #pragma once
 
 #include "faults/FaultSpec.h"
@@ -15,7 +16,7 @@ struct TrainConfig;
 
 class FaultPlan {
 public:
-    // nullptr when cfg.faults is empty. Throws ConfigError like TrainConfig::validate.
+    // An empty plan when cfg.faults is empty. Throws ConfigError like TrainConfig::validate.
     static std::unique_ptr<FaultPlan> make(const TrainConfig& cfg);
 
     // Config mistakes: init-mismatch (no broadcast), grad-sum (gradients_mean off), loss-scale-too-high

@@ -190,6 +190,7 @@ void put(Writer& w, const std::vector<WeightRecord>& rows) {
             w.vec(v);
         w.vec(row.bufferFp);
         w.vec(row.bufferDrift);
+        w.vec(row.bufferNorm);
     }
 }
 
@@ -205,6 +206,7 @@ std::vector<WeightRecord> getWeights(Reader& r) {
             v = r.vec<float>();
         row.bufferFp = r.vec<uint64_t>();
         row.bufferDrift = r.vec<float>();
+        row.bufferNorm = r.vec<float>();
     }
     return rows;
 }

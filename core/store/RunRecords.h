@@ -101,6 +101,9 @@ struct WeightRecord {
     std::vector<std::vector<float>> norm;  // [rank][param], L2
     std::vector<uint64_t> bufferFp;        // [rank], all BatchNorm running statistics together
     std::vector<float> bufferDrift;        // [rank], |norm(buffers_r) - norm(buffers_0)| / norm(buffers_0)
+    // [rank], norm of the buffers: what the cards measure, on its way to the trainer's writer, which turns it
+    // into bufferDrift. Not stored in the run file.
+    std::vector<float> bufferNorm;
 };
 
 struct EvalRecord {

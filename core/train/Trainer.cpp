@@ -72,8 +72,7 @@ float Trainer::Impl::learningRate(int64_t step) const {
 void Trainer::Impl::setup() {
     cfg.validate();
     faults = FaultPlan::make(cfg);
-    if (faults)
-        faults->adjustConfig(cfg);
+    faults->adjustConfig(cfg);
     // LibTorch allocates and frees the same large activation buffers every step; glibc would hand each one
     // back to the kernel (mmap/munmap) and fault it in again. Keep them in the heap instead.
     mallopt(M_MMAP_THRESHOLD, 32 << 20); // NOLINT(concurrency-mt-unsafe): before the card threads start
@@ -85,7 +84,7 @@ void Trainer::Impl::setup() {
     if (cfg.rankTable.empty()) {
         table = generateRankTable(cfg.ranks, multiNode ? localCards : cfg.devicesPerServer);
         tableText = table.toJson();
-        if (auto bad = faults ? faults->rankTableText(tableText) : std::nullopt) {
+        if (auto bad = faults->rankTableText(tableText)) {
             // A broken hccl.json: pre-flight refuses it, and the run file still records what it was given.
             tableText = *bad;
             if (const auto check = parseRankTable(tableText, cfg.ranks); !check.ok())
@@ -129,8 +128,7 @@ void Trainer::Impl::setup() {
     slots = std::make_unique<ComputeSlots>(cfg.computeThreads > 0 ? cfg.computeThreads : cores);
 
     buildCards();
-    if (faults)
-        faults->bindParams(cards[0]->replica->params());
+    faults->bindParams(cards[0]->replica->params());
 
     meta.model = modelKindName(cfg.model);
     meta.worldSize = cfg.ranks;
@@ -189,12 +187,12 @@ void Trainer::Impl::buildCards() {
         opt.model = cfg.model;
         opt.precision = cfg.precision;
         // set_seed: every rank initialises alike (unless init-mismatch), and the broadcast makes sure
-        opt.initSeed = faults ? faults->initSeed(r, cfg.seed) : cfg.seed;
-        const int rankId = faults ? faults->rankId(r) : r; // what RANK_ID said; everything derives from it
+        opt.initSeed = faults->initSeed(r, cfg.seed);
+        const int rankId = faults->rankId(r); // what RANK_ID said; everything derives from it
         opt.dropoutSeed = splitmix64(cfg.seed * 1000003ull + static_cast<uint64_t>(rankId));
         opt.stopFlag = cfg.nodes > 1 ? nullptr : &stopRequested; // nodes finish the step (see stop())
         card->replica = std::make_unique<Replica>(opt);
-        if (faults && faults->sharedSampler()) // a plain sampler: every rank reads the whole set in order
+        if (faults->sharedSampler()) // a plain sampler: every rank reads the whole set in order
             card->sampler = std::make_unique<DistributedSampler>(train->size(), 1, 0, cfg.seed);
         else
             card->sampler = std::make_unique<DistributedSampler>(train->size(), cfg.ranks, rankId, cfg.seed);

@@ -62,7 +62,7 @@ struct Trainer::Impl {
     int64_t totalSteps = 0, perEpoch = 0;
     int flightDepth = 0;
     bool halfPayload = false;
-    std::unique_ptr<FaultPlan> faults; // null without --fault: every hook is one pointer test
+    std::unique_ptr<FaultPlan> faults; // empty without --fault: every hook answers as a clean run
     std::string preflightError;        // set when pre-flight refuses after the run file can be written
 
     struct Card {
@@ -133,6 +133,19 @@ struct Trainer::Impl {
     void cardLoop(Card& card);
     void trainStep(Card& card, int64_t step, std::vector<uint8_t>& raw, std::vector<float>& images,
                    std::vector<int64_t>& labels);
+    // trainStep's phases (TrainerStep.cpp), in order.
+    struct StepWork;
+    void loadBatch(Card& card, StepWork& w, std::vector<uint8_t>& raw, std::vector<float>& images,
+                   std::vector<int64_t>& labels);
+    void computeGradients(Card& card, StepWork& w, const std::vector<float>& images,
+                          const std::vector<int64_t>& labels);
+    void recordLocalGradient(Card& card, StepWork& w);
+    void allReduceGradients(Card& card, StepWork& w);
+    void recordSyncedGradient(Card& card, StepWork& w);
+    bool voteOnOverflow(Card& card, StepWork& w);
+    void shareDigest(Card& card, StepWork& w);
+    void submitStep(Card& card, StepWork& w);
+    void maybeDump(Card& card, const StepWork& w);
     void recordWeights(Card& card, int64_t step);
     void evaluate(Card& card, int64_t step);
     void writerLoop();

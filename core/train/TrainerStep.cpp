@@ -4,6 +4,7 @@
 #include "store/ReaderProtocol.h"
 #include "telemetry/Fingerprint.h"
 #include "telemetry/GradStats.h"
+#include "train/SgdMomentum.h"
 #include "train/TrainerImpl.h"
 #include "util/HalfConvert.h"
 
@@ -46,7 +47,7 @@ void Trainer::Impl::recordWeights(Card& card, int64_t step) {
         one.fp = {std::move(fp)};
         one.norm = {std::move(norm)};
         one.bufferFp = {bufferFp};
-        one.bufferDrift = {static_cast<float>(std::sqrt(bufferNorm))};
+        one.bufferNorm = {static_cast<float>(std::sqrt(bufferNorm))};
         auto all = exchange(card, one);
         if (card.local != 0)
             return;
@@ -56,7 +57,7 @@ void Trainer::Impl::recordWeights(Card& card, int64_t step) {
             rec.fp.push_back(std::move(x.fp[0]));
             rec.norm.push_back(std::move(x.norm[0]));
             rec.bufferFp.push_back(x.bufferFp[0]);
-            rec.bufferDrift.push_back(x.bufferDrift[0]);
+            rec.bufferNorm.push_back(x.bufferNorm[0]);
         }
         push(std::move(rec));
         return;
@@ -66,11 +67,11 @@ void Trainer::Impl::recordWeights(Card& card, int64_t step) {
         rec.fp.resize(cfg.ranks);
         rec.norm.resize(cfg.ranks);
         rec.bufferFp.resize(cfg.ranks);
-        rec.bufferDrift.resize(cfg.ranks); // holds the buffer norm until the writer turns it into drift
+        rec.bufferNorm.resize(cfg.ranks);
         rec.fp[card.rank] = std::move(fp);
         rec.norm[card.rank] = std::move(norm);
         rec.bufferFp[card.rank] = bufferFp;
-        rec.bufferDrift[card.rank] = static_cast<float>(std::sqrt(bufferNorm));
+        rec.bufferNorm[card.rank] = static_cast<float>(std::sqrt(bufferNorm));
     });
 }
 
@@ -122,58 +123,96 @@ void Trainer::Impl::evaluate(Card& card, int64_t step) {
     });
 }
 
+// One step of one card, phase by phase. What the phases hand each other.
+struct Trainer::Impl::StepWork {
+    int64_t step = 0, epoch = 0;
+    Clock::time_point t0;
+    RankStep rs;
+    float scale = 1, unscale = 1;
+    double commMs = 0;
+    FlightRing::Slot* slot = nullptr; // this step's flight-recorder slot, if the recorder is on
+    bool ownStatus = false, localOverflow = false;
+    uint32_t nonfiniteSynced = 0;
+    // The digest round's outcome: every rank of the run sees the same.
+    bool anomaly = false, dumpAsked = false, weightStep = false;
+    std::string reason;
+};
+
 void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& raw, std::vector<float>& images,
                               std::vector<int64_t>& labels) {
-    const auto t0 = Clock::now();
-    Replica& rep = *card.replica;
-    const auto& params = rep.params();
-    const size_t P = params.size();
-    const int64_t N = rep.numParams();
+    StepWork w;
+    w.step = step;
+    w.t0 = Clock::now();
+    loadBatch(card, w, raw, images, labels);
+    computeGradients(card, w, images, labels);
+    recordLocalGradient(card, w);
+    allReduceGradients(card, w);
+    recordSyncedGradient(card, w);
+    if (!voteOnOverflow(card, w))
+        sgdMomentumStep(card.replica->weights(), card.momentum.data(), card.replica->grads(),
+                        card.replica->numParams(), learningRate(step), cfg.momentum, cfg.weightDecay,
+                        w.unscale);
+    if (cfg.precision == Precision::O3 && !w.rs.skipped)
+        card.replica->roundWeightsThroughHalf();
+    if (w.slot)
+        w.slot->weights.assign(card.replica->weights(), card.replica->weights() + card.replica->numParams());
+    shareDigest(card, w);
+    w.rs.commMs = static_cast<float>(w.commMs);
+    w.rs.stepMs = static_cast<float>(msSince(w.t0));
+    submitStep(card, w);
+    if (w.weightStep)
+        recordWeights(card, step + 1);
+    maybeDump(card, w);
+}
+
+void Trainer::Impl::loadBatch(Card& card, StepWork& w, std::vector<uint8_t>& raw, std::vector<float>& images,
+                              std::vector<int64_t>& labels) {
     const int B = cfg.batchPerRank;
-    const int W = cfg.ranks;
-    const int r = card.rank;
-
-    const int64_t epoch = step / perEpoch;
-    if (step % perEpoch == 0)
-        card.sampler->setEpoch(epoch);
-    const int64_t* ids = card.sampler->indices().data() + (step % perEpoch) * B;
+    w.epoch = w.step / perEpoch;
+    if (w.step % perEpoch == 0)
+        card.sampler->setEpoch(w.epoch);
+    const int64_t* ids = card.sampler->indices().data() + (w.step % perEpoch) * B;
     loadNormalizedBatch(*train, ids, B, raw, images, labels);
+    w.rs.sampleIds.assign(ids, ids + B);
+    w.rs.sampleFp = fingerprint(ids, sizeof(int64_t) * B);
+    w.scale = card.scaler->scale();
+    w.unscale = 1.0f / w.scale;
+    w.rs.lossScale = w.scale;
+}
 
-    RankStep rs;
-    rs.sampleIds.assign(ids, ids + B);
-    rs.sampleFp = fingerprint(ids, sizeof(int64_t) * B);
-    const float scale = card.scaler->scale();
-    rs.lossScale = scale;
-
-    double commMs = 0;
+void Trainer::Impl::computeGradients(Card& card, StepWork& w, const std::vector<float>& images,
+                                     const std::vector<int64_t>& labels) {
     BatchResult res;
     {
         ComputingGuard computing(*comm, card.local);
         ComputeSlotGuard slot(*slots);
         const auto tc = Clock::now();
-        res = rep.forwardBackward(images.data(), labels.data(), B, scale);
-        if (const int slower = faults ? faults->slowdown(r, step) : 1; slower > 1) // a slow card, still busy
+        res = card.replica->forwardBackward(images.data(), labels.data(), cfg.batchPerRank, w.scale);
+        if (const int slower = faults->slowdown(card.rank, w.step); slower > 1) // a slow card, still busy
             std::this_thread::sleep_for(
                 std::chrono::duration<double, std::milli>((slower - 1) * msSince(tc)));
-        rs.computeMs = static_cast<float>(msSince(tc));
+        w.rs.computeMs = static_cast<float>(msSince(tc));
     }
-    rs.loss = res.loss;
-    rs.accuracy = res.accuracy;
-    float* g = rep.grads();
-    const float unscale = 1.0f / scale;
-    if (faults && faults->flipBefore(r, step)) // silent data corruption in this card's backward
-        FaultPlan::flipBit(g, N);
+    w.rs.loss = res.loss;
+    w.rs.accuracy = res.accuracy;
+    if (faults->flipBefore(card.rank, w.step)) // silent data corruption in this card's backward
+        FaultPlan::flipBit(card.replica->grads(), card.replica->numParams());
+}
 
-    // Local gradient, as this card computed it. The flight recorder's copy is taken in the same pass.
-    FlightRing::Slot* slot = nullptr;
+// Local gradient, as this card computed it. The flight recorder's copy is taken in the same pass.
+void Trainer::Impl::recordLocalGradient(Card& card, StepWork& w) {
+    const auto& params = card.replica->params();
+    const size_t P = params.size();
+    const int64_t N = card.replica->numParams();
+    const float* g = card.replica->grads();
     if (!card.ring.slots.empty()) {
-        slot = &card.ring.slots[card.ring.next];
+        w.slot = &card.ring.slots[card.ring.next];
         card.ring.next = (card.ring.next + 1) % card.ring.slots.size();
-        slot->step = step;
-        slot->local.resize(static_cast<size_t>(N));
+        w.slot->step = w.step;
+        w.slot->local.resize(static_cast<size_t>(N));
     }
-    const bool tele = cfg.telemetry;
-    if (tele) {
+    RankStep& rs = w.rs;
+    if (cfg.telemetry) {
         const int K = cfg.sketchDim;
         rs.localNorm.resize(P);
         rs.localMax.resize(P);
@@ -183,9 +222,10 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
         rs.underflowCount.resize(P);
         rs.sketch.resize(P * K);
         for (size_t p = 0; p < P; ++p) {
-            const auto s = gradStats(g + params[p].offset, params[p].numel, unscale,
-                                     splitmix64(cfg.seed ^ (0x5ce7c4ull + p)), K, rs.sketch.data() + p * K,
-                                     slot && !halfPayload ? slot->local.data() + params[p].offset : nullptr);
+            const auto s =
+                gradStats(g + params[p].offset, params[p].numel, w.unscale,
+                          splitmix64(cfg.seed ^ (0x5ce7c4ull + p)), K, rs.sketch.data() + p * K,
+                          w.slot && !halfPayload ? w.slot->local.data() + params[p].offset : nullptr);
             rs.localNorm[p] = static_cast<float>(std::sqrt(s.sumSq));
             rs.localMax[p] = s.maxAbs;
             rs.localSum[p] = s.sum;
@@ -193,25 +233,31 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
             rs.overflowCount[p] = s.overflow;
             rs.underflowCount[p] = s.underflow;
         }
-    } else if (slot && !halfPayload) {
-        std::copy(g, g + N, slot->local.begin());
+    } else if (w.slot && !halfPayload) {
+        std::copy(g, g + N, w.slot->local.begin());
     }
-    // Under O2/O3 the gradient leaves backward in fp16: the conversion to the fp16 payload below does that
+    // Under O2/O3 the gradient leaves backward in fp16: the conversion to the fp16 payload does that
     // rounding, so only the flight recorder needs a rounded fp32 copy of what the card sent.
-    if (halfPayload && slot)
-        roundFloatsThroughHalf(g, slot->local.data(), static_cast<size_t>(N));
+    if (halfPayload && w.slot)
+        roundFloatsThroughHalf(g, w.slot->local.data(), static_cast<size_t>(N));
+}
 
-    // The all-reduce: fp16 payload under O2/O3 (sums past 65504 overflow like hardware), fp32 under O0.
+// The all-reduce: fp16 payload under O2/O3 (sums past 65504 overflow like hardware), fp32 under O0.
+void Trainer::Impl::allReduceGradients(Card& card, StepWork& w) {
+    Replica& rep = *card.replica;
+    const auto& params = rep.params();
+    const int64_t N = rep.numParams();
+    float* g = rep.grads();
     const ReduceOp op = cfg.gradientsMean ? ReduceOp::Mean : ReduceOp::Sum;
     // Faults around the all-reduce: a parameter outside every fusion bucket keeps its local gradient, and a
     // rank that checks overflow alone reads its own float status.
-    const int unsynced = faults ? faults->unsyncedParam(step) : -1;
+    const int unsynced = faults->unsyncedParam(w.step);
     std::vector<float> kept;
     if (unsynced >= 0)
         kept.assign(g + params[unsynced].offset, g + params[unsynced].offset + params[unsynced].numel);
-    const bool ownStatus = faults && !faults->overflowSynced(step);
-    const bool localOverflow = ownStatus && FaultPlan::overflows(g, N, halfPayload);
-    auto tcomm = Clock::now();
+    w.ownStatus = !faults->overflowSynced(w.step);
+    w.localOverflow = w.ownStatus && FaultPlan::overflows(g, N, halfPayload);
+    const auto tcomm = Clock::now();
     if (halfPayload) {
         rep.gradsToHalf(card.half.data());
         comm->allReduce(card.local, card.half.data(), static_cast<size_t>(N), DType::F16, op);
@@ -219,14 +265,20 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
     } else {
         comm->allReduce(card.local, g, static_cast<size_t>(N), DType::F32, op);
     }
-    commMs += msSince(tcomm);
+    w.commMs += msSince(tcomm);
     if (unsynced >= 0)
         std::copy(kept.begin(), kept.end(), g + params[unsynced].offset);
-    if (faults && faults->flipAfter(r, step)) // corruption after the all-reduce, on this card only
+    if (faults->flipAfter(card.rank, w.step)) // corruption after the all-reduce, on this card only
         FaultPlan::flipBit(g, N);
+}
 
-    // Synced gradient, as the all-reduce delivered it: norm, sum and a bitwise fingerprint per parameter.
-    uint32_t nonfiniteSynced = 0;
+// Synced gradient, as the all-reduce delivered it: norm, sum and a bitwise fingerprint per parameter.
+void Trainer::Impl::recordSyncedGradient(Card& card, StepWork& w) {
+    const auto& params = card.replica->params();
+    const size_t P = params.size();
+    const float* g = card.replica->grads();
+    const bool tele = cfg.telemetry;
+    RankStep& rs = w.rs;
     if (tele) {
         rs.syncedNorm.resize(P);
         rs.syncedSum.resize(P);
@@ -234,137 +286,132 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
     }
     for (size_t p = 0; p < P; ++p) {
         const float* t = g + params[p].offset;
-        const auto s = normAndSum(t, params[p].numel, unscale);
-        nonfiniteSynced += s.nonfinite;
+        const auto s = normAndSum(t, params[p].numel, w.unscale);
+        w.nonfiniteSynced += s.nonfinite;
         if (tele) {
             rs.syncedNorm[p] = static_cast<float>(std::sqrt(s.sumSq));
             rs.syncedSum[p] = s.sum;
             rs.syncedFp[p] = fingerprint(t, static_cast<size_t>(params[p].numel) * 4);
         }
     }
-    if (slot)
-        slot->synced.assign(g, g + N);
+    if (w.slot)
+        w.slot->synced.assign(g, g + card.replica->numParams());
+}
 
-    // Overflow status is all-reduced so every rank skips the same steps (NPUAllocFloatStatus + AllReduce).
-    float overflow = nonfiniteSynced > 0 ? 1.f : 0.f;
-    if (ownStatus) {
-        overflow = localOverflow ? 1.f : 0.f;
+// Overflow status is all-reduced so every rank skips the same steps (NPUAllocFloatStatus + AllReduce); the
+// loss scaler updates. True when this step's update is skipped.
+bool Trainer::Impl::voteOnOverflow(Card& card, StepWork& w) {
+    float overflow = w.nonfiniteSynced > 0 ? 1.f : 0.f;
+    if (w.ownStatus) {
+        overflow = w.localOverflow ? 1.f : 0.f;
     } else {
-        tcomm = Clock::now();
+        const auto tcomm = Clock::now();
         comm->allReduce(card.local, &overflow, 1, DType::F32, ReduceOp::Max);
-        commMs += msSince(tcomm);
+        w.commMs += msSince(tcomm);
     }
-    rs.overflow = overflow > 0 ? 1 : 0;
-    const bool skip = card.scaler->update(rs.overflow);
-    rs.skipped = skip ? 1 : 0;
+    w.rs.overflow = overflow > 0 ? 1 : 0;
+    const bool skip = card.scaler->update(w.rs.overflow);
+    w.rs.skipped = skip ? 1 : 0;
+    return skip;
+}
 
-    if (!skip) { // Momentum SGD with weight decay on the fp32 master weights, gradients unscaled on the fly
-        const float lr = learningRate(step), mom = cfg.momentum, wd = cfg.weightDecay;
-        float* w = rep.weights();
-        float* v = card.momentum.data();
-        for (int64_t i = 0; i < N; ++i) {
-            v[i] = mom * v[i] + g[i] * unscale + wd * w[i];
-            w[i] -= lr * v[i];
-        }
-        if (cfg.precision == Precision::O3)
-            rep.roundWeightsThroughHalf();
-    }
-    if (slot)
-        slot->weights.assign(rep.weights(), rep.weights() + N);
-
-    // Share a digest: every rank learns at once whether the replicas still agree (anomaly -> flight dump).
-    const bool weightStep = (step + 1) % cfg.weightEvery == 0 || step + 1 == totalSteps;
+// Share a digest: every rank learns at once whether the replicas still agree (anomaly -> flight dump),
+// whether a dump or a stop was asked for anywhere.
+void Trainer::Impl::shareDigest(Card& card, StepWork& w) {
+    w.weightStep = (w.step + 1) % cfg.weightEvery == 0 || w.step + 1 == totalSteps;
     Digest mine;
-    if (tele)
-        mine.synced = fingerprint(rs.syncedFp.data(), P * 8);
-    if (weightStep)
-        mine.weights = fingerprint(rep.weights(), static_cast<size_t>(N) * 4);
-    mine.nonfinite = !std::isfinite(rs.loss) ? 1u : 0u;
+    if (cfg.telemetry)
+        mine.synced = fingerprint(w.rs.syncedFp.data(), w.rs.syncedFp.size() * 8);
+    if (w.weightStep)
+        mine.weights =
+            fingerprint(card.replica->weights(), static_cast<size_t>(card.replica->numParams()) * 4);
+    mine.nonfinite = !std::isfinite(w.rs.loss) ? 1u : 0u;
     mine.dumpRequested = dumpRequested.exchange(false) ? 1u : 0u;
     mine.stop = stopRequested ? 1u : 0u;
-    std::vector<Digest> all(W);
-    tcomm = Clock::now();
+    std::vector<Digest> all(static_cast<size_t>(cfg.ranks));
+    const auto tcomm = Clock::now();
     comm->allGather(card.local, &mine, sizeof(Digest), all.data());
-    commMs += msSince(tcomm);
-    bool anomaly = false, requested = false;
-    std::string reason;
+    w.commMs += msSince(tcomm);
     for (const auto& dg : all) {
         if (dg.synced != all[0].synced)
-            reason = "synced gradient fingerprints differ across ranks";
+            w.reason = "synced gradient fingerprints differ across ranks";
         if (dg.weights != all[0].weights)
-            reason = "weight fingerprints differ across ranks";
+            w.reason = "weight fingerprints differ across ranks";
         if (dg.nonfinite)
-            reason = "non-finite loss";
-        requested = requested || dg.dumpRequested;
+            w.reason = "non-finite loss";
+        w.dumpAsked = w.dumpAsked || dg.dumpRequested;
         card.stopAgreed = card.stopAgreed || dg.stop;
     }
-    anomaly = !reason.empty();
-    rs.commMs = static_cast<float>(commMs);
-    rs.stepMs = static_cast<float>(msSince(t0));
+    w.anomaly = !w.reason.empty();
+}
 
-    const float lr = learningRate(step);
+// The card's row of this step goes to the writer: gathered in this process, exchanged across nodes.
+void Trainer::Impl::submitStep(Card& card, StepWork& w) {
+    const float lr = learningRate(w.step);
     if (group) {
         StepRecord one;
-        one.step = step;
-        one.epoch = epoch;
+        one.step = w.step;
+        one.epoch = w.epoch;
         one.lr = lr;
-        one.ranks.push_back(std::move(rs));
+        one.ranks.push_back(std::move(w.rs));
         auto all = exchange(card, one);
         if (card.local == 0) {
             StepRecord rec;
-            rec.step = step;
-            rec.epoch = epoch;
+            rec.step = w.step;
+            rec.epoch = w.epoch;
             rec.lr = lr;
             for (auto& x : all)
                 rec.ranks.push_back(std::move(x.ranks[0]));
             push(std::move(rec));
         }
     } else
-        gather(pendingSteps, step, [&](StepRecord& rec) {
-            rec.step = step;
-            rec.epoch = epoch;
+        gather(pendingSteps, w.step, [&](StepRecord& rec) {
+            rec.step = w.step;
+            rec.epoch = w.epoch;
             rec.lr = lr;
-            rec.ranks.resize(W);
-            rec.ranks[r] = std::move(rs);
+            rec.ranks.resize(static_cast<size_t>(cfg.ranks));
+            rec.ranks[static_cast<size_t>(card.rank)] = std::move(w.rs);
         });
-    if (weightStep)
-        recordWeights(card, step + 1);
+}
 
-    // Dump on the step an anomaly appears (not on every step it persists) and on request. Every rank sees
-    // the same digests, so every rank takes the same decision and the gather completes.
+// Dump on the step an anomaly appears (not on every step it persists) and on request. Every rank sees the
+// same digests, so every rank takes the same decision and the gather completes.
+void Trainer::Impl::maybeDump(Card& card, const StepWork& w) {
     static constexpr int kMaxDumps = 3;
-    const bool fresh = anomaly && !card.anomalyBefore;
-    card.anomalyBefore = anomaly;
-    if ((fresh || requested) && slot && card.dumps < kMaxDumps) {
-        ++card.dumps;
-        const std::string why = fresh ? reason : "requested";
-        auto fill = [&](FlightDump& dump) {
-            dump.triggerStep = step;
-            dump.reason = why;
-            for (const auto& s : card.ring.slots) {
-                if (s.step < 0)
-                    continue;
-                dump.entries.push_back({s.step, r, 0, s.local});
-                dump.entries.push_back({s.step, r, 1, s.synced});
-                dump.entries.push_back({s.step, r, 2, s.weights});
-            }
-        };
-        if (group) { // every card of every node took this decision: the exchange lines up
-            FlightDump mine;
-            fill(mine);
-            auto all = exchange(card, mine);
-            if (card.local == 0) {
-                FlightDump dump;
-                dump.triggerStep = step;
-                dump.reason = why;
-                for (auto& one : all)
-                    for (auto& entry : one.entries)
-                        dump.entries.push_back(std::move(entry));
-                push(std::move(dump));
-            }
-        } else
-            gather(pendingDumps, step, fill);
+    const bool fresh = w.anomaly && !card.anomalyBefore;
+    card.anomalyBefore = w.anomaly;
+    if (!(fresh || w.dumpAsked) || !w.slot || card.dumps >= kMaxDumps)
+        return;
+    ++card.dumps;
+    const std::string why = fresh ? w.reason : "requested";
+    const int r = card.rank;
+    auto fill = [&](FlightDump& dump) {
+        dump.triggerStep = w.step;
+        dump.reason = why;
+        for (const auto& s : card.ring.slots) {
+            if (s.step < 0)
+                continue;
+            dump.entries.push_back({s.step, r, 0, s.local});
+            dump.entries.push_back({s.step, r, 1, s.synced});
+            dump.entries.push_back({s.step, r, 2, s.weights});
+        }
+    };
+    if (!group) {
+        gather(pendingDumps, w.step, fill);
+        return;
     }
+    FlightDump mine; // every card of every node took this decision: the exchange lines up
+    fill(mine);
+    auto all = exchange(card, mine);
+    if (card.local != 0)
+        return;
+    FlightDump dump;
+    dump.triggerStep = w.step;
+    dump.reason = why;
+    for (auto& one : all)
+        for (auto& entry : one.entries)
+            dump.entries.push_back(std::move(entry));
+    push(std::move(dump));
 }
 
 void Trainer::Impl::cardLoop(Card& card) {
@@ -379,15 +426,15 @@ void Trainer::Impl::cardLoop(Card& card) {
             comm->broadcast(card.local, card.replica->weights(),
                             static_cast<size_t>(card.replica->numParams()) * 4, 0);
         recordWeights(card, 0);
-        const int64_t shard = faults ? faults->shardBatches(r, perEpoch) : perEpoch;
+        const int64_t shard = faults->shardBatches(r, perEpoch);
         // One process stops at once (the communicator is cancelled); nodes stop together, after the step
         // whose digest first carried a stop, so no node is left waiting in a collective for another.
         auto stopping = [&] { return group ? card.stopAgreed : stopRequested.load(); };
         for (; step < totalSteps && !stopping(); ++step) {
             // rank-exit: the card is gone; its peers find out in their next collective.
-            if (faults && faults->diesAt(r, step))
+            if (faults->diesAt(r, step))
                 throw std::runtime_error("EL0004: device HBM out of memory, the card stopped responding");
-            if (faults && faults->evalModeFrom(r, step))
+            if (faults->evalModeFrom(r, step))
                 card.replica->setTrainMode(false);
             if (step % perEpoch >= shard) { // this rank's loader is exhausted: its epoch (and loop) ends here
                 evaluate(card, step);

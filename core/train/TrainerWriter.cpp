@@ -48,11 +48,10 @@ void Trainer::Impl::writerLoop() {
                 for (const auto& e : detector.onStep(*step))
                     emit(e);
             } else if (auto* w = std::get_if<WeightRecord>(&item)) {
-                for (size_t r = w->bufferDrift.size(); r-- > 0;) // buffer norm -> drift relative to rank 0
-                    w->bufferDrift[r] =
-                        w->bufferDrift[0] > 0
-                            ? std::fabs(w->bufferDrift[r] - w->bufferDrift[0]) / w->bufferDrift[0]
-                            : 0.f;
+                const auto& norm = w->bufferNorm; // the cards' buffer norms -> drift relative to rank 0
+                w->bufferDrift.assign(norm.size(), 0.f);
+                for (size_t r = 0; r < norm.size(); ++r)
+                    w->bufferDrift[r] = norm[0] > 0 ? std::fabs(norm[r] - norm[0]) / norm[0] : 0.f;
                 if (writer)
                     writer->appendWeights(*w);
                 if (observer)
