@@ -154,7 +154,7 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
                         w.unscale);
     if (cfg.precision == Precision::O3 && !w.rs.skipped)
         card.replica->roundWeightsThroughHalf();
-    if (w.slot)
+    if (w.slot && flightDepth > 1) // depth 1: the weights are still live when a dump is taken
         w.slot->weights.assign(card.replica->weights(), card.replica->weights() + card.replica->numParams());
     shareDigest(card, w);
     w.rs.commMs = static_cast<float>(w.commMs);
@@ -294,7 +294,7 @@ void Trainer::Impl::recordSyncedGradient(Card& card, StepWork& w) {
             rs.syncedFp[p] = fingerprint(t, static_cast<size_t>(params[p].numel) * 4);
         }
     }
-    if (w.slot)
+    if (w.slot && flightDepth > 1) // depth 1: the synced gradient is still live when a dump is taken
         w.slot->synced.assign(g, g + card.replica->numParams());
 }
 
@@ -385,6 +385,7 @@ void Trainer::Impl::maybeDump(Card& card, const StepWork& w) {
     ++card.dumps;
     const std::string why = fresh ? w.reason : "requested";
     const int r = card.rank;
+    const int64_t N = card.replica->numParams();
     auto fill = [&](FlightDump& dump) {
         dump.triggerStep = w.step;
         dump.reason = why;
@@ -392,8 +393,15 @@ void Trainer::Impl::maybeDump(Card& card, const StepWork& w) {
             if (s.step < 0)
                 continue;
             dump.entries.push_back({s.step, r, 0, s.local});
-            dump.entries.push_back({s.step, r, 1, s.synced});
-            dump.entries.push_back({s.step, r, 2, s.weights});
+            if (flightDepth > 1) {
+                dump.entries.push_back({s.step, r, 1, s.synced});
+                dump.entries.push_back({s.step, r, 2, s.weights});
+            } else { // this step's, still live: the ring kept only the local gradient
+                const float* g = card.replica->grads();
+                const float* wts = card.replica->weights();
+                dump.entries.push_back({s.step, r, 1, std::vector<float>(g, g + N)});
+                dump.entries.push_back({s.step, r, 2, std::vector<float>(wts, wts + N)});
+            }
         }
     };
     if (!group) {

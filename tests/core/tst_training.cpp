@@ -8,6 +8,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <random>
@@ -30,6 +31,7 @@ private slots:
     void stopEndsPromptlyAndFileIsComplete();
     void preflightRejectsAWrongRankTable();
     void flightRecorderDumpsOnRequest();
+    void flightDepthOneDumpsTheLiveTensors();
     void flightRecorderDumpsOnNonFiniteLoss();
 
 private:
@@ -363,6 +365,38 @@ void TestTraining::flightRecorderDumpsOnRequest() {
     for (const auto& e : reader->readEvents())
         logged = logged || e.code == "FLIGHT_RECORDER";
     QVERIFY(logged);
+}
+
+// At depth 1 the ring keeps only the local gradient; a dump takes the synced gradient and the weights live.
+// They are the same bits a deeper ring stores: the dump on a bit flipped after the all-reduce (a fixed step)
+// equals, entry for entry, the same run's dump at depth 3.
+void TestTraining::flightDepthOneDumpsTheLiveTensors() {
+    auto dumpAt = [&](int depth) {
+        TrainConfig cfg = tinyConfig(ModelKind::SmallCnn, 3, 8, 12, QString("depth%1.h5").arg(depth));
+        cfg.flightSteps = depth;
+        cfg.evalSamples = 0;
+        cfg.faults = {"sdc-after@6:1"};
+        Trainer trainer(cfg);
+        trainer.run();
+        const auto dumps = RunReader::open(cfg.out)->readFlightDumps();
+        return dumps.empty() ? FlightDump{} : dumps.front();
+    };
+    const FlightDump one = dumpAt(1), three = dumpAt(3);
+    QCOMPARE(one.triggerStep, int64_t(6));
+    QCOMPARE(three.triggerStep, int64_t(6));
+    QCOMPARE(one.entries.size(), size_t(3 * 3)); // ranks x (local, synced, weights) of step 6
+    int matched = 0;
+    for (const FlightEntry& e : one.entries) {
+        QCOMPARE(e.step, int64_t(6));
+        for (const FlightEntry& f : three.entries)
+            if (f.step == e.step && f.rank == e.rank && f.kind == e.kind) {
+                QVERIFY2(e.data.size() == f.data.size() &&
+                             std::memcmp(e.data.data(), f.data.data(), e.data.size() * 4) == 0,
+                         qPrintable(QString("rank %1 kind %2 differs").arg(e.rank).arg(e.kind)));
+                ++matched;
+            }
+    }
+    QCOMPARE(matched, 9);
 }
 
 void TestTraining::flightRecorderDumpsOnNonFiniteLoss() {
