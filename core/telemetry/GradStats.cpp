@@ -50,6 +50,9 @@ inline uint32_t hcount(V4i v) {
     return static_cast<uint32_t>(-(v[0] + v[1] + v[2] + v[3]));
 }
 
+// Full: every statistic; otherwise only what the synced gradient needs (sum of squares, sum, non-finite
+// count), in the same order, so those agree bit for bit with a full pass.
+template <bool Full>
 inline float blockPass(const float* g, int64_t len, const float* signs, float* copy, Block& b) {
     V4f s2 = {}, s = {}, mx = {}, sg = {};
     V4i nf = {}, of = {}, uf = {};
@@ -60,37 +63,44 @@ inline float blockPass(const float* g, int64_t len, const float* signs, float* c
     const V4f zero = {};
     int64_t i = 0;
     for (; i + 4 <= len; i += 4) {
-        V4f x, sign;
+        V4f x;
         std::memcpy(&x, g + i, 16);
-        std::memcpy(&sign, signs + i, 16);
-        if (copy) std::memcpy(copy + i, &x, 16);
+        if (copy)
+            std::memcpy(copy + i, &x, 16);
         const V4i bits = reinterpret_cast<V4i>(x);
         const V4i finite = (bits & expMask) != expMask; // -1 where finite
         const V4f v = reinterpret_cast<V4f>(bits & finite);
-        const V4f a = reinterpret_cast<V4f>(bits & finite & absMask);
         s2 += v * v;
         s += v;
-        mx = a > mx ? a : mx;
-        sg += sign * v;
         nf += finite + 1; // finite is -1 (true) or 0: adds 0 where finite, 1 where not
-        of += a >= over;
-        uf += (a > zero) & (a < under);
+        if constexpr (Full) {
+            V4f sign;
+            std::memcpy(&sign, signs + i, 16);
+            const V4f a = reinterpret_cast<V4f>(bits & finite & absMask);
+            mx = a > mx ? a : mx;
+            sg += sign * v;
+            of += a >= over;
+            uf += (a > zero) & (a < under);
+        }
     }
     float fs2 = hsum(s2), fs = hsum(s), fsg = hsum(sg);
     float fmx = std::max(std::max(mx[0], mx[1]), std::max(mx[2], mx[3]));
     uint32_t cnf = static_cast<uint32_t>(nf[0] + nf[1] + nf[2] + nf[3]), cof = hcount(of), cuf = hcount(uf);
     for (; i < len; ++i) { // tail
         const float x = g[i];
-        if (copy) copy[i] = x;
+        if (copy)
+            copy[i] = x;
         const bool finite = std::isfinite(x);
         const float v = finite ? x : 0.f, a = std::fabs(v);
         fs2 += v * v;
         fs += v;
-        fsg += signs[i] * v;
-        fmx = std::max(fmx, a);
         cnf += finite ? 0u : 1u;
-        cof += a >= kHalfOverflowAt;
-        cuf += a > 0.f && a < kHalfUnderflowBelow;
+        if constexpr (Full) {
+            fsg += signs[i] * v;
+            fmx = std::max(fmx, a);
+            cof += a >= kHalfOverflowAt;
+            cuf += a > 0.f && a < kHalfUnderflowBelow;
+        }
     }
     b.sumSq += fs2;
     b.sum += fs;
@@ -116,8 +126,8 @@ TensorStats gradStats(const float* g, int64_t n, float unscale, uint64_t sketchS
     int64_t blockIndex = 0;
     for (int64_t start = 0; start < n; start += len, ++blockIndex) {
         const uint64_t h = sketch ? splitmix64(sketchSeed ^ static_cast<uint64_t>(blockIndex)) : 0;
-        const float part = blockPass(g + start, std::min(len, n - start), table + h % kSignTable,
-                                     copy ? copy + start : nullptr, b);
+        const float part = blockPass<true>(g + start, std::min(len, n - start), table + h % kSignTable,
+                                           copy ? copy + start : nullptr, b);
         acc[blockIndex % kk] += part;
     }
     TensorStats s;
@@ -134,7 +144,14 @@ TensorStats gradStats(const float* g, int64_t n, float unscale, uint64_t sketchS
 }
 
 TensorStats normAndSum(const float* g, int64_t n, float unscale) {
-    return gradStats(g, n, unscale, 0, 0, nullptr);
+    Block b;
+    for (int64_t start = 0; start < n; start += kMaxBlock)
+        blockPass<false>(g + start, std::min(kMaxBlock, n - start), nullptr, nullptr, b);
+    TensorStats s;
+    s.sumSq = b.sumSq * unscale * unscale;
+    s.sum = b.sum * unscale;
+    s.nonfinite = b.nonfinite;
+    return s;
 }
 
 double cosine(const float* a, const float* b, int k) {
@@ -144,8 +161,10 @@ double cosine(const float* a, const float* b, int k) {
         aa += static_cast<double>(a[i]) * a[i];
         bb += static_cast<double>(b[i]) * b[i];
     }
-    if (aa == 0 && bb == 0) return 1.0;
-    if (aa == 0 || bb == 0) return 0.0;
+    if (aa == 0 && bb == 0)
+        return 1.0;
+    if (aa == 0 || bb == 0)
+        return 0.0;
     return ab / std::sqrt(aa * bb);
 }
 

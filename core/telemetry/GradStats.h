@@ -21,7 +21,8 @@ struct TensorStats {
 TensorStats gradStats(const float* g, int64_t n, float unscale, uint64_t sketchSeed, int k, float* sketch,
                       float* copy = nullptr);
 
-// L2 norm and element sum only, for the synced gradient (unscaled by unscale).
+// Sum of squares, element sum and non-finite count only (the other fields stay 0), for the synced gradient
+// and the weights (unscaled by unscale); the same bits as gradStats gives for those three.
 TensorStats normAndSum(const float* g, int64_t n, float unscale);
 
 double cosine(const float* a, const float* b, int k);

@@ -5,6 +5,7 @@
 
 #include <QtTest>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -14,6 +15,7 @@ class TestTelemetry : public QObject {
     Q_OBJECT
 private slots:
     void statsMatchNaiveLoop();
+    void normAndSumAgreesWithTheFullPass();
     void fp16Accounting();
     void fingerprintSeesOneBit();
     void sketchCosineTracksTrueCosine_data();
@@ -52,6 +54,22 @@ void TestTelemetry::statsMatchNaiveLoop() {
     QVERIFY(std::fabs(s.sum - sum) < 1e-3);
     QCOMPARE(s.maxAbs, mx);
     QCOMPARE(s.nonfinite, 0u);
+}
+
+// The synced gradient's lighter pass gives the same bits as the full one for what it computes, non-finite
+// elements and a ragged tail included.
+void TestTelemetry::normAndSumAgreesWithTheFullPass() {
+    auto g = randomVector(10007, 3);
+    g[17] = std::numeric_limits<float>::infinity();
+    g[5000] = std::numeric_limits<float>::quiet_NaN();
+    for (int64_t n : {int64_t(1), int64_t(63), int64_t(64), int64_t(10007)}) {
+        const auto full = gradStats(g.data(), n, 0.25f, 0, 0, nullptr);
+        const auto light = normAndSum(g.data(), n, 0.25f);
+        QVERIFY(std::memcmp(&full.sumSq, &light.sumSq, sizeof full.sumSq) == 0);
+        QVERIFY(std::memcmp(&full.sum, &light.sum, sizeof full.sum) == 0);
+        QCOMPARE(light.nonfinite, full.nonfinite);
+    }
+    QCOMPARE(normAndSum(g.data(), 10007, 1.f).nonfinite, 2u);
 }
 
 void TestTelemetry::fp16Accounting() {
