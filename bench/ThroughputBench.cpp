@@ -20,7 +20,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double clusterImgS(const BenchOptions& o, bool telemetry, const std::string& out) {
+double clusterImgS(const BenchOptions& o, bool telemetry, const std::string& out, RunSummary* summary) {
     TrainConfig cfg = benchConfig(o, out);
     cfg.telemetry = telemetry;
     cfg.writeFile = telemetry;
@@ -28,8 +28,22 @@ double clusterImgS(const BenchOptions& o, bool telemetry, const std::string& out
     StepClock clock(o.warmup);
     Trainer trainer(cfg);
     trainer.setObserver(&clock);
-    trainer.run();
+    *summary = trainer.run();
     return clock.imagesPerSecond(o.ranks * o.batchPerRank);
+}
+
+// Medians over rounds of each phase, per card and step.
+std::vector<std::pair<std::string, double>> phaseMedians(const std::vector<RunSummary>& rounds, int ranks) {
+    std::vector<std::pair<std::string, double>> out;
+    if (rounds.empty())
+        return out;
+    for (size_t k = 0; k < rounds.front().phaseMs.size(); ++k) {
+        std::vector<double> v;
+        for (const RunSummary& s : rounds)
+            v.push_back(s.phaseMs[k].second / double(std::max<int64_t>(1, s.stepsCompleted) * ranks));
+        out.emplace_back(rounds.front().phaseMs[k].first, median(v));
+    }
+    return out;
 }
 
 // The reference: one LibTorch replica at the same global batch with every core on intra-op work,
@@ -132,13 +146,14 @@ BenchResult runThroughputBench(const BenchOptions& o, bool progress) {
     // round, and each figure is the median of its rounds, so a burst of outside load hits all alike.
     BenchResult r;
     std::vector<double> single, off, on, peer;
+    std::vector<RunSummary> offRuns, onRuns;
     for (int round = 0; round < std::max(1, o.repeat); ++round) {
         say("single replica", round);
         single.push_back(singleReplicaImgS(o, o.threads > 0 ? o.threads : cores));
         say("cluster, telemetry off", round);
-        off.push_back(clusterImgS(o, false, out));
+        off.push_back(clusterImgS(o, false, out, &offRuns.emplace_back()));
         say("cluster, telemetry and run file on", round);
-        on.push_back(clusterImgS(o, true, out));
+        on.push_back(clusterImgS(o, true, out, &onRuns.emplace_back()));
         if (o.peer && r.peerNote.empty()) {
             say("PyTorch DDP (gloo), one process per rank", round);
             peer.push_back(ddpPeerImgS(o, r.peerNote));
@@ -146,6 +161,12 @@ BenchResult runThroughputBench(const BenchOptions& o, bool progress) {
     }
     std::filesystem::remove(out);
     r.singleReplicaImgS = median(single);
+    r.phasesOff = phaseMedians(offRuns, o.ranks);
+    r.phasesOn = phaseMedians(onRuns, o.ranks);
+    std::vector<double> writer;
+    for (const RunSummary& s : onRuns)
+        writer.push_back(s.writerMs / double(std::max<int64_t>(1, s.stepsCompleted)));
+    r.writerMsPerStepOn = median(writer);
     if (r.peerNote.empty())
         r.peerImgS = median(peer);
     r.telemetryOffImgS = median(off);

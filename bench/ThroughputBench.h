@@ -5,6 +5,8 @@
 #include "train/TrainConfig.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace rs {
 
@@ -27,6 +29,10 @@ struct BenchResult {
     double singleReplicaImgS = 0;
     double telemetryOffImgS = 0;
     double telemetryOnImgS = 0;
+    // Where a card's step goes, ms per card and step (every step, warm-up included; medians over rounds),
+    // with telemetry off and on (RunSummary::phaseMs), and the writer thread's busy ms per step.
+    std::vector<std::pair<std::string, double>> phasesOff, phasesOn;
+    double writerMsPerStepOn = 0;
     double peerImgS = 0;  // 0 when not asked for or unavailable (peerNote says why)
     std::string peerNote; // why the peer has no figure
 };

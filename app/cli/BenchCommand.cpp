@@ -51,6 +51,13 @@ int benchCommand(const Args& argv) {
             if (!peerNote.empty())
                 j["ddp_gloo_peer_note"] = peerNote;
         }
+        nlohmann::json phases = nlohmann::json::array();
+        for (size_t k = 0; k < r.phasesOn.size(); ++k)
+            phases.push_back({{"phase", r.phasesOn[k].first},
+                              {"telemetry_off_ms", k < r.phasesOff.size() ? r.phasesOff[k].second : 0.0},
+                              {"telemetry_on_ms", r.phasesOn[k].second}});
+        j["card_step_phases_ms"] = phases;
+        j["writer_thread_ms_per_step"] = r.writerMsPerStepOn;
         std::printf("%s\n", j.dump(2).c_str());
     } else {
         std::printf("%-34s %8.1f img/s\n", "single replica (LibTorch)", r.singleReplicaImgS);
@@ -63,6 +70,18 @@ int benchCommand(const Args& argv) {
                         "PyTorch DDP gloo, process/rank", peer, r.telemetryOnImgS / peer);
         else if (!peerNote.empty())
             std::printf("PyTorch DDP peer: %s\n", peerNote.c_str());
+        std::printf(
+            "\nwhere a card's step goes, ms (mean per card and step, warm-up included; medians of rounds)\n");
+        std::printf("  %-36s %9s %9s\n", "phase", "tele off", "tele on");
+        double totalOff = 0, totalOn = 0;
+        for (size_t k = 0; k < r.phasesOn.size(); ++k) {
+            const double a = k < r.phasesOff.size() ? r.phasesOff[k].second : 0, b = r.phasesOn[k].second;
+            totalOff += a;
+            totalOn += b;
+            std::printf("  %-36s %9.1f %9.1f\n", r.phasesOn[k].first.c_str(), a, b);
+        }
+        std::printf("  %-36s %9.1f %9.1f\n", "card step", totalOff, totalOn);
+        std::printf("  %-36s %9s %9.1f\n", "writer thread, per step (run file)", "-", r.writerMsPerStepOn);
     }
     return 0;
 }

@@ -5,6 +5,8 @@
 
 #include "store/RunRecords.h"
 
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace rs {
@@ -23,6 +25,12 @@ struct RunSummary {
     uint64_t nodeRecordBytesSent = 0; // of which the per-step records (telemetry) for node 0's file
     double nodeCollectiveMs = 0;
     int64_t nodeCollectives = 0;
+    // Where a card's step time went, summed over this node's cards and steps (wall time on the card threads;
+    // "all-reduce" and "digest" include waiting for the slowest card), in step order; and the writer
+    // thread's busy time (appending to the run file, event detection, the observer). Divide by stepsCompleted
+    // x cards for a card's step.
+    std::vector<std::pair<std::string, double>> phaseMs;
+    double writerMs = 0;
 };
 
 class TrainObserver {

@@ -270,6 +270,13 @@ RunSummary Trainer::run() {
         s.nodeCollectiveMs = t.ms;
         s.nodeCollectives = t.collectives;
     }
+    for (int k = 0; k < Impl::kPhases; ++k) {
+        double total = 0;
+        for (const auto& card : d->cards)
+            total += card->phaseMs[size_t(k)];
+        s.phaseMs.emplace_back(Impl::kPhaseNames[size_t(k)], total);
+    }
+    s.writerMs = d->writerMs;
     for (const auto& card : d->cards)
         s.cardStates.push_back(static_cast<CardState>(card->state.load()));
     s.completed = s.stepsCompleted == d->totalSteps && d->cardErrors.empty() && d->writerError.empty();

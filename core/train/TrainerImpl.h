@@ -14,6 +14,7 @@
 #include "train/Replica.h"
 #include "train/Trainer.h"
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -65,6 +66,19 @@ struct Trainer::Impl {
     std::unique_ptr<FaultPlan> faults; // empty without --fault: every hook answers as a clean run
     std::string preflightError;        // set when pre-flight refuses after the run file can be written
 
+    // trainStep's phases, as RunSummary::phaseMs names them.
+    static constexpr int kPhases = 10;
+    static constexpr std::array<const char*, kPhases> kPhaseNames = {"load batch",
+                                                                     "forward and backward",
+                                                                     "local statistics, sketch, flight copy",
+                                                                     "all-reduce",
+                                                                     "synced statistics and fingerprint",
+                                                                     "overflow vote",
+                                                                     "optimizer",
+                                                                     "digest",
+                                                                     "records to the writer",
+                                                                     "weight records and flight recorder"};
+
     struct Card {
         int rank = 0;  // in the whole run
         int local = 0; // on this node's communicator
@@ -77,6 +91,7 @@ struct Trainer::Impl {
         std::atomic<uint8_t> state{0};
         bool anomalyBefore = false;
         bool stopAgreed = false; // multi-node: some node asked to stop, as of this card's last digest
+        std::array<double, kPhases> phaseMs{}; // trainStep's phases, summed over steps (RunSummary::phaseMs)
         int dumps = 0;
     };
     std::vector<std::unique_ptr<Card>> cards;
@@ -93,6 +108,7 @@ struct Trainer::Impl {
     std::deque<WriterItem> queue;
     bool queueClosed = false;
     std::string writerError;
+    double writerMs = 0; // the writer thread's busy time (RunSummary::writerMs)
 
     std::unique_ptr<RunWriter> writer;
     RunSummary summary;

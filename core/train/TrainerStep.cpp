@@ -143,26 +143,43 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
     StepWork w;
     w.step = step;
     w.t0 = Clock::now();
+    auto mark = w.t0;
+    auto phase = [&](int k) { // closes phase k (Impl::kPhaseNames) at now
+        const auto now = Clock::now();
+        card.phaseMs[size_t(k)] += std::chrono::duration<double, std::milli>(now - mark).count();
+        mark = now;
+    };
     loadBatch(card, w, raw, images, labels);
+    phase(0);
     computeGradients(card, w, images, labels);
+    phase(1);
     recordLocalGradient(card, w);
+    phase(2);
     allReduceGradients(card, w);
+    phase(3);
     recordSyncedGradient(card, w);
-    if (!voteOnOverflow(card, w))
+    phase(4);
+    const bool skip = voteOnOverflow(card, w);
+    phase(5);
+    if (!skip)
         sgdMomentumStep(card.replica->weights(), card.momentum.data(), card.replica->grads(),
                         card.replica->numParams(), learningRate(step), cfg.momentum, cfg.weightDecay,
                         w.unscale);
-    if (cfg.precision == Precision::O3 && !w.rs.skipped)
+    if (cfg.precision == Precision::O3 && !skip)
         card.replica->roundWeightsThroughHalf();
-    if (w.slot && flightDepth > 1) // depth 1: the weights are still live when a dump is taken
-        w.slot->weights.assign(card.replica->weights(), card.replica->weights() + card.replica->numParams());
+    phase(6);
     shareDigest(card, w);
+    phase(7);
     w.rs.commMs = static_cast<float>(w.commMs);
     w.rs.stepMs = static_cast<float>(msSince(w.t0));
     submitStep(card, w);
+    phase(8);
+    if (w.slot && flightDepth > 1) // depth 1: the weights are still live when a dump is taken
+        w.slot->weights.assign(card.replica->weights(), card.replica->weights() + card.replica->numParams());
     if (w.weightStep)
         recordWeights(card, step + 1);
     maybeDump(card, w);
+    phase(9);
 }
 
 void Trainer::Impl::loadBatch(Card& card, StepWork& w, std::vector<uint8_t>& raw, std::vector<float>& images,

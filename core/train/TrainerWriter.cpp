@@ -29,6 +29,7 @@ void Trainer::Impl::writerLoop() {
         }
         if (!writerError.empty())
             continue; // keep draining so producers never block; the error ends the run
+        const auto t0 = Clock::now();
         try {
             if (auto* step = std::get_if<StepRecord>(&item)) {
                 if (writer)
@@ -80,6 +81,7 @@ void Trainer::Impl::writerLoop() {
                     fmt::format("Flight recorder wrote the last {} step(s) of full tensors at step {}: {}",
                                 flightDepth, dump->triggerStep, dump->reason)});
             }
+            writerMs += msSince(t0);
         } catch (const std::exception& e) {
             writerError = e.what();
             stopRequested = true; // a run that cannot be recorded stops: nothing is lost silently

@@ -6,6 +6,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QMap>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -213,6 +214,19 @@ void TestCli::benchReportsAllThreeFigures() {
         QVERIFY2(j[key].toDouble() > 0, key);
     QCOMPARE(j["ranks"].toInt(), 2);
     QCOMPARE(j["repeat"].toInt(), 1);
+    // Where the step goes: every phase of a card's step, forward and backward taking time in both runs, the
+    // statistics only with telemetry on.
+    const auto phases = j["card_step_phases_ms"].toArray();
+    QCOMPARE(phases.size(), 10);
+    QMap<QString, QJsonObject> byName;
+    for (const auto& p : phases)
+        byName[p.toObject()["phase"].toString()] = p.toObject();
+    QVERIFY(byName["forward and backward"]["telemetry_off_ms"].toDouble() > 0);
+    QVERIFY(byName["forward and backward"]["telemetry_on_ms"].toDouble() > 0);
+    const auto local = byName["local statistics, sketch, flight copy"];
+    QVERIFY2(local["telemetry_off_ms"].toDouble() < local["telemetry_on_ms"].toDouble(),
+             qPrintable(QJsonDocument(local).toJson()));
+    QVERIFY(j["writer_thread_ms_per_step"].toDouble() > 0);
     QCOMPARE(cli({"bench", "--model", "vgg"}).code, 2);
 }
 
