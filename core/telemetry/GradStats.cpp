@@ -154,6 +154,30 @@ TensorStats normAndSum(const float* g, int64_t n, float unscale) {
     return s;
 }
 
+TensorStats normSumFingerprint(const float* g, int64_t n, float unscale, uint64_t* fp) {
+    Block b;
+    Fingerprinter f;
+    int64_t start = 0;
+    for (; start + kMaxBlock <= n; start += kMaxBlock) { // 256 bytes: eight whole fingerprint blocks
+        blockPass<false>(g + start, kMaxBlock, nullptr, nullptr, b);
+        f.update(g + start, kMaxBlock * 4);
+    }
+    if (start < n) {
+        const int64_t rest = n - start;
+        blockPass<false>(g + start, rest, nullptr, nullptr, b);
+        const size_t bytes = static_cast<size_t>(rest) * 4, whole = bytes / 32 * 32;
+        f.update(g + start, whole);
+        *fp = f.finish(reinterpret_cast<const unsigned char*>(g + start) + whole, bytes - whole);
+    } else {
+        *fp = f.finish(nullptr, 0);
+    }
+    TensorStats s;
+    s.sumSq = b.sumSq * unscale * unscale;
+    s.sum = b.sum * unscale;
+    s.nonfinite = b.nonfinite;
+    return s;
+}
+
 double cosine(const float* a, const float* b, int k) {
     double ab = 0, aa = 0, bb = 0;
     for (int i = 0; i < k; ++i) {

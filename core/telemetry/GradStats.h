@@ -24,6 +24,9 @@ TensorStats gradStats(const float* g, int64_t n, float unscale, uint64_t sketchS
 // Sum of squares, element sum and non-finite count only (the other fields stay 0), for the synced gradient
 // and the weights (unscaled by unscale); the same bits as gradStats gives for those three.
 TensorStats normAndSum(const float* g, int64_t n, float unscale);
+// normAndSum and fingerprint(g, n * 4) in one pass over the data (each block is hashed while still in L1):
+// the same bits as the two apart.
+TensorStats normSumFingerprint(const float* g, int64_t n, float unscale, uint64_t* fp);
 
 double cosine(const float* a, const float* b, int k);
 

@@ -303,13 +303,14 @@ void Trainer::Impl::recordSyncedGradient(Card& card, StepWork& w) {
     }
     for (size_t p = 0; p < P; ++p) {
         const float* t = g + params[p].offset;
-        const auto s = normAndSum(t, params[p].numel, w.unscale);
-        w.nonfiniteSynced += s.nonfinite;
-        if (tele) {
-            rs.syncedNorm[p] = static_cast<float>(std::sqrt(s.sumSq));
-            rs.syncedSum[p] = s.sum;
-            rs.syncedFp[p] = fingerprint(t, static_cast<size_t>(params[p].numel) * 4);
+        if (!tele) { // only the overflow vote needs the synced gradient
+            w.nonfiniteSynced += normAndSum(t, params[p].numel, w.unscale).nonfinite;
+            continue;
         }
+        const auto s = normSumFingerprint(t, params[p].numel, w.unscale, &rs.syncedFp[p]);
+        w.nonfiniteSynced += s.nonfinite;
+        rs.syncedNorm[p] = static_cast<float>(std::sqrt(s.sumSq));
+        rs.syncedSum[p] = s.sum;
     }
     if (w.slot && flightDepth > 1) // depth 1: the synced gradient is still live when a dump is taken
         w.slot->synced.assign(g, g + card.replica->numParams());

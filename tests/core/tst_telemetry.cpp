@@ -70,6 +70,18 @@ void TestTelemetry::normAndSumAgreesWithTheFullPass() {
         QCOMPARE(light.nonfinite, full.nonfinite);
     }
     QCOMPARE(normAndSum(g.data(), 10007, 1.f).nonfinite, 2u);
+    // Fused with the fingerprint: the same statistics and the fingerprint of the same bytes, for sizes around
+    // the pass's 64-element blocks and the fingerprint's 8-element ones.
+    for (int64_t n : {int64_t(0), int64_t(1), int64_t(7), int64_t(8), int64_t(63), int64_t(64), int64_t(65),
+                      int64_t(129), int64_t(10007)}) {
+        uint64_t fp = 0;
+        const auto fused = normSumFingerprint(g.data(), n, 0.25f, &fp);
+        const auto light = normAndSum(g.data(), n, 0.25f);
+        QCOMPARE(fp, fingerprint(g.data(), size_t(n) * 4));
+        QVERIFY(std::memcmp(&fused.sumSq, &light.sumSq, sizeof fused.sumSq) == 0);
+        QVERIFY(std::memcmp(&fused.sum, &light.sum, sizeof fused.sum) == 0);
+        QCOMPARE(fused.nonfinite, light.nonfinite);
+    }
 }
 
 void TestTelemetry::fp16Accounting() {
