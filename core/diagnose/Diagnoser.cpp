@@ -554,26 +554,44 @@ std::string Diagnoser::figures() const {
     return out;
 }
 
-std::vector<Finding> diagnoseRun(const RunReader& reader, const std::function<void(int)>& progress,
-                                 std::string* figures, std::vector<CheckNotRun>* notRun) {
+void diagnoseMore(const RunReader& reader, Diagnoser& d, DiagnosisCursor& at,
+                  const std::function<void(int)>& progress) {
     constexpr int64_t kChunk = 256;
-    Diagnoser d(reader.meta());
-    const int64_t steps = reader.stepCount();
     // Weight rows hold R x P fingerprints each: chunked like the steps, so a long run never sits in memory.
-    const int64_t weightRows = reader.weightCount(), eventRows = reader.eventCount();
-    for (int64_t b = 0; b < weightRows; b += kChunk)
-        d.addWeights(reader.readWeights(b, std::min(weightRows, b + kChunk)));
-    for (int64_t b = 0; b < eventRows; b += 4 * kChunk)
-        d.addEvents(reader.readEvents(b, std::min(eventRows, b + 4 * kChunk)));
-    d.addEvals(reader.readEvals());
-    for (int64_t b = 0; b < steps; b += kChunk) {
-        d.addSteps(reader.readSteps(b, std::min(steps, b + kChunk), true));
+    for (const int64_t rows = reader.weightCount(); at.weights < rows;) {
+        const int64_t end = std::min(rows, at.weights + kChunk);
+        d.addWeights(reader.readWeights(at.weights, end));
+        at.weights = end;
+    }
+    for (const int64_t rows = reader.eventCount(); at.events < rows;) {
+        const int64_t end = std::min(rows, at.events + 4 * kChunk);
+        d.addEvents(reader.readEvents(at.events, end));
+        at.events = end;
+    }
+    if (reader.evalCount() > at.evals) {
+        auto evals = reader.readEvals();
+        evals.erase(evals.begin(), evals.begin() + std::min<int64_t>(at.evals, int64_t(evals.size())));
+        at.evals += int64_t(evals.size());
+        d.addEvals(evals);
+    }
+    const int64_t first = at.steps, steps = reader.stepCount();
+    while (at.steps < steps) {
+        const int64_t end = std::min(steps, at.steps + kChunk);
+        d.addSteps(reader.readSteps(at.steps, end, true));
+        at.steps = end;
         if (progress)
-            progress(int(std::min<int64_t>(99, (b + kChunk) * 100 / std::max<int64_t>(1, steps))));
+            progress(int(std::min<int64_t>(99, (end - first) * 100 / std::max<int64_t>(1, steps - first))));
     }
     d.setStatus(reader.complete(), reader.stopReason());
     if (progress)
         progress(100);
+}
+
+std::vector<Finding> diagnoseRun(const RunReader& reader, const std::function<void(int)>& progress,
+                                 std::string* figures, std::vector<CheckNotRun>* notRun) {
+    Diagnoser d(reader.meta());
+    DiagnosisCursor at;
+    diagnoseMore(reader, d, at, progress);
     if (figures)
         *figures = d.figures();
     if (notRun)

@@ -50,6 +50,17 @@ private:
     std::unique_ptr<State> m_s;
 };
 
+// How far a Diagnoser has read a run file, table by table.
+struct DiagnosisCursor {
+    int64_t steps = 0, weights = 0, events = 0, evals = 0;
+};
+
+// Feeds `d` the rows `reader` has beyond `at` (chunk by chunk, advancing `at` after each, so a cancel thrown
+// from progress leaves a consistent cursor) and the file's status: a live run is diagnosed by reading only
+// what it added since the last call. progress gets 0..100 over the new steps.
+void diagnoseMore(const RunReader& reader, Diagnoser& d, DiagnosisCursor& at,
+                  const std::function<void(int percent)>& progress = {});
+
 // Reads the whole file in chunks (a few hundred steps at a time) and diagnoses it. progress gets 0..100.
 // Throws RunFileError like the reader.
 // figures, when given, receives Diagnoser::figures(); notRun, Diagnoser::checksNotRun().

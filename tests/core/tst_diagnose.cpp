@@ -135,6 +135,7 @@ class TestDiagnose : public QObject {
     Q_OBJECT
 
 private slots:
+    void followingAGrowingFileEqualsReadingItWhole();
     void cleanSynthetic_data();
     void cleanSynthetic();
     void rule_data();
@@ -640,6 +641,52 @@ void TestDiagnose::cliExitCodes() {
     QVERIFY2(err.startsWith("ranksight-cli: diagnose:"), err.constData());
     QCOMPARE(run({m_dir.filePath("missing.h5")}, nullptr, &err), 2);
     QCOMPARE(run({}, nullptr, &err), 2);
+}
+
+// A live run diagnosed pass by pass, each reading only the rows added since the last, ends with the same
+// findings as one pass over the finished file (what the window's diagnosis runner relies on).
+void TestDiagnose::followingAGrowingFileEqualsReadingItWhole() {
+    using namespace runfile_fixtures;
+    QTemporaryDir dir;
+    const QString path = dir.filePath("growing.h5");
+    const RunMeta meta = makeMeta(4, 6, 8, 4);
+    auto writer = RunWriter::create(path.toStdString(), meta, true);
+    auto append = [&](int64_t from, int64_t to) {
+        for (int64_t s = from; s < to; ++s) {
+            writer->appendStep(makeStep(meta, s));
+            if (s % 10 == 0)
+                writer->appendWeights(makeWeights(meta, s));
+            if (s % 7 == 0)
+                writer->appendEvent(makeEvent(s));
+            if (s % 25 == 0)
+                writer->appendEval(makeEval(meta, s));
+        }
+    };
+    append(0, 40);
+    const auto live = RunReader::open(path.toStdString());
+    Diagnoser d(live->meta());
+    DiagnosisCursor at;
+    diagnoseMore(*live, d, at);
+    QCOMPARE(at.steps, int64_t(40));
+    append(40, 300);
+    writer->close("completed");
+    QVERIFY(live->refresh());
+    int lastPercent = -1;
+    diagnoseMore(*live, d, at, [&](int p) { lastPercent = p; });
+    QCOMPARE(lastPercent, 100);
+    QCOMPARE(at.steps, int64_t(300));
+    QCOMPARE(at.weights, int64_t(30));
+    QCOMPARE(at.evals, int64_t(12));
+    const auto whole = diagnoseRun(*RunReader::open(path.toStdString()));
+    const auto followed = d.findings();
+    QVERIFY2(!whole.empty(), "the fixture's data should give findings to compare");
+    QCOMPARE(followed.size(), whole.size());
+    for (size_t i = 0; i < whole.size(); ++i) {
+        QCOMPARE(followed[i].cause, whole[i].cause);
+        QCOMPARE(followed[i].ranks, whole[i].ranks);
+        QCOMPARE(followed[i].firstStep, whole[i].firstStep);
+        QCOMPARE(followed[i].evidence, whole[i].evidence);
+    }
 }
 
 QTEST_GUILESS_MAIN(TestDiagnose)

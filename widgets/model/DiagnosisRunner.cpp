@@ -14,6 +14,13 @@ constexpr int kDefaultLiveIntervalMs = 2000;
 struct Cancelled {};
 } // namespace
 
+struct DiagnosisRunner::Session {
+    std::string path;
+    std::unique_ptr<RunReader> reader;
+    std::unique_ptr<Diagnoser> diagnoser;
+    DiagnosisCursor at;
+};
+
 DiagnosisRunner::DiagnosisRunner(RunModel* model, QObject* parent)
     : QObject(parent)
     , m_model(model) {
@@ -26,6 +33,7 @@ DiagnosisRunner::DiagnosisRunner(RunModel* model, QObject* parent)
         ++m_generation;
         m_throttle.stop();
         m_pending = false;
+        m_session.reset(); // a pass still running keeps its own reference
         m_findings.clear();
         m_notRun.clear();
         m_error.clear();
@@ -72,28 +80,40 @@ void DiagnosisRunner::start() {
     m_cancel = std::make_shared<std::atomic<bool>>(false);
     m_runningGeneration = m_generation;
     const std::string path = m_model->path().toStdString();
+    if (!m_session || m_session->path != path) {
+        m_session = std::make_shared<Session>();
+        m_session->path = path;
+    }
+    auto session = m_session;
     auto cancelFlag = m_cancel;
     QPointer<DiagnosisRunner> self(this);
-    m_watcher.setFuture(QtConcurrent::run([path, cancelFlag, self]() -> Result {
+    m_watcher.setFuture(QtConcurrent::run([session, cancelFlag, self]() -> Result {
         Result r;
         try {
-            const auto reader = RunReader::open(path);
-            r.findings = diagnoseRun(
-                *reader,
-                [&](int percent) {
-                    if (cancelFlag->load())
-                        throw Cancelled{};
-                    if (self)
-                        QMetaObject::invokeMethod(self.data(), [self, percent] {
-                            if (self)
-                                emit self->progress(percent);
-                        });
-                },
-                nullptr, &r.notRun);
+            if (!session->reader) {
+                session->reader = RunReader::open(session->path);
+                session->diagnoser = std::make_unique<Diagnoser>(session->reader->meta());
+            } else {
+                session->reader->refresh();
+            }
+            diagnoseMore(*session->reader, *session->diagnoser, session->at, [&](int percent) {
+                if (cancelFlag->load())
+                    throw Cancelled{};
+                if (self)
+                    QMetaObject::invokeMethod(self.data(), [self, percent] {
+                        if (self)
+                            emit self->progress(percent);
+                    });
+            });
+            r.findings = session->diagnoser->findings();
+            r.notRun = session->diagnoser->checksNotRun();
         } catch (const Cancelled&) {
             r.cancelled = true;
         } catch (const std::exception& e) {
             r.error = QString::fromStdString(e.what());
+            session->reader.reset(); // the next pass starts over from a fresh reader
+            session->diagnoser.reset();
+            session->at = {};
         }
         return r;
     }));

@@ -1,7 +1,9 @@
 // Runs the diagnosis rules (core/diagnose) over the run the window shows, in the background: once when a
 // file has loaded, and again at most every few seconds while a live run grows, so findings appear as the run
-// goes. A new run cancels a diagnosis in progress. The rules read only the run file, so a replayed file is
-// diagnosed exactly like the live run was.
+// goes. Each pass after the first reads only the rows the run added (one reader and one incremental
+// Diagnoser per run), so a long live run costs the same every few seconds instead of more each time. A new
+// run cancels a diagnosis in progress. The rules read only the run file, so a replayed file is diagnosed
+// exactly like the live run was.
 #pragma once
 
 #include "diagnose/Finding.h"
@@ -43,6 +45,7 @@ private:
         QString error;
         bool cancelled = false;
     };
+    struct Session; // the run's reader, Diagnoser and cursor, used by one background pass at a time
     void schedule();
     void start();
     void onFinished();
@@ -52,6 +55,7 @@ private:
     QTimer m_throttle;
     QFutureWatcher<Result> m_watcher;
     std::shared_ptr<std::atomic<bool>> m_cancel;
+    std::shared_ptr<Session> m_session;
     std::vector<Finding> m_findings;
     std::vector<CheckNotRun> m_notRun;
     QString m_error;
