@@ -26,7 +26,8 @@ commands:
   inspect         summary of a run file: RUN.h5 [--json]
   export-csv      steps.csv, gradients.csv, events.csv: RUN.h5 --out DIR [--force]
   lint-ranktable  validate a MindSpore hccl.json: FILE [--ranks N] [--nodes N] [--json]
-  bench           throughput: single replica vs the cluster with telemetry off and on
+  bench           throughput: single replica vs the cluster with telemetry off and on (and the PyTorch DDP
+                  peer with --peer), in alternating rounds; where a card's step goes, phase by phase
                   [--model M] [--ranks N] [--batch PER_RANK] [--steps N] [--repeat R] [--precision P]
                   [--peer] [--json]
   bench-nodes     one node against the same run over node processes on this host (gloo): img/s, bytes
