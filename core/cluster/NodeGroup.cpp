@@ -184,6 +184,9 @@ std::unique_ptr<NodeGroup> NodeGroup::join(const NodeOptions& options) {
                 missing.push_back(k);
         if (missing.empty())
             break;
+        if (options.cancel && options.cancel->load())
+            throw NodeError(fmt::format("node {} stopped while waiting for the other nodes to join {}",
+                                        options.nodeRank, d->where()));
         if (std::chrono::steady_clock::now() >= deadline) {
             std::string list;
             for (int k : missing)

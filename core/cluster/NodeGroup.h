@@ -9,6 +9,7 @@
 // value).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <map>
@@ -26,6 +27,8 @@ struct NodeOptions {
     std::string masterHost = "127.0.0.1";
     int masterPort = 29500;
     std::chrono::milliseconds timeout{30000};
+    // When set and raised while join() waits for the other nodes, join gives up at once (NodeError).
+    const std::atomic<bool>* cancel = nullptr;
 
     // "--node-rank 2 is out of range for --nodes 2 (0..1)"; "" when the options are usable.
     std::string problem() const;

@@ -14,6 +14,7 @@ void Trainer::Impl::joinNodes() {
     o.nodes = cfg.nodes;
     o.nodeRank = cfg.nodeRank;
     o.timeout = std::chrono::milliseconds(cfg.timeoutMs);
+    o.cancel = &stopRequested; // a Stop while the nodes meet ends the wait
     try {
         parseMaster(cfg.master, o);
     } catch (const std::invalid_argument& e) {

@@ -11,6 +11,7 @@
 #include <QElapsedTimer>
 #include <QProcess>
 #include <QtTest>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <netinet/in.h>
@@ -275,6 +276,32 @@ private slots:
         QVERIFY2(n.err.contains("the world never filled: node rank(s) 1, 2 of 3 did not join"),
                  qPrintable(n.err));
         QVERIFY2(t.elapsed() < 30000, "bounded by the timeout, not hanging");
+    }
+
+    // A Stop while node 0 waits for the others ends the wait at once, not at the 30 s timeout.
+    void aStopWhileWaitingForTheOtherNodesEndsTheWait() {
+        std::atomic<bool> stop{false};
+        NodeOptions o;
+        o.nodes = 2;
+        o.nodeRank = 0;
+        o.masterPort = freeLoopbackPort();
+        o.timeout = std::chrono::seconds(30);
+        o.cancel = &stop;
+        std::thread stopper([&] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            stop = true;
+        });
+        QElapsedTimer t;
+        t.start();
+        QString error;
+        try {
+            NodeGroup::join(o);
+        } catch (const NodeError& e) {
+            error = e.what();
+        }
+        stopper.join();
+        QVERIFY2(error.contains("node 0 stopped while waiting for the other nodes"), qPrintable(error));
+        QVERIFY2(t.elapsed() < 10000, "the stop ended the wait, not the timeout");
     }
 
     void aMasterNobodyListensOnIsNamed() {
