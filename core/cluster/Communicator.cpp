@@ -159,6 +159,7 @@ Communicator::Communicator(int worldSize, std::chrono::milliseconds timeout)
     m_computing.assign(static_cast<size_t>(worldSize), 0);
     m_computedAt.assign(static_cast<size_t>(worldSize), std::chrono::steady_clock::time_point::min());
     m_sources.assign(static_cast<size_t>(worldSize), nullptr);
+    m_results.assign(static_cast<size_t>(worldSize), nullptr);
 }
 
 std::chrono::milliseconds Communicator::timeout() const {
@@ -214,25 +215,35 @@ void Communicator::setNodes(int nodes, int nodeRank, NodeAllGather allGather, No
 }
 
 void Communicator::allReduce(int rank, void* data, size_t count, DType dtype, ReduceOp op) {
+    allReduce(rank, data, data, count, dtype, op);
+}
+
+void Communicator::allReduce(int rank, const void* in, void* out, size_t count, DType dtype, ReduceOp op) {
     checkRank(rank, "AllReduce");
-    if (count > 0 && !data)
+    if (count > 0 && (!in || !out))
         throw std::invalid_argument(fmt::format("HCCL AllReduce: rank {} passed a null buffer", rank));
+    const bool hierarchical = m_servers > 1 || m_nodes > 1;
+    if (hierarchical && in != out && count > 0) { // its stages reduce in place
+        std::memcpy(out, in, count * dtypeSize(dtype));
+        in = out;
+    }
     Call call{"AllReduce", rank, count, static_cast<int>(dtype), static_cast<int>(op), -1, 0};
     std::unique_lock lock(m_mutex);
-    m_sources[static_cast<size_t>(rank)] = data;
+    m_sources[static_cast<size_t>(rank)] = in;
+    m_results[static_cast<size_t>(rank)] = out;
     sync(lock, call, true);
-    if (m_servers > 1 || m_nodes > 1) {
-        allReduceHierarchical(lock, call, data, count, dtype, op);
+    if (hierarchical) {
+        allReduceHierarchical(lock, call, out, count, dtype, op);
         return;
     }
     lock.unlock();
-    reduceChunk(rank, data, count, dtype, op); // reduce-scatter: this rank's chunk, in its own buffer
+    reduceChunk(rank, out, count, dtype, op); // reduce-scatter: this rank's chunk of every source, into out
     lock.lock();
     sync(lock, call, false);
     lock.unlock();
-    gatherChunks(rank, data, count, dtype); // all-gather: the other ranks' reduced chunks
+    gatherChunks(rank, out, count, dtype); // all-gather: the other ranks' reduced chunks
     lock.lock();
-    sync(lock, call, false); // nobody reads this rank's buffer any more
+    sync(lock, call, false); // nobody reads this rank's buffers any more
     finish(call);
 }
 
@@ -631,7 +642,7 @@ void Communicator::gatherChunks(int rank, void* data, size_t count, DType dtype)
         if (j == static_cast<size_t>(rank) || begin == end)
             continue;
         std::memcpy(static_cast<char*>(data) + begin * element,
-                    static_cast<const char*>(m_sources[j]) + begin * element, (end - begin) * element);
+                    static_cast<const char*>(m_results[j]) + begin * element, (end - begin) * element);
     }
 }
 

@@ -68,6 +68,10 @@ public:
     // sums past 65504 become inf; Mean divides the final sum by N; Max propagates NaN. NaN payloads
     // are not preserved.
     void allReduce(int rank, void* data, size_t count, DType dtype, ReduceOp op);
+    // Out of place: `in` is left as it was and the result lands in `out` (the same bits as in place). The
+    // flat ring reads every rank's `in` and writes only `out`, so the caller keeps its local payload for
+    // free (the flight recorder's local gradient); with servers or nodes `in` is first copied to `out`.
+    void allReduce(int rank, const void* in, void* out, size_t count, DType dtype, ReduceOp op);
 
     // Servers and nodes (issue 12). With more than one server, or with other nodes, AllReduce is hierarchical
     // like HCCL's: inside each server its members reduce the server's chunks (the ring above, over the
@@ -173,6 +177,7 @@ private:
     Call m_current; // the first arrival of the call being assembled
     // Published at the arrival point, read by the other ranks until the call's last synchronisation.
     std::vector<const void*> m_sources;
+    std::vector<void*> m_results; // AllReduce: where each rank's result lands (its source when in place)
     // Hierarchy (setServers / setNodes); set before the first collective.
     int m_servers = 1;
     int m_nodes = 1, m_nodeRank = 0;

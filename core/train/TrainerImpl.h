@@ -33,10 +33,13 @@ inline double msSince(Clock::time_point t) {
 }
 
 // Last K steps of full tensors of one card, kept within a memory budget.
+// The last steps' gradients and weights, for a dump. The all-reduce writes each step's synced gradient
+// straight into its slot, so only the local gradient and the weights are copies, and at depth 1 not even
+// those: both are still live when the step's dump is taken.
 struct FlightRing {
     struct Slot {
         int64_t step = -1;
-        std::vector<float> local, synced, weights;
+        std::vector<float> local, synced, weights; // local and weights: depth > 1 only
     };
     std::vector<Slot> slots;
     size_t next = 0;
@@ -88,6 +91,7 @@ struct Trainer::Impl {
         std::vector<float> momentum;
         std::vector<uint16_t> half;
         FlightRing ring;
+        std::vector<float> synced; // the all-reduce's result when there is no flight ring
         std::atomic<uint8_t> state{0};
         bool anomalyBefore = false;
         bool stopAgreed = false; // multi-node: some node asked to stop, as of this card's last digest
@@ -159,6 +163,7 @@ struct Trainer::Impl {
     void allReduceGradients(Card& card, StepWork& w);
     void recordSyncedGradient(Card& card, StepWork& w);
     bool voteOnOverflow(Card& card, StepWork& w);
+    void updateWeights(Card& card, const StepWork& w, bool skip);
     void shareDigest(Card& card, StepWork& w);
     void submitStep(Card& card, StepWork& w);
     void maybeDump(Card& card, const StepWork& w);

@@ -131,6 +131,7 @@ struct Trainer::Impl::StepWork {
     float scale = 1, unscale = 1;
     double commMs = 0;
     FlightRing::Slot* slot = nullptr; // this step's flight-recorder slot, if the recorder is on
+    float* synced = nullptr;          // the all-reduce's result (the card's gradients keep the local one)
     bool ownStatus = false, localOverflow = false;
     uint32_t nonfiniteSynced = 0;
     // The digest round's outcome: every rank of the run sees the same.
@@ -161,12 +162,7 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
     phase(4);
     const bool skip = voteOnOverflow(card, w);
     phase(5);
-    if (!skip)
-        sgdMomentumStep(card.replica->weights(), card.momentum.data(), card.replica->grads(),
-                        card.replica->numParams(), learningRate(step), cfg.momentum, cfg.weightDecay,
-                        w.unscale);
-    if (cfg.precision == Precision::O3 && !skip)
-        card.replica->roundWeightsThroughHalf();
+    updateWeights(card, w, skip);
     phase(6);
     shareDigest(card, w);
     phase(7);
@@ -174,8 +170,6 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
     w.rs.stepMs = static_cast<float>(msSince(w.t0));
     submitStep(card, w);
     phase(8);
-    if (w.slot && flightDepth > 1) // depth 1: the weights are still live when a dump is taken
-        w.slot->weights.assign(card.replica->weights(), card.replica->weights() + card.replica->numParams());
     if (w.weightStep)
         recordWeights(card, step + 1);
     maybeDump(card, w);
@@ -226,8 +220,11 @@ void Trainer::Impl::recordLocalGradient(Card& card, StepWork& w) {
         w.slot = &card.ring.slots[card.ring.next];
         card.ring.next = (card.ring.next + 1) % card.ring.slots.size();
         w.slot->step = w.step;
-        w.slot->local.resize(static_cast<size_t>(N));
+        w.slot->synced.resize(static_cast<size_t>(N));
+        if (flightDepth > 1) // depth 1: the local gradient is still live when a dump is taken
+            w.slot->local.resize(static_cast<size_t>(N));
     }
+    float* copy = w.slot && flightDepth > 1 && !halfPayload ? w.slot->local.data() : nullptr;
     RankStep& rs = w.rs;
     if (cfg.telemetry) {
         const int K = cfg.sketchDim;
@@ -239,10 +236,9 @@ void Trainer::Impl::recordLocalGradient(Card& card, StepWork& w) {
         rs.underflowCount.resize(P);
         rs.sketch.resize(P * K);
         for (size_t p = 0; p < P; ++p) {
-            const auto s =
-                gradStats(g + params[p].offset, params[p].numel, w.unscale,
-                          splitmix64(cfg.seed ^ (0x5ce7c4ull + p)), K, rs.sketch.data() + p * K,
-                          w.slot && !halfPayload ? w.slot->local.data() + params[p].offset : nullptr);
+            const auto s = gradStats(g + params[p].offset, params[p].numel, w.unscale,
+                                     splitmix64(cfg.seed ^ (0x5ce7c4ull + p)), K, rs.sketch.data() + p * K,
+                                     copy ? copy + params[p].offset : nullptr);
             rs.localNorm[p] = static_cast<float>(std::sqrt(s.sumSq));
             rs.localMax[p] = s.maxAbs;
             rs.localSum[p] = s.sum;
@@ -250,12 +246,13 @@ void Trainer::Impl::recordLocalGradient(Card& card, StepWork& w) {
             rs.overflowCount[p] = s.overflow;
             rs.underflowCount[p] = s.underflow;
         }
-    } else if (w.slot && !halfPayload) {
-        std::copy(g, g + N, w.slot->local.begin());
+    } else if (copy) {
+        std::copy(g, g + N, copy);
     }
     // Under O2/O3 the gradient leaves backward in fp16: the conversion to the fp16 payload does that
-    // rounding, so only the flight recorder needs a rounded fp32 copy of what the card sent.
-    if (halfPayload && w.slot)
+    // rounding, so only the flight recorder needs a rounded fp32 copy of what the card sent (at depth 1,
+    // rounded when a dump is taken).
+    if (halfPayload && w.slot && flightDepth > 1)
         roundFloatsThroughHalf(g, w.slot->local.data(), static_cast<size_t>(N));
 }
 
@@ -264,36 +261,44 @@ void Trainer::Impl::allReduceGradients(Card& card, StepWork& w) {
     Replica& rep = *card.replica;
     const auto& params = rep.params();
     const int64_t N = rep.numParams();
-    float* g = rep.grads();
+    const float* g = rep.grads();
     const ReduceOp op = cfg.gradientsMean ? ReduceOp::Mean : ReduceOp::Sum;
+    if (w.slot) {
+        w.synced = w.slot->synced.data();
+    } else {
+        card.synced.resize(static_cast<size_t>(N));
+        w.synced = card.synced.data();
+    }
     // Faults around the all-reduce: a parameter outside every fusion bucket keeps its local gradient, and a
     // rank that checks overflow alone reads its own float status.
     const int unsynced = faults->unsyncedParam(w.step);
-    std::vector<float> kept;
-    if (unsynced >= 0)
-        kept.assign(g + params[unsynced].offset, g + params[unsynced].offset + params[unsynced].numel);
     w.ownStatus = !faults->overflowSynced(w.step);
     w.localOverflow = w.ownStatus && FaultPlan::overflows(g, N, halfPayload);
     const auto tcomm = Clock::now();
     if (halfPayload) {
         rep.gradsToHalf(card.half.data());
         comm->allReduce(card.local, card.half.data(), static_cast<size_t>(N), DType::F16, op);
-        rep.gradsFromHalf(card.half.data());
+        halvesToFloats(card.half.data(), w.synced, static_cast<size_t>(N));
     } else {
-        comm->allReduce(card.local, g, static_cast<size_t>(N), DType::F32, op);
+        comm->allReduce(card.local, g, w.synced, static_cast<size_t>(N), DType::F32, op);
     }
     w.commMs += msSince(tcomm);
-    if (unsynced >= 0)
-        std::copy(kept.begin(), kept.end(), g + params[unsynced].offset);
+    if (unsynced >= 0) { // as if it had never left the card (under O2/O3 the card sent it in fp16)
+        const auto& p = params[size_t(unsynced)];
+        if (halfPayload)
+            roundFloatsThroughHalf(g + p.offset, w.synced + p.offset, size_t(p.numel));
+        else
+            std::copy_n(g + p.offset, p.numel, w.synced + p.offset);
+    }
     if (faults->flipAfter(card.rank, w.step)) // corruption after the all-reduce, on this card only
-        FaultPlan::flipBit(g, N);
+        FaultPlan::flipBit(w.synced, N);
 }
 
 // Synced gradient, as the all-reduce delivered it: norm, sum and a bitwise fingerprint per parameter.
 void Trainer::Impl::recordSyncedGradient(Card& card, StepWork& w) {
     const auto& params = card.replica->params();
     const size_t P = params.size();
-    const float* g = card.replica->grads();
+    const float* g = w.synced;
     const bool tele = cfg.telemetry;
     RankStep& rs = w.rs;
     if (tele) {
@@ -312,8 +317,23 @@ void Trainer::Impl::recordSyncedGradient(Card& card, StepWork& w) {
         rs.syncedNorm[p] = static_cast<float>(std::sqrt(s.sumSq));
         rs.syncedSum[p] = s.sum;
     }
-    if (w.slot && flightDepth > 1) // depth 1: the synced gradient is still live when a dump is taken
-        w.slot->synced.assign(g, g + card.replica->numParams());
+}
+
+// The optimizer on the synced gradient (none on a skipped step). Deeper flight rings keep the weights,
+// copied in the optimizer's own pass where it can.
+void Trainer::Impl::updateWeights(Card& card, const StepWork& w, bool skip) {
+    float* weights = card.replica->weights();
+    const int64_t N = card.replica->numParams();
+    float* keep =
+        w.slot && flightDepth > 1 ? (w.slot->weights.resize(size_t(N)), w.slot->weights.data()) : nullptr;
+    const bool o3 = cfg.precision == Precision::O3;
+    if (!skip)
+        sgdMomentumStep(weights, card.momentum.data(), w.synced, N, learningRate(w.step), cfg.momentum,
+                        cfg.weightDecay, w.unscale, o3 ? nullptr : keep);
+    if (o3 && !skip)
+        card.replica->roundWeightsThroughHalf();
+    if (keep && (skip || o3))
+        std::copy_n(weights, N, keep);
 }
 
 // Overflow status is all-reduced so every rank skips the same steps (NPUAllocFloatStatus + AllReduce); the
@@ -410,14 +430,18 @@ void Trainer::Impl::maybeDump(Card& card, const StepWork& w) {
         for (const auto& s : card.ring.slots) {
             if (s.step < 0)
                 continue;
-            dump.entries.push_back({s.step, r, 0, s.local});
             if (flightDepth > 1) {
+                dump.entries.push_back({s.step, r, 0, s.local});
                 dump.entries.push_back({s.step, r, 1, s.synced});
                 dump.entries.push_back({s.step, r, 2, s.weights});
-            } else { // this step's, still live: the ring kept only the local gradient
+            } else { // this step's: the local gradient and the weights are still live
                 const float* g = card.replica->grads();
                 const float* wts = card.replica->weights();
-                dump.entries.push_back({s.step, r, 1, std::vector<float>(g, g + N)});
+                std::vector<float> local(g, g + N);
+                if (halfPayload) // what the card sent
+                    roundFloatsThroughHalf(g, local.data(), size_t(N));
+                dump.entries.push_back({s.step, r, 0, std::move(local)});
+                dump.entries.push_back({s.step, r, 1, s.synced});
                 dump.entries.push_back({s.step, r, 2, std::vector<float>(wts, wts + N)});
             }
         }

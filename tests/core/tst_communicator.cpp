@@ -237,6 +237,17 @@ private slots:
         const auto third = allReduceAll(fresh, inputs, n, dtype, op, &error);
         QVERIFY2(error.isEmpty(), qPrintable(error));
         QVERIFY(third == first);
+
+        // Out of place: the same bits land in `out` and every rank's input is left as it was.
+        auto ins = inputs;
+        std::vector<std::vector<uint8_t>> outs(size_t(worldSize),
+                                               std::vector<uint8_t>(inputs[0].size(), 0xab));
+        const auto errors = runRanks(worldSize, [&](int r) {
+            comm.allReduce(r, ins[size_t(r)].data(), outs[size_t(r)].data(), n, dtype, op);
+        });
+        QVERIFY2(noErrors(errors, &error), qPrintable(error));
+        QVERIFY(ins == inputs);
+        QVERIFY(outs == first);
     }
 
     // fp16 accumulates in fp16: each partial sum is rounded, so 1 + 2^-11 + 2^-11 stays 1 (ties to even)
@@ -357,8 +368,11 @@ private slots:
                 mx[size_t(r)].push_back(r == 4 && i == 5 ? NAN : float(r * 10 - int(i)));
                 half[size_t(r)].push_back(rs::floatToHalf(i == 0 ? 20000.0f : 1.0f));
             }
+        const auto sumIn = sum; // out of place too: the stages run in place on a copy in `out`
+        std::vector<std::vector<float>> sumOut(n, std::vector<float>(count));
         const auto errors = runRanks(n, [&](int r) {
             const size_t k = static_cast<size_t>(r);
+            comm.allReduce(r, sumIn[k].data(), sumOut[k].data(), count, rs::DType::F32, rs::ReduceOp::Sum);
             comm.allReduce(r, sum[k].data(), count, rs::DType::F32, rs::ReduceOp::Sum);
             comm.allReduce(r, mean[k].data(), count, rs::DType::F32, rs::ReduceOp::Mean);
             comm.allReduce(r, mx[k].data(), count, rs::DType::F32, rs::ReduceOp::Max);
@@ -378,6 +392,8 @@ private slots:
             QVERIFY(std::isinf(rs::halfToFloat(half[size_t(r)][0]))); // 6 x 20000 overflows fp16
             QCOMPARE(rs::halfToFloat(half[size_t(r)][1]), 6.0f);
             QCOMPARE(std::memcmp(sum[size_t(r)].data(), sum[0].data(), count * 4), 0);
+            QCOMPARE(sumOut[size_t(r)], sum[size_t(r)]);
+            QCOMPARE(sumIn[size_t(r)][3], float(r * 100 + 3));
         }
     }
 
