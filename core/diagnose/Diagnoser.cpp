@@ -568,11 +568,9 @@ void diagnoseMore(const RunReader& reader, Diagnoser& d, DiagnosisCursor& at,
         d.addEvents(reader.readEvents(at.events, end));
         at.events = end;
     }
-    if (reader.evalCount() > at.evals) {
-        auto evals = reader.readEvals();
-        evals.erase(evals.begin(), evals.begin() + std::min<int64_t>(at.evals, int64_t(evals.size())));
-        at.evals += int64_t(evals.size());
-        d.addEvals(evals);
+    if (const int64_t rows = reader.evalCount(); rows > at.evals) {
+        d.addEvals(reader.readEvals(at.evals, rows));
+        at.evals = rows;
     }
     const int64_t first = at.steps, steps = reader.stepCount();
     while (at.steps < steps) {

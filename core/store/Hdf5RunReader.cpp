@@ -274,10 +274,11 @@ std::vector<int64_t> Hdf5RunReader::readStepNumbers(int64_t begin, int64_t end) 
     return d.readColumn<int64_t>(d.steps.cols[rsc::kStep], hsize_t(begin), hsize_t(end - begin));
 }
 
-std::vector<int64_t> Hdf5RunReader::readWeightSteps() const {
+std::vector<int64_t> Hdf5RunReader::readWeightSteps(int64_t begin, int64_t end) const {
     Hdf5Guard guard;
     const Impl& d = *m_d;
-    return d.readColumn<int64_t>(d.weights.cols[rsc::kWStep], 0, d.weights.rows);
+    d.checkRange("readWeightSteps", begin, end, d.weights.rows);
+    return d.readColumn<int64_t>(d.weights.cols[rsc::kWStep], hsize_t(begin), hsize_t(end - begin));
 }
 
 std::vector<WeightRecord> Hdf5RunReader::readWeights(int64_t begin, int64_t end) const {
@@ -309,15 +310,16 @@ std::vector<WeightRecord> Hdf5RunReader::readWeights(int64_t begin, int64_t end)
     return out;
 }
 
-std::vector<EvalRecord> Hdf5RunReader::readEvals() const {
+std::vector<EvalRecord> Hdf5RunReader::readEvals(int64_t begin, int64_t end) const {
     Hdf5Guard guard;
     const Impl& d = *m_d;
-    const hsize_t n = d.evals.rows;
+    d.checkRange("readEvals", begin, end, d.evals.rows);
+    const hsize_t b = hsize_t(begin), n = hsize_t(end - begin);
     const size_t R = d.dims.R;
     const auto& c = d.evals.cols;
-    const auto step = d.readColumn<int64_t>(c[rsc::kEStep], 0, n);
-    const auto accuracy = d.readColumn<float>(c[rsc::kEAccuracy], 0, n);
-    const auto loss = d.readColumn<float>(c[rsc::kELoss], 0, n);
+    const auto step = d.readColumn<int64_t>(c[rsc::kEStep], b, n);
+    const auto accuracy = d.readColumn<float>(c[rsc::kEAccuracy], b, n);
+    const auto loss = d.readColumn<float>(c[rsc::kELoss], b, n);
     std::vector<EvalRecord> out(n);
     for (size_t i = 0; i < n; ++i) {
         out[i].step = step[i];

@@ -388,8 +388,9 @@ std::vector<WeightRecord> ProcessRunReader::readWeights(int64_t begin, int64_t e
                    [](wire::Reader& in) { return wire::getWeights(in); });
 }
 
-std::vector<EvalRecord> ProcessRunReader::readEvals() const {
-    return request(wire::Op::ReadEvals, {}, [](wire::Reader& in) { return wire::getEvals(in); });
+std::vector<EvalRecord> ProcessRunReader::readEvals(int64_t begin, int64_t end) const {
+    return request(wire::Op::ReadEvals, range(begin, end),
+                   [](wire::Reader& in) { return wire::getEvals(in); });
 }
 
 std::vector<Event> ProcessRunReader::readEvents(int64_t begin, int64_t end) const {
@@ -402,8 +403,9 @@ std::vector<int64_t> ProcessRunReader::readStepNumbers(int64_t begin, int64_t en
                    [](wire::Reader& in) { return in.vec<int64_t>(); });
 }
 
-std::vector<int64_t> ProcessRunReader::readWeightSteps() const {
-    return request(wire::Op::ReadWeightSteps, {}, [](wire::Reader& in) { return in.vec<int64_t>(); });
+std::vector<int64_t> ProcessRunReader::readWeightSteps(int64_t begin, int64_t end) const {
+    return request(wire::Op::ReadWeightSteps, range(begin, end),
+                   [](wire::Reader& in) { return in.vec<int64_t>(); });
 }
 
 std::vector<FlightDump> ProcessRunReader::readFlightDumps() const {

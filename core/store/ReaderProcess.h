@@ -63,10 +63,10 @@ public:
     using RunReader::readWeights;
     std::vector<StepRecord> readSteps(int64_t begin, int64_t end, bool perParam = true) const override;
     std::vector<WeightRecord> readWeights(int64_t begin, int64_t end) const override;
-    std::vector<EvalRecord> readEvals() const override;
+    std::vector<EvalRecord> readEvals(int64_t begin, int64_t end) const override;
     std::vector<Event> readEvents(int64_t begin, int64_t end) const override;
     std::vector<int64_t> readStepNumbers(int64_t begin, int64_t end) const override;
-    std::vector<int64_t> readWeightSteps() const override;
+    std::vector<int64_t> readWeightSteps(int64_t begin, int64_t end) const override;
     std::vector<FlightDump> readFlightDumps() const override;
     std::vector<float> readStepScalar(runschema::StepCol column, int64_t begin, int64_t end) const override;
 

@@ -23,10 +23,10 @@ enum class Op : uint32_t {
     Refresh,         // -> bool changed, State
     ReadSteps,       // begin, end, perParam -> steps
     ReadWeights,     // begin, end -> weight rows
-    ReadEvals,       // -> eval rows
+    ReadEvals,       // begin, end -> eval rows
     ReadEvents,      // begin, end -> events
     ReadStepNumbers, // begin, end -> int64s
-    ReadWeightSteps, // -> int64s
+    ReadWeightSteps, // begin, end -> int64s
     ReadFlightDumps, // -> dumps
     ReadStepScalar,  // name, begin, end -> floats
 };

@@ -114,9 +114,11 @@ std::string handle(std::unique_ptr<Hdf5RunReader>& reader, wire::Op op, wire::Re
         wire::put(out, r.readWeights(b, e));
         break;
     }
-    case wire::Op::ReadEvals:
-        wire::put(out, r.readEvals());
+    case wire::Op::ReadEvals: {
+        const auto b = in.pod<int64_t>(), e = in.pod<int64_t>();
+        wire::put(out, r.readEvals(b, e));
         break;
+    }
     case wire::Op::ReadEvents: {
         const auto b = in.pod<int64_t>(), e = in.pod<int64_t>();
         wire::put(out, r.readEvents(b, e));
@@ -127,9 +129,11 @@ std::string handle(std::unique_ptr<Hdf5RunReader>& reader, wire::Op op, wire::Re
         out.vec(r.readStepNumbers(b, e));
         break;
     }
-    case wire::Op::ReadWeightSteps:
-        out.vec(r.readWeightSteps());
+    case wire::Op::ReadWeightSteps: {
+        const auto b = in.pod<int64_t>(), e = in.pod<int64_t>();
+        out.vec(r.readWeightSteps(b, e));
         break;
+    }
     case wire::Op::ReadFlightDumps:
         wire::put(out, r.readFlightDumps());
         break;

@@ -18,6 +18,14 @@ std::vector<WeightRecord> RunReader::readWeights() const {
     return readWeights(0, weightCount());
 }
 
+std::vector<EvalRecord> RunReader::readEvals() const {
+    return readEvals(0, evalCount());
+}
+
+std::vector<int64_t> RunReader::readWeightSteps() const {
+    return readWeightSteps(0, weightCount());
+}
+
 std::vector<Event> RunReader::readEvents() const {
     return readEvents(0, eventCount());
 }

@@ -73,14 +73,16 @@ public:
     virtual std::vector<StepRecord> readSteps(int64_t begin, int64_t end, bool perParam = true) const = 0;
     std::vector<WeightRecord> readWeights() const;
     virtual std::vector<WeightRecord> readWeights(int64_t begin, int64_t end) const = 0; // rows [begin, end)
-    virtual std::vector<EvalRecord> readEvals() const = 0;
+    std::vector<EvalRecord> readEvals() const;
+    virtual std::vector<EvalRecord> readEvals(int64_t begin, int64_t end) const = 0; // rows [begin, end)
     std::vector<Event> readEvents() const;
     virtual std::vector<Event> readEvents(int64_t begin, int64_t end) const = 0; // rows [begin, end)
 
     // Key columns alone, for callers that keep an index of a large run: the step number of step rows
-    // [begin, end), and of every weight-fingerprint row.
+    // [begin, end), and of weight-fingerprint rows [begin, end) (all of them without arguments).
     virtual std::vector<int64_t> readStepNumbers(int64_t begin, int64_t end) const = 0;
-    virtual std::vector<int64_t> readWeightSteps() const = 0;
+    std::vector<int64_t> readWeightSteps() const;
+    virtual std::vector<int64_t> readWeightSteps(int64_t begin, int64_t end) const = 0;
     virtual std::vector<FlightDump> readFlightDumps() const = 0;
 
     // One per-rank step column for steps [begin, end), row-major: (end - begin) * worldSize floats.

@@ -112,6 +112,10 @@ private slots:
         QCOMPARE(remote->readFlightDumps()[0].entries[3].data.size(), size_t(remote->totalElements()));
         QCOMPARE(remote->readStepNumbers(0, 25), local->readStepNumbers(0, 25));
         QCOMPARE(remote->readWeightSteps(), (std::vector<int64_t>{0, 10, 20}));
+        QCOMPARE(remote->readWeightSteps(1, 3), (std::vector<int64_t>{10, 20}));
+        QCOMPARE(encoded(remote->readEvals(1, 2)), encoded(local->readEvals(1, 2)));
+        QCOMPARE(remote->readEvals(1, 2).size(), size_t(1));
+        QVERIFY_THROWS_EXCEPTION(RunFileError, remote->readEvals(0, remote->evalCount() + 1));
         QCOMPARE(remote->readStepScalar(runschema::kLoss, 5, 9),
                  local->readStepScalar(runschema::kLoss, 5, 9));
         QCOMPARE(encoded(remote->readAll().steps), encoded(local->readAll().steps));

@@ -155,13 +155,11 @@ void RunLoader::readNewRows(bool firstLoad) {
             const int64_t events = r.eventCount(), evals = r.evalCount(), weights = r.weightCount();
             if (events > m_eventsRead)
                 d->events = r.readEvents(m_eventsRead, events);
-            if (evals > m_evalsRead) {
-                auto all = r.readEvals();
-                d->evals.assign(all.begin() + m_evalsRead, all.end());
-            }
+            if (evals > m_evalsRead) // only the new rows: a live run must not re-read its history each poll
+                d->evals = r.readEvals(m_evalsRead, evals);
             if (weights > m_weightsRead) {
-                m_weightSteps = r.readWeightSteps();
-                d->weightSteps.assign(m_weightSteps.begin() + m_weightsRead, m_weightSteps.end());
+                d->weightSteps = r.readWeightSteps(m_weightsRead, weights);
+                m_weightSteps.insert(m_weightSteps.end(), d->weightSteps.begin(), d->weightSteps.end());
             }
             m_eventsRead = events;
             m_evalsRead = evals;
