@@ -7,6 +7,7 @@
 #include "charts/OverflowTimeline.h"
 #include "charts/ParamRankHeatmap.h"
 #include "charts/RankHeatmap.h"
+#include "model/DiagnosisRunner.h"
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
 #include "store/RunReader.h"
@@ -204,8 +205,9 @@ void measureOpen(const OpenBenchOptions& o, OpenBenchResult& r) {
     model.close();
 }
 
-// Phase (c). The writer thread owns the RunWriter; the GUI thread only runs the model, charts and the tick
-// timer.
+// Phase (c). The writer thread owns the RunWriter and writes liveSteps steps at full speed; the GUI thread
+// runs the model, the charts, the tick timer and the diagnosis runner (whose passes run in the background),
+// as the main window does. Measured in quarters of the steps shown, so a cost that grows with the run shows.
 void measureLive(const OpenBenchOptions& o, OpenBenchResult& r, const std::string& path) {
     const RunMeta meta = resnet50Meta(o.ranks, 1000000, o.sketchDim);
     auto writer = RunWriter::create(path, meta, /*overwrite=*/true);
@@ -218,7 +220,7 @@ void measureLive(const OpenBenchOptions& o, OpenBenchResult& r, const std::strin
         SyntheticRun gen(meta);
         const auto start = Clock::now();
         try {
-            for (int64_t s = 0; !stop.load(); ++s) {
+            for (int64_t s = 0; !stop.load() && s < o.liveSteps; ++s) {
                 writer->appendStep(gen.step(s));
                 if (gen.wantsWeights(s))
                     writer->appendWeights(gen.weights(s));
@@ -228,7 +230,7 @@ void measureLive(const OpenBenchOptions& o, OpenBenchResult& r, const std::strin
                     writer->appendEvent(e);
                 written.store(s + 1);
             }
-            writer->close("stopped by bench-open");
+            writer->close(stop.load() ? "stopped by bench-open" : "completed");
         } catch (const std::exception& e) {
             writerError = e.what();
         }
@@ -264,28 +266,70 @@ void measureLive(const OpenBenchOptions& o, OpenBenchResult& r, const std::strin
     }
     window.resize(kWindowWidth, kWindowHeight);
     window.show();
+    DiagnosisRunner diagnosis(&model);
+    Clock::time_point passStart;
+    int64_t passes = 0;
+    double passMaxMs = 0;
+    QObject::connect(&diagnosis, &DiagnosisRunner::runningChanged, [&](bool running) {
+        if (running) {
+            passStart = Clock::now();
+            return;
+        }
+        ++passes;
+        passMaxMs = std::max(passMaxMs, msSince(passStart));
+    });
     model.open(QString::fromStdString(path));
 
     std::vector<double> gaps;
-    gaps.reserve(size_t(o.liveSeconds * 1000 / kTickMs) + 16);
+    gaps.reserve(size_t(o.liveSteps) + 1024);
+    OpenBenchResult::Quarter quarter;
+    Clock::time_point quarterStart;
+    double quarterCpu = 0;
+    QEventLoop loop;
     QTimer tick;
     tick.setTimerType(Qt::PreciseTimer);
     Clock::time_point last = Clock::now();
     bool started = false;
     QObject::connect(&tick, &QTimer::timeout, [&] {
         const auto now = Clock::now();
-        if (started) // the first interval includes the setup above
+        if (started) { // the first interval includes the setup above
             gaps.push_back(std::chrono::duration<double, std::milli>(now - last).count());
+            quarter.maxGapMs = std::max(quarter.maxGapMs, gaps.back());
+        }
         started = true;
         last = now;
+        const int64_t shown = model.stepCount();
+        while (r.quarters.size() < 4 && shown >= int64_t(r.quarters.size() + 1) * o.liveSteps / 4) {
+            const double cpu = threadCpuMs();
+            quarter.toStep = int64_t(r.quarters.size() + 1) * o.liveSteps / 4;
+            quarter.seconds = msSince(quarterStart) / 1000;
+            quarter.guiCpuShare = quarter.seconds > 0 ? (cpu - quarterCpu) / (quarter.seconds * 1000) : 0;
+            quarter.diagnosisPasses = passes;
+            quarter.diagnosisMaxMs = passMaxMs;
+            r.quarters.push_back(quarter);
+            quarter = {};
+            passes = 0;
+            passMaxMs = 0;
+            quarterStart = now;
+            quarterCpu = cpu;
+        }
+        if (r.quarters.size() == 4)
+            loop.quit();
     });
-    QEventLoop loop;
-    QTimer::singleShot(int(o.liveSeconds * 1000), &loop, &QEventLoop::quit);
+    QTimer giveUp;
+    giveUp.setSingleShot(true);
+    QObject::connect(&giveUp, &QTimer::timeout, [&] {
+        r.liveTimedOut = true;
+        loop.quit();
+    });
+    giveUp.start(int(o.liveSeconds * 1000));
     double load[1] = {0};
     if (getloadavg(load, 1) == 1)
         r.loadAverage = load[0];
     const auto start = Clock::now();
     const double cpuStart = threadCpuMs();
+    quarterStart = start;
+    quarterCpu = cpuStart;
     tick.start(kTickMs);
     loop.exec();
     tick.stop();
@@ -316,8 +360,9 @@ void measureLive(const OpenBenchOptions& o, OpenBenchResult& r, const std::strin
 } // namespace
 
 OpenBenchResult runOpenBench(const OpenBenchOptions& o, const std::function<void(const std::string&)>& log) {
-    if (o.steps < 1 || o.ranks < 1 || o.sketchDim < 0 || o.liveSeconds < 0)
-        throw std::invalid_argument("bench-open: steps and ranks must be >= 1, live seconds >= 0");
+    if (o.steps < 1 || o.ranks < 1 || o.sketchDim < 0 || o.liveSteps < 0 || o.liveSeconds <= 0)
+        throw std::invalid_argument(
+            "bench-open: steps and ranks must be >= 1, live steps >= 0, live seconds > 0");
     OpenBenchResult r;
     const fs::path tmp = fs::temp_directory_path();
     const std::string pid = std::to_string(::getpid());
@@ -348,9 +393,10 @@ OpenBenchResult runOpenBench(const OpenBenchOptions& o, const std::function<void
     r.fileBytes = int64_t(fs::file_size(r.file));
     log(fmt::format("(b) opening {} ({:.2f} GiB)", r.file, double(r.fileBytes) / (1 << 30)));
     measureOpen(o, r);
-    if (o.liveSeconds > 0) {
-        log(fmt::format("(c) live for {:.0f} s: a writer thread at full speed, four charts following",
-                        o.liveSeconds));
+    if (o.liveSteps > 0) {
+        log(fmt::format("(c) live: a writer thread writes {} steps at full speed, four charts and the "
+                        "diagnosis follow",
+                        o.liveSteps));
         measureLive(o, r, livePath);
     }
     return r;
@@ -393,6 +439,15 @@ std::string toJson(const OpenBenchResult& r) {
                              {"cpu_total_ms", c.cpuTotalMs},
                              {"cpu_max_ms", c.cpuMaxMs}};
     j["gui_cpu_share"] = r.guiCpuShare;
+    j["live_timed_out"] = r.liveTimedOut;
+    j["live_quarters"] = nlohmann::json::array();
+    for (const auto& q : r.quarters)
+        j["live_quarters"].push_back({{"to_step", q.toStep},
+                                      {"seconds", q.seconds},
+                                      {"gui_cpu_share", q.guiCpuShare},
+                                      {"max_stall_ms", q.maxGapMs},
+                                      {"diagnosis_passes", q.diagnosisPasses},
+                                      {"diagnosis_max_ms", q.diagnosisMaxMs}});
     j["load_average"] = r.loadAverage;
     return j.dump(2);
 }
@@ -432,6 +487,14 @@ std::string toTable(const OpenBenchResult& r) {
                 "  replot {:14} {:4} times: wall {:7.1f} ms in all, max {:6.1f} ms; CPU {:7.1f} ms in "
                 "all, max {:6.1f} ms\n",
                 c.id, c.replots, c.totalMs, c.maxMs, c.cpuTotalMs, c.cpuMaxMs);
+        s += "  quarter (steps shown)   seconds   GUI CPU   max stall   diagnosis passes, longest\n";
+        for (const auto& q : r.quarters)
+            s += fmt::format(
+                "  to step {:>8}         {:7.1f}   {:6.0f}%   {:6.1f} ms   {:3} passes, {:7.1f} ms\n",
+                q.toStep, q.seconds, q.guiCpuShare * 100, q.maxGapMs, q.diagnosisPasses, q.diagnosisMaxMs);
+        if (r.liveTimedOut)
+            s += fmt::format("  gave up: the model showed {} of {} steps when --live-seconds ran out\n",
+                             r.liveStepsShown, r.liveStepsWritten);
     }
     return s;
 }

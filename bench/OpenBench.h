@@ -22,8 +22,9 @@ struct OpenBenchOptions {
     int64_t steps = 100000;
     int ranks = 8;
     int sketchDim = 16;
-    std::string file;        // the run to open; generated if missing (kept); empty: a temporary file
-    double liveSeconds = 20; // phase (c)
+    std::string file;          // the run to open; generated if missing (kept); empty: a temporary file
+    int64_t liveSteps = 20000; // phase (c): a live run of this many steps (0: no phase (c))
+    double liveSeconds = 600;  // phase (c) gives up after this long
     bool cold = false; // drop the file from the page cache before opening (like a first open after boot)
     double openTimeoutS = 600; // each wait of phase (b)
 };
@@ -55,8 +56,17 @@ struct OpenBenchResult {
     double loadMaxGapMs = 0;
     int64_t loadTicks = 0, loadGapsOver50Ms = 0;
     double guiCpuShare = 0; // GUI thread CPU time / wall time over phase (c)
-    double loadAverage = 0; // 1-minute load average when phase (c) started: other work on the machine
-                            // inflates wall-clock gaps (2 cores: the writer thread alone takes one)
+    // Phase (c) in quarters of the steps written: is the GUI's cost flat as the run grows?
+    struct Quarter {
+        int64_t toStep = 0;
+        double seconds = 0, guiCpuShare = 0, maxGapMs = 0;
+        int64_t diagnosisPasses = 0;
+        double diagnosisMaxMs = 0; // the longest background diagnosis pass that ended in this quarter
+    };
+    std::vector<Quarter> quarters;
+    bool liveTimedOut = false; // liveSeconds passed before the model showed liveSteps
+    double loadAverage = 0;    // 1-minute load average when phase (c) started: other work on the machine
+                               // inflates wall-clock gaps (2 cores: the writer thread alone takes one)
     // Where the GUI thread's time goes: each chart's QCustomPlot::replot (beforeReplot -> afterReplot).
     struct ChartCost {
         std::string id;

@@ -1,6 +1,6 @@
-// `bench-open [--steps N] [--ranks R] [--file PATH] [--live-seconds S] [--cold] [--json]`: how fast the GUI
-// layer opens a large run and how responsive it stays while following a live one (bench/OpenBench.h). Needs
-// the GUI build.
+// `bench-open [--steps N] [--ranks R] [--file PATH] [--live-steps N] [--live-seconds S] [--cold] [--json]`:
+// how fast the GUI layer opens a large run and how responsive it stays while following a live one
+// (bench/OpenBench.h). Needs the GUI build.
 #include "CliArgs.h"
 #include "Commands.h"
 #include "HeadlessApp.h"
@@ -19,7 +19,8 @@ namespace rs::cli {
 #ifdef RANKSIGHT_HAVE_WIDGETS
 
 int benchOpenCommand(const Args& argv) {
-    const CliArgs args(argv, {"steps", "ranks", "file", "live-seconds", "sketch"}, {"json", "cold"});
+    const CliArgs args(argv, {"steps", "ranks", "file", "live-steps", "live-seconds", "sketch"},
+                       {"json", "cold"});
     if (!args.positionals().empty())
         throw UsageError(fmt::format("unexpected argument '{}'", args.positionals().front()));
     bench::OpenBenchOptions o;
@@ -43,7 +44,8 @@ int benchOpenCommand(const Args& argv) {
     o.steps = int64_t(number("steps", 1, 10000000).value_or(double(o.steps)));
     o.ranks = int(number("ranks", 1, 64).value_or(o.ranks));
     o.sketchDim = int(number("sketch", 0, 256).value_or(o.sketchDim));
-    o.liveSeconds = number("live-seconds", 0, 3600).value_or(o.liveSeconds);
+    o.liveSteps = int64_t(number("live-steps", 0, 10000000).value_or(double(o.liveSteps)));
+    o.liveSeconds = number("live-seconds", 1, 36000).value_or(o.liveSeconds);
     o.file = args.value("file").value_or("");
     o.cold = args.flag("cold");
 

@@ -40,7 +40,7 @@ commands:
   report          bug-report folder (report.md, charts as PNG and SVG, steps.csv, slice.h5; GUI build):
                   RUN.h5 --out DIR
   bench-open      open a large run and follow a live one in the GUI layer (GUI build)
-                  [--steps N] [--ranks N] [--file PATH] [--live-seconds S] [--cold] [--json]
+                  [--steps N] [--ranks N] [--file PATH] [--live-steps N] [--live-seconds S] [--cold] [--json]
 
 exit codes: 0 success, 1 a check failed, 2 bad usage or unreadable input
 )";

@@ -13,6 +13,8 @@
 #include <QDir>
 #include <QFile>
 #include <QTemporaryDir>
+#include <QTimer>
+#include <QVBoxLayout>
 #include <QWheelEvent>
 #include <QtTest>
 #include <cmath>
@@ -296,6 +298,40 @@ private slots:
         QTRY_VERIFY(!chart.isDirty());
         QCOMPARE(chart.rebuildCount(), before + 1);
         QCOMPARE(chart.meanGraph()->data()->size(), 60);
+    }
+
+    // Charts that go dirty together redraw in separate event-loop passes: the window answers input after
+    // each.
+    void chartsRedrawOnePerEventLoopPass() {
+        RunModel model;
+        StepCursor cursor;
+        QWidget window;
+        auto* layout = new QVBoxLayout(&window);
+        LossChart* a = new LossChart(&model, &cursor);
+        OverflowTimeline* b = new OverflowTimeline(&model, &cursor);
+        layout->addWidget(a);
+        layout->addWidget(b);
+        model.applyDelta(makeDelta(2, 0, 10, knownCell));
+        show(&window);
+        a->refreshNow();
+        b->refreshNow();
+        int pass = 0; // a zero-interval timer fires once per event-loop pass
+        QTimer counter;
+        counter.setInterval(0);
+        QObject::connect(&counter, &QTimer::timeout, [&] { ++pass; });
+        counter.start();
+        std::vector<std::pair<QString, int>> replots;
+        for (ChartBase* c : {static_cast<ChartBase*>(a), static_cast<ChartBase*>(b)})
+            QObject::connect(c->plot(), &QCustomPlot::afterReplot,
+                             [&, c] { replots.emplace_back(c->chartId(), pass); });
+        model.applyDelta(makeDelta(2, 10, 5, knownCell, false));
+        QVERIFY(a->isDirty() && b->isDirty());
+        QTRY_VERIFY(!a->isDirty() && !b->isDirty());
+        QTRY_VERIFY(replots.size() >= 2);
+        QCOMPARE(replots.size(), size_t(2));
+        QVERIFY(replots[0].first != replots[1].first);
+        QVERIFY2(replots[0].second != replots[1].second, "both charts redrew in one event-loop pass");
+        QCOMPARE(a->meanGraph()->data()->size(), 15);
     }
 
     void hiddenChartsRedrawWhenShown() {

@@ -9,6 +9,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
@@ -244,7 +245,7 @@ void TestReport::benchOpenSmoke() {
     QElapsedTimer t;
     t.start();
     const auto r =
-        cli({"bench-open", "--steps", "200", "--ranks", "2", "--live-seconds", "2", "--json"}, 60000);
+        cli({"bench-open", "--steps", "200", "--ranks", "2", "--live-steps", "400", "--json"}, 60000);
     QVERIFY2(r.code == 0, qPrintable(r.err));
     const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
     for (const char* key :
@@ -256,7 +257,12 @@ void TestReport::benchOpenSmoke() {
     QCOMPARE(j["ranks"].toInt(), 2);
     QCOMPARE(j["params"].toInt(), 161); // ResNet-50's trainable tensors
     QVERIFY(j["first_picture_ms"].toDouble() >= j["first_rows_ms"].toDouble());
-    QVERIFY(j["live_steps_written"].toInt() > 0);
+    QCOMPARE(j["live_steps_written"].toInt(), 400);
+    QCOMPARE(j["live_steps_shown"].toInt(), 400); // followed to the end of the live run
+    const QJsonArray quarters = j["live_quarters"].toArray();
+    QCOMPARE(quarters.size(), 4);
+    QCOMPARE(quarters[3].toObject()["to_step"].toInt(), 400);
+    QVERIFY(!j["live_timed_out"].toBool());
     QVERIFY(j["max_stall_ms"].toDouble() > 0);
     QVERIFY(QDir(m_dir.path()).entryList({"ranksight-bench-*"}).isEmpty()); // its files are gone
     qInfo("bench-open smoke took %lld ms", qint64(t.elapsed()));

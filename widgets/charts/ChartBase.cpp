@@ -6,12 +6,51 @@
 
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QPointer>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <qcustomplot.h>
 
 namespace rs {
+
+// Dirty charts in the order their timers fired, redrawn one per event-loop pass: a zero-interval timer
+// fires once per pass, and the event loop handles input, paint and other timers in between.
+class RedrawQueue : public QObject {
+public:
+    static RedrawQueue& instance() {
+        static RedrawQueue* queue = new RedrawQueue(); // GUI thread only; lives as long as the application
+        return *queue;
+    }
+    void push(ChartBase* chart) {
+        for (const auto& c : m_charts)
+            if (c == chart)
+                return;
+        m_charts.push_back(chart);
+        if (!m_timer.isActive())
+            m_timer.start();
+    }
+
+private:
+    RedrawQueue() {
+        m_timer.setSingleShot(true);
+        m_timer.setInterval(0);
+        connect(&m_timer, &QTimer::timeout, this, [this] {
+            while (!m_charts.empty()) {
+                QPointer<ChartBase> chart = m_charts.front();
+                m_charts.erase(m_charts.begin());
+                if (chart) {
+                    chart->redrawNow();
+                    break;
+                }
+            }
+            if (!m_charts.empty())
+                m_timer.start();
+        });
+    }
+    std::vector<QPointer<ChartBase>> m_charts;
+    QTimer m_timer;
+};
 
 ChartBase::ChartBase(RunModel* model, StepCursor* cursor, const QString& id, const QString& title,
                      QWidget* parent)
@@ -84,10 +123,16 @@ void ChartBase::markDirty() {
 void ChartBase::onTimeout() {
     if (!isVisible())
         return; // stays dirty; showEvent redraws
+    RedrawQueue::instance().push(this);
+}
+
+void ChartBase::redrawNow() {
+    if (!m_dirty || !isVisible())
+        return; // refreshNow() came first, or the chart was hidden meanwhile (showEvent redraws)
     m_dirty = false;
     ++m_rebuilds;
     rebuild();
-    m_plot->replot(QCustomPlot::rpQueuedReplot);
+    m_plot->replot(QCustomPlot::rpImmediateRefresh);
 }
 
 void ChartBase::refreshNow() {

@@ -1,7 +1,9 @@
 // What every RankSight chart does alike: a header row (title, then the chart's own controls) above one
 // QCustomPlot, coalesced redraws, tooltips and click detection. Model and cursor signals only mark the chart
 // dirty and start a single-shot 40 ms timer, so a live run redraws at most 25 times a second however fast
-// steps arrive; a hidden chart (another tab) keeps its dirty mark and redraws when it is shown.
+// steps arrive; a hidden chart (another tab) keeps its dirty mark and redraws when it is shown. Charts that
+// go dirty together (every chart, on each step of a live run) redraw one per event-loop pass, so the window
+// answers input within one chart's redraw rather than all of them.
 #pragma once
 
 #include "charts/ChartWidget.h"
@@ -67,7 +69,9 @@ protected:
     void resizeEvent(QResizeEvent* event) override;
 
 private:
+    friend class RedrawQueue;
     void onTimeout();
+    void redrawNow(); // the queue's turn for this chart: rebuild and paint, if still dirty and visible
     void onMouseMove(QMouseEvent* event);
 
     RunModel* m_model;

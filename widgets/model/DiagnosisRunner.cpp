@@ -7,11 +7,32 @@
 
 #include <QtConcurrent>
 
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace rs {
 
 namespace {
 constexpr int kDefaultLiveIntervalMs = 2000;
 struct Cancelled {};
+
+// Diagnosis is background work: on 2 cores shared with a live run's writer (or its training), a pass at the
+// GUI's priority makes the window stall while it waits for a core. Lowered once per pool thread (an
+// unprivileged thread cannot raise it back, so the pool keeps its thread); the reader process the first pass
+// starts inherits it.
+void lowerThisThreadsPriority() {
+#ifdef __linux__
+    thread_local bool lowered = false;
+    if (!lowered) {
+        const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
+        ::setpriority(PRIO_PROCESS, tid, ::getpriority(PRIO_PROCESS, tid) + 10);
+        lowered = true;
+    }
+#endif
+}
 } // namespace
 
 struct DiagnosisRunner::Session {
@@ -24,6 +45,8 @@ struct DiagnosisRunner::Session {
 DiagnosisRunner::DiagnosisRunner(RunModel* model, QObject* parent)
     : QObject(parent)
     , m_model(model) {
+    m_pool.setMaxThreadCount(1);
+    m_pool.setExpiryTimeout(-1);
     m_throttle.setSingleShot(true);
     m_throttle.setInterval(kDefaultLiveIntervalMs);
     connect(&m_throttle, &QTimer::timeout, this, &DiagnosisRunner::start);
@@ -87,7 +110,8 @@ void DiagnosisRunner::start() {
     auto session = m_session;
     auto cancelFlag = m_cancel;
     QPointer<DiagnosisRunner> self(this);
-    m_watcher.setFuture(QtConcurrent::run([session, cancelFlag, self]() -> Result {
+    m_watcher.setFuture(QtConcurrent::run(&m_pool, [session, cancelFlag, self]() -> Result {
+        lowerThisThreadsPriority();
         Result r;
         try {
             if (!session->reader) {

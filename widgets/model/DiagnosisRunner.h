@@ -10,6 +10,7 @@
 
 #include <QFutureWatcher>
 #include <QObject>
+#include <QThreadPool>
 #include <QTimer>
 #include <atomic>
 #include <memory>
@@ -53,6 +54,7 @@ private:
 
     RunModel* m_model;
     QTimer m_throttle;
+    QThreadPool m_pool; // one thread at a lower CPU priority than the GUI's (nice +10 on Linux)
     QFutureWatcher<Result> m_watcher;
     std::shared_ptr<std::atomic<bool>> m_cancel;
     std::shared_ptr<Session> m_session;
