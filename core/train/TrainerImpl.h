@@ -91,7 +91,6 @@ struct Trainer::Impl {
         std::vector<float> momentum;
         std::vector<uint16_t> half;
         FlightRing ring;
-        std::vector<float> synced; // the all-reduce's result when there is no flight ring
         std::atomic<uint8_t> state{0};
         bool anomalyBefore = false;
         bool stopAgreed = false; // multi-node: some node asked to stop, as of this card's last digest

@@ -261,17 +261,18 @@ void Trainer::Impl::allReduceGradients(Card& card, StepWork& w) {
     Replica& rep = *card.replica;
     const auto& params = rep.params();
     const int64_t N = rep.numParams();
-    const float* g = rep.grads();
+    float* g = rep.grads();
     const ReduceOp op = cfg.gradientsMean ? ReduceOp::Mean : ReduceOp::Sum;
-    if (w.slot) {
-        w.synced = w.slot->synced.data();
-    } else {
-        card.synced.resize(static_cast<size_t>(N));
-        w.synced = card.synced.data();
-    }
+    // With a flight ring the result lands in this step's slot and the local gradient stays in the card's
+    // buffer for a dump; without one the all-reduce works in place (no second gradient-sized buffer).
+    w.synced = w.slot ? w.slot->synced.data() : g;
     // Faults around the all-reduce: a parameter outside every fusion bucket keeps its local gradient, and a
     // rank that checks overflow alone reads its own float status.
     const int unsynced = faults->unsyncedParam(w.step);
+    std::vector<float> kept; // the local gradient of that parameter, when the all-reduce overwrites it
+    if (unsynced >= 0 && !w.slot)
+        kept.assign(g + params[size_t(unsynced)].offset,
+                    g + params[size_t(unsynced)].offset + params[size_t(unsynced)].numel);
     w.ownStatus = !faults->overflowSynced(w.step);
     w.localOverflow = w.ownStatus && FaultPlan::overflows(g, N, halfPayload);
     const auto tcomm = Clock::now();
@@ -285,10 +286,11 @@ void Trainer::Impl::allReduceGradients(Card& card, StepWork& w) {
     w.commMs += msSince(tcomm);
     if (unsynced >= 0) { // as if it had never left the card (under O2/O3 the card sent it in fp16)
         const auto& p = params[size_t(unsynced)];
+        const float* local = w.slot ? g + p.offset : kept.data();
         if (halfPayload)
-            roundFloatsThroughHalf(g + p.offset, w.synced + p.offset, size_t(p.numel));
+            roundFloatsThroughHalf(local, w.synced + p.offset, size_t(p.numel));
         else
-            std::copy_n(g + p.offset, p.numel, w.synced + p.offset);
+            std::copy_n(local, p.numel, w.synced + p.offset);
     }
     if (faults->flipAfter(card.rank, w.step)) // corruption after the all-reduce, on this card only
         FaultPlan::flipBit(w.synced, N);

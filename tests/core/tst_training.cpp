@@ -33,6 +33,8 @@ private slots:
     void flightRecorderDumpsOnRequest();
     void flightDepthOneDumpsTheLiveTensors();
     void flightRecorderDumpsOnNonFiniteLoss();
+    void telemetryDoesNotChangeWhatIsTrained_data();
+    void telemetryDoesNotChangeWhatIsTrained();
 
 private:
     TrainConfig tinyConfig(ModelKind model, int ranks, int batch, int64_t steps, const QString& file) const;
@@ -423,6 +425,52 @@ void TestTraining::flightRecorderDumpsOnNonFiniteLoss() {
     for (const auto& e : reader->readEvents())
         event = event || e.code == "NONFINITE_LOSS";
     QVERIFY(event);
+}
+
+// The all-reduce writes into the flight ring when there is one and works in place when there is not; the
+// weights and losses must not care. param-not-synced keeps one parameter's local gradient through both paths.
+void TestTraining::telemetryDoesNotChangeWhatIsTrained_data() {
+    QTest::addColumn<int>("precision");
+    QTest::newRow("O0") << int(Precision::O0);
+    QTest::newRow("O2") << int(Precision::O2);
+}
+
+void TestTraining::telemetryDoesNotChangeWhatIsTrained() {
+    QFETCH(int, precision);
+    struct Outcome {
+        std::vector<float> losses;
+        std::vector<std::vector<uint64_t>> finalWeights;
+    };
+    auto train = [&](bool telemetry, int flightSteps) {
+        TrainConfig cfg = tinyConfig(ModelKind::SmallCnn, 3, 8, 12, {});
+        cfg.precision = Precision(precision);
+        cfg.telemetry = telemetry;
+        cfg.flightSteps = flightSteps;
+        cfg.writeFile = false;
+        cfg.evalSamples = 0;
+        cfg.faults = {"param-not-synced"};
+        Recorder rec;
+        Trainer trainer(cfg);
+        trainer.setObserver(&rec);
+        const auto summary = trainer.run();
+        Outcome o;
+        for (const auto& st : rec.steps)
+            for (const auto& r : st.ranks)
+                o.losses.push_back(r.loss);
+        if (summary.completed && !rec.weights.empty())
+            o.finalWeights = rec.weights.back().fp;
+        return o;
+    };
+    const Outcome ring = train(true, 3), live = train(true, 1), off = train(false, 3),
+                  noRing = train(true, 0);
+    QCOMPARE(ring.losses.size(), size_t(3 * 12));
+    QCOMPARE(ring.finalWeights.size(), size_t(3));
+    QVERIFY(ring.finalWeights[0] != ring.finalWeights[1]); // the fault made the replicas drift apart
+    for (const Outcome* o : {&live, &off, &noRing}) {
+        QCOMPARE(o->losses.size(), ring.losses.size());
+        QVERIFY(std::memcmp(o->losses.data(), ring.losses.data(), ring.losses.size() * 4) == 0);
+        QCOMPARE(o->finalWeights, ring.finalWeights);
+    }
 }
 
 QTEST_GUILESS_MAIN(TestTraining)
