@@ -168,10 +168,6 @@ void Replica::gradsToHalf(uint16_t* out) const {
     floatsToHalves(grads(), out, static_cast<size_t>(numParams()));
 }
 
-void Replica::gradsFromHalf(const uint16_t* in) {
-    halvesToFloats(in, grads(), static_cast<size_t>(numParams()));
-}
-
 void Replica::roundWeightsThroughHalf() {
     d->flatWeights.copy_(d->flatWeights.to(torch::kHalf));
 }

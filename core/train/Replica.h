@@ -61,7 +61,6 @@ public:
     // fp16 payloads for the all-reduce: vectorised conversion of the flat gradient buffer. Under O2/O3 the
     // gradients leave backward in fp16; this conversion is where that rounding happens.
     void gradsToHalf(uint16_t* out) const;
-    void gradsFromHalf(const uint16_t* in);
     void roundWeightsThroughHalf(); // O3 keeps the weights themselves in fp16
     BatchResult evaluate(const float* images, const int64_t* labels, int n); // eval mode, no gradients
 

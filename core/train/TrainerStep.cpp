@@ -284,13 +284,9 @@ void Trainer::Impl::allReduceGradients(Card& card, StepWork& w) {
         comm->allReduce(card.local, g, w.synced, static_cast<size_t>(N), DType::F32, op);
     }
     w.commMs += msSince(tcomm);
-    if (unsynced >= 0) { // as if it had never left the card (under O2/O3 the card sent it in fp16)
+    if (unsynced >= 0) { // as if it had never left the card
         const auto& p = params[size_t(unsynced)];
-        const float* local = w.slot ? g + p.offset : kept.data();
-        if (halfPayload)
-            roundFloatsThroughHalf(local, w.synced + p.offset, size_t(p.numel));
-        else
-            std::copy_n(local, p.numel, w.synced + p.offset);
+        std::copy_n(w.slot ? g + p.offset : kept.data(), p.numel, w.synced + p.offset);
     }
     if (faults->flipAfter(card.rank, w.step)) // corruption after the all-reduce, on this card only
         FaultPlan::flipBit(w.synced, N);
