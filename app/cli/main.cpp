@@ -1,7 +1,10 @@
 // ranksight-cli: train, inspect, export and lint from the command line; the headless half of RankSight.
 #include "CliArgs.h"
 #include "Commands.h"
-#include "util/BlasThreads.h"
+#include "store/RunSchema.h"
+#include "train/Replica.h"
+#include "util/BlasSetup.h"
+#include "util/Versions.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -11,7 +14,8 @@
 
 namespace {
 
-const char* kUsage = R"(usage: ranksight-cli COMMAND [OPTIONS]
+const char* kUsage =
+    R"(usage: ranksight-cli COMMAND [OPTIONS]   (ranksight-cli --version: versions and BLAS kernels)
 
 commands:
   train           train data-parallel across emulated Ascend 910 cards and record a run file
@@ -48,11 +52,17 @@ exit codes: 0 success, 1 a check failed, 2 bad usage or unreadable input
 } // namespace
 
 int main(int argc, char** argv) {
-    rs::pinBlasThreadsByReexec(argv);
+    rs::configureBlasByReexec(argv);
     if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
         !std::strcmp(argv[1], "help")) {
         std::fputs(kUsage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
+    }
+    if (!std::strcmp(argv[1], "--version")) {
+        fmt::print("ranksight-cli {} (run file format {})\nLibTorch {}, HDF5 {}\nBLAS: {}\n",
+                   rs::ranksightVersion(), rs::runschema::kFormatVersion, rs::torchVersion(),
+                   rs::hdf5Version(), rs::blasDescription());
+        return 0;
     }
     const std::string cmd = argv[1];
     const rs::cli::Args args(argv + 2, argv + argc);

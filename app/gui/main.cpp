@@ -3,7 +3,7 @@
 #include "MainWindow.h"
 #include "panels/RunPanel.h"
 #include "train/TrainConfig.h"
-#include "util/BlasThreads.h"
+#include "util/BlasSetup.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -46,7 +46,7 @@ void closeOnSignals(QWidget* window) {
 } // namespace
 
 int main(int argc, char** argv) {
-    rs::pinBlasThreadsByReexec(argv);
+    rs::configureBlasByReexec(argv);
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("RankSight"));
     QApplication::setOrganizationName(QStringLiteral("RankSight"));

@@ -511,7 +511,7 @@ void Communicator::sync(std::unique_lock<std::mutex>& lock, Call& call, bool arr
         else
             problem = mismatch(m_current, call);
         if (problem) {
-            m_broken = Broken{false, *problem, call.name, {}, {}, call.sequence, m_timeout};
+            m_broken = Broken{false, *problem, call.name, {}, {}, call.sequence, m_timeout, {}};
             m_cv.notify_all();
             throw std::logic_error(*problem);
         }

@@ -4,8 +4,8 @@
 #include "cluster/RankTable.h"
 #include "telemetry/Fingerprint.h"
 #include "train/TrainerImpl.h"
+#include "util/Versions.h"
 
-#include <H5public.h>
 #include <cmath>
 #include <ctime>
 #include <fmt/format.h>
@@ -145,11 +145,10 @@ void Trainer::Impl::setup() {
     meta.createdUtc = nowUtc();
     meta.params = cards[0]->replica->params();
     meta.bufferNames = cards[0]->replica->bufferNames();
-    unsigned maj = 0, min = 0, rel = 0;
-    H5get_libversion(&maj, &min, &rel);
-    nlohmann::json env = {{"ranksight", "0.1.0"},
+    nlohmann::json env = {{"ranksight", ranksightVersion()},
                           {"libtorch", torchVersion()},
-                          {"hdf5", fmt::format("{}.{}.{}", maj, min, rel)},
+                          {"hdf5", hdf5Version()},
+                          {"blas", blasDescription()},
                           {"cores", cores},
                           {"compute_slots", cfg.computeThreads > 0 ? cfg.computeThreads : cores},
                           {"train_data", train->describe()},

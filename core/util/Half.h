@@ -19,7 +19,7 @@ inline uint16_t floatToHalf(float f) {
         return static_cast<uint16_t>(sign | 0x7c00u | (mag > 0x7f800000u ? 0x200u : 0u));
     if (mag >= 0x477ff000u) // rounds to >= 65520: overflow to inf
         return static_cast<uint16_t>(sign | 0x7c00u);
-    if (mag < 0x38800000u) { // below the smallest normal half: subnormal or zero
+    if (mag < 0x38800000u) {   // below the smallest normal half: subnormal or zero
         if (mag < 0x33000000u) // < 2^-25 rounds to zero
             return static_cast<uint16_t>(sign);
         const uint32_t e = mag >> 23;
@@ -66,6 +66,8 @@ inline float halfToFloat(uint16_t h) {
     return f;
 }
 
-inline float roundThroughHalf(float f) { return halfToFloat(floatToHalf(f)); }
+inline float roundThroughHalf(float f) {
+    return halfToFloat(floatToHalf(f));
+}
 
 } // namespace rs

@@ -1,0 +1,71 @@
+// See BlasSetup.h.
+#include "util/BlasSetup.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <map>
+#include <unistd.h>
+
+namespace rs {
+
+std::string blasCoreName() {
+    // Looked up at run time so that a LibTorch built against another BLAS still links and runs.
+    using CoreName = char* (*)();
+    auto fn = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+    const char* name = fn ? fn() : nullptr;
+    return name ? name : "";
+}
+
+std::string bestBlasCoreType() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+        return "SkylakeX";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return "Haswell";
+    if (__builtin_cpu_supports("avx"))
+        return "Sandybridge";
+#endif
+    return "";
+}
+
+bool blasCoreFallsShort(const std::string& current, const std::string& best) {
+    // OpenBLAS's x86-64 kernel families by the instruction set they need; names OpenBLAS prints in any case.
+    static const std::map<std::string, int> tier = {
+        {"prescott", 0},    {"core2", 0},         {"penryn", 0},      {"dunnington", 0}, {"nehalem", 0},
+        {"atom", 0},        {"barcelona", 0},     {"sandybridge", 1}, {"bulldozer", 1},  {"piledriver", 1},
+        {"steamroller", 1}, {"excavator", 1},     {"haswell", 2},     {"zen", 2},        {"skylakex", 3},
+        {"cooperlake", 3},  {"sapphirerapids", 3}};
+    auto lower = [](std::string s) {
+        for (char& c : s)
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return s;
+    };
+    const auto c = tier.find(lower(current));
+    const auto b = tier.find(lower(best));
+    return c != tier.end() && b != tier.end() && c->second < b->second;
+}
+
+void configureBlasByReexec(char** argv) {
+    // NOLINTBEGIN(concurrency-mt-unsafe): main() calls this first, before any thread exists
+    bool changed = false;
+    if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
+        setenv("OPENBLAS_NUM_THREADS", "1", 1);
+        changed = true;
+    }
+    if (std::getenv("OPENBLAS_CORETYPE") == nullptr) {
+        const std::string best = bestBlasCoreType();
+        if (blasCoreFallsShort(blasCoreName(), best)) {
+            setenv("OPENBLAS_CORETYPE", best.c_str(), 1);
+            changed = true;
+        }
+    }
+    // NOLINTEND(concurrency-mt-unsafe)
+    if (changed)
+        execv("/proc/self/exe", argv);
+    // If re-executing fails the program still runs, just possibly oversubscribed or on slower kernels.
+}
+
+} // namespace rs
