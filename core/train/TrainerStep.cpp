@@ -250,10 +250,8 @@ void Trainer::Impl::recordLocalGradient(Card& card, StepWork& w) {
         std::copy(g, g + N, copy);
     }
     // Under O2/O3 the gradient leaves backward in fp16: the conversion to the fp16 payload does that
-    // rounding, so only the flight recorder needs a rounded fp32 copy of what the card sent (at depth 1,
-    // rounded when a dump is taken).
-    if (halfPayload && w.slot && flightDepth > 1)
-        roundFloatsThroughHalf(g, w.slot->local.data(), static_cast<size_t>(N));
+    // rounding, and the flight recorder's rounded fp32 copy of what the card sent is written in the same pass
+    // (see allReduceGradients; at depth 1 it is rounded when a dump is taken).
 }
 
 // The all-reduce: fp16 payload under O2/O3 (sums past 65504 overflow like hardware), fp32 under O0.
@@ -277,7 +275,10 @@ void Trainer::Impl::allReduceGradients(Card& card, StepWork& w) {
     w.localOverflow = w.ownStatus && FaultPlan::overflows(g, N, halfPayload);
     const auto tcomm = Clock::now();
     if (halfPayload) {
-        rep.gradsToHalf(card.half.data());
+        if (w.slot && flightDepth > 1) // the payload and the flight recorder's copy from one read
+            floatsToHalvesAndRounded(g, card.half.data(), w.slot->local.data(), static_cast<size_t>(N));
+        else
+            rep.gradsToHalf(card.half.data());
         comm->allReduce(card.local, card.half.data(), static_cast<size_t>(N), DType::F16, op);
         halvesToFloats(card.half.data(), w.synced, static_cast<size_t>(N));
     } else {
