@@ -198,6 +198,7 @@ const StepRecord& SyntheticRun::step(int64_t s) {
         x.commMs = 60.f + 8.f * uniform(hash(m_seed, s, r, -1, 5));
         x.stepMs = x.computeMs + x.commMs + 4.f;
         x.sampleFp = hash(m_seed, s, r, -1, 6);
+        x.bufferFp = hash(m_seed, s, r, -1, 7);
         for (int b = 0; b < B; ++b)
             x.sampleIds[size_t(b)] = int32_t((s * R * B + int64_t(r) * B + b) % 50000);
         for (int p = 0; p < P; ++p) {

@@ -1,9 +1,11 @@
 // `diagnose`: the likely causes of cross-rank disagreement in a run file (also one still being written),
 // as text blocks or JSON. Exit 0 with no findings, 3 with findings, 2 when the file cannot be read.
+// Advice on the configuration (diagnose/Advice.h) follows the findings ("advice" in --json).
 // --verbose adds the rules' figures and the checks that could not run on this file (also in --json's
 // "not_run", always): a file from a source that records less is not silently "all clear".
 #include "CliArgs.h"
 #include "Commands.h"
+#include "diagnose/Advice.h"
 #include "diagnose/Diagnoser.h"
 #include "store/RunReader.h"
 
@@ -19,9 +21,11 @@ int diagnoseCommand(const Args& argv) {
     std::vector<Finding> findings;
     std::string figures;
     std::vector<CheckNotRun> notRun;
+    std::vector<Advice> advice;
     try {
         const auto reader = RunReader::open(args.positionals().front());
         findings = diagnoseRun(*reader, {}, &figures, &notRun);
+        advice = configAdvice(reader->meta());
     } catch (const std::exception& e) {
         printError(fmt::format("diagnose: {}", e.what()));
         return 2;
@@ -34,7 +38,7 @@ int diagnoseCommand(const Args& argv) {
             std::fputs(("  " + checkNotRunLine(c) + "\n").c_str(), stderr);
     }
     if (args.flag("json")) {
-        std::fputs((findingsToJson(findings, notRun) + "\n").c_str(), stdout);
+        std::fputs((findingsToJson(findings, notRun, advice) + "\n").c_str(), stdout);
     } else if (findings.empty()) {
         std::fputs(notRun.empty()
                        ? "no findings: the ranks agree\n"
@@ -50,6 +54,12 @@ int diagnoseCommand(const Args& argv) {
             std::fputs(findingText(findings[i]).c_str(), stdout);
         }
     }
+    if (!args.flag("json") && !advice.empty()) {
+        std::fputs("\nadvice (the configuration, not findings):\n", stdout);
+        for (const Advice& a : advice)
+            std::fputs(("  " + adviceLine(a) + "\n").c_str(), stdout);
+    }
+    // Advice alone does not change the exit code: it is about the setup, not what the training did.
     // A distinct code for "the run has problems", so scripts can tell it from a failed read (2).
     return findings.empty() ? 0 : 3;
 }

@@ -53,6 +53,11 @@ Diagnoser::State::State(const RunMeta& m)
     bufferStill.assign(r, 0);
     bufferStillSince.assign(r, -1);
     bufferDriftMax.assign(r, 0);
+    haveStepBuffers = recorded(runschema::kBufferFpStep) && !m.bufferNames.empty();
+    stepStill.assign(r, 0);
+    stepStillSince.assign(r, -1);
+    frozenSince.assign(r, kNoStep);
+    frozenLongest.assign(r, 0);
     weightDiverge.assign(r, kNoStep);
 }
 
@@ -110,6 +115,40 @@ std::vector<int> ranksNamed(const std::string& message) {
     for (auto it = std::sregex_iterator(list.begin(), list.end(), num); it != std::sregex_iterator(); ++it)
         out.push_back(std::stoi(it->str()));
     return out;
+}
+
+// BatchNorm statistics per step: in training mode every forward moves them. A rank whose statistics stay put
+// while every other working rank's move is in eval mode from the first such step. A step where another rank
+// also stood still, or a rank was not working, says nothing about one rank: it ends the streak.
+void stepBufferPart(Diagnoser::State& s, const StepRecord& st) {
+    if (!s.haveStepBuffers)
+        return;
+    const size_t R = size_t(s.R);
+    if (!s.stepBufferPrev.empty() && st.step == s.stepBufferPrevStep + 1) {
+        std::vector<char> still(R);
+        size_t stillCount = 0;
+        bool allWorking = true;
+        for (size_t r = 0; r < R; ++r) {
+            still[r] = st.ranks[r].bufferFp == s.stepBufferPrev[r];
+            stillCount += still[r];
+            allWorking = allWorking && st.ranks[r].state == uint8_t(CardState::Ok);
+        }
+        for (size_t r = 0; r < R; ++r) {
+            if (allWorking && still[r] && stillCount == 1) {
+                if (s.stepStill[r]++ == 0)
+                    s.stepStillSince[r] = st.step;
+                s.frozenLongest[r] = std::max(s.frozenLongest[r], s.stepStill[r]);
+                if (s.stepStill[r] >= diag::kFrozenSteps && s.frozenSince[r] == kNoStep)
+                    s.frozenSince[r] = s.stepStillSince[r];
+            } else if (!still[r] || !allWorking || stillCount > 1) {
+                s.stepStill[r] = 0;
+            }
+        }
+    }
+    s.stepBufferPrev.resize(R);
+    for (size_t r = 0; r < R; ++r)
+        s.stepBufferPrev[r] = st.ranks[r].bufferFp;
+    s.stepBufferPrevStep = st.step;
 }
 
 void scalarPart(Diagnoser::State& s, const StepRecord& st) {
@@ -391,6 +430,8 @@ void localPart(Diagnoser::State& s, const StepRecord& st) {
     if (total > 0) {
         ++s.underflowSteps;
         s.underflowFracSum += under / total;
+        if (s.firstUnderflow < 0 && under / total >= diag::kUnderflowFrac)
+            s.firstUnderflow = st.step;
     }
 
     // Systematic bias of one rank's whole local gradient against the others'.
@@ -434,6 +475,7 @@ void Diagnoser::addSteps(const std::vector<StepRecord>& steps) {
         if (s.R <= 0 || int(st.ranks.size()) != s.R)
             continue; // a step that does not match the meta says nothing reliable
         scalarPart(s, st);
+        stepBufferPart(s, st);
         ++s.steps;
         s.firstStep = std::min(s.firstStep, st.step);
         s.lastStep = std::max(s.lastStep, st.step);
@@ -468,6 +510,12 @@ void Diagnoser::addWeights(const std::vector<WeightRecord>& weights) {
         if (!s.initChecked && w.step <= 0) {
             s.initChecked = true;
             s.initStep = w.step;
+            // The statistics before the first forward (the engine records row 0 at setup): what step 0's
+            // per-step fingerprints are compared with, so eval mode from step 0 is dated step 0.
+            if (s.haveStepBuffers && s.stepBufferPrev.empty() && int(w.bufferFp.size()) == s.R) {
+                s.stepBufferPrev = w.bufferFp;
+                s.stepBufferPrevStep = w.step - 1;
+            }
         }
         if (int(w.bufferFp.size()) == s.R) {
             if (s.bufferFirst.empty())

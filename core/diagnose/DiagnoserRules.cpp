@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 namespace rs {
 namespace {
@@ -269,10 +270,40 @@ void sharedSamples(const Diagnoser::State& s, Findings& out) {
         out.back().evidence += "; with 2 ranks this is also what a duplicate rank id looks like";
 }
 
-// One rank's BatchNorm statistics never move (eval mode) and its local gradients are systematically off.
+// One rank's BatchNorm statistics stop moving (eval mode); its local gradients being systematically off
+// corroborates. Per step where the file records them (/steps/buffer_fp), else over the weight rows.
 void evalMode(const Diagnoser::State& s, Findings& out) {
     if (s.R < 2)
         return;
+    const int64_t n = s.biasSteps;
+    auto bias = [&](int r) {
+        const double meanLog = n ? s.biasLogSum[size_t(r)] / double(n) : 0;
+        const int64_t consistent = std::max(s.biasHigh[size_t(r)], s.biasLow[size_t(r)]);
+        const bool biased = n >= 20 && std::fabs(meanLog) > diag::kBiasLog && consistent * 10 >= n * 7;
+        return std::tuple{biased, n ? fmt::format("; its local gradient norm is {:.2f}x the ranks' median on "
+                                                  "average, off by more than 1.3x on {} of {} steps",
+                                                  std::exp(meanLog), consistent, n)
+                                    : std::string()};
+    };
+    const std::string fix =
+        "Put every replica in training mode before the training loop: network.set_train(True) "
+        "(PyTorch model.train()) on rank {} too; an eval() left from a validation pass turns "
+        "Dropout off and freezes BatchNorm on that rank only.";
+    if (s.haveStepBuffers) { // statistics recorded every step: dated to the step
+        for (int r = 0; r < s.R; ++r) {
+            if (s.frozenSince[size_t(r)] == kNoStep)
+                continue;
+            const auto [biased, corroboration] = bias(r);
+            out.push_back(
+                make("eval-mode", "data-model", biased ? 0.9 : 0.85, s.frozenSince[size_t(r)], {r},
+                     fmt::format("rank {}'s BatchNorm running statistics stopped changing at step {} "
+                                 "({} steps in a row unchanged) while every other rank's changed on "
+                                 "each of those steps{}",
+                                 r, s.frozenSince[size_t(r)], s.frozenLongest[size_t(r)], corroboration),
+                     fmt::format(fmt::runtime(fix), r)));
+        }
+        return;
+    }
     const int64_t later = *std::max_element(s.bufferChanged.begin(), s.bufferChanged.end());
     const bool haveBuffers = !s.meta.bufferNames.empty() && later >= 1;
     for (int r = 0; r < s.R; ++r) {
@@ -281,10 +312,6 @@ void evalMode(const Diagnoser::State& s, Findings& out) {
         for (int q = 0; q < s.R && haveBuffers; ++q)
             if (q != r)
                 othersMove = othersMove && s.bufferChanged[size_t(q)] >= 1;
-        const int64_t n = s.biasSteps;
-        const double meanLog = n ? s.biasLogSum[size_t(r)] / double(n) : 0;
-        const int64_t consistent = std::max(s.biasHigh[size_t(r)], s.biasLow[size_t(r)]);
-        const bool biased = n >= 20 && std::fabs(meanLog) > diag::kBiasLog && consistent * 10 >= n * 7;
         // Frozen statistics are the signal that only eval mode gives; the gradient bias corroborates (on its
         // own it is too close to what different batches do). Eval mode set mid-run shows as statistics that
         // stopped moving for the last two or more weight rows while every other rank's kept moving.
@@ -297,24 +324,17 @@ void evalMode(const Diagnoser::State& s, Findings& out) {
         }
         if (!((frozen && othersMove) || frozenLater))
             continue;
-        const double conf = biased ? 0.85 : 0.75;
+        const auto [biased, corroboration] = bias(r);
         const int64_t since = frozen ? s.firstStep : s.bufferStillSince[size_t(r)];
         out.push_back(make(
-            "eval-mode", "data-model", conf, since, {r},
+            "eval-mode", "data-model", biased ? 0.85 : 0.75, since, {r},
             fmt::format("rank {}'s BatchNorm running statistics {} while every other rank's kept changing{}",
                         r,
                         frozen ? fmt::format("never changed over {} weight rows", later)
                                : fmt::format("stopped changing at step {} ({} weight rows unchanged since)",
                                              since, s.bufferStill[size_t(r)]),
-                        n ? fmt::format("; its local gradient norm is {:.2f}x the ranks' median on average, "
-                                        "off by more than 1.3x on {} of {} steps",
-                                        std::exp(meanLog), consistent, n)
-                          : std::string()),
-            fmt::format(
-                "Put every replica in training mode before the training loop: network.set_train(True) "
-                "(PyTorch model.train()) on rank {} too; an eval() left from a validation pass turns "
-                "Dropout off and freezes BatchNorm on that rank only.",
-                r)));
+                        corroboration),
+            fmt::format(fmt::runtime(fix), r)));
     }
 }
 

@@ -46,10 +46,6 @@ std::string syncedBasis(const Diagnoser::State& s) {
                              s.meta.source);
 }
 
-std::string precisionOf(const Diagnoser::State& s) {
-    return s.meta.precision;
-}
-
 // A fixed loss scale that overflows (nearly) every step: a dynamic scale would have come down.
 void lossScaleTooHigh(const Diagnoser::State& s, Findings& out) {
     if (s.steps < 8 || s.scaleMax <= 0 || s.scaleMin != s.scaleMax || s.scaleMax < 1024)
@@ -67,20 +63,30 @@ void lossScaleTooHigh(const Diagnoser::State& s, Findings& out) {
         "value (e.g. 1024) with drop_overflow_update=False."));
 }
 
-// O2/O3 with a loss scale of 1: small gradients flush to zero in fp16. The underflow count is the evidence;
-// without it (the emulator's O3 backward already rounds through fp16, so the flushed values are zeros, not
-// counted) a scale of exactly 1 on every step under fp16 is still worth saying, with less confidence.
+// Small gradients flushed to zero in fp16: the share of gradient elements whose fp16 rounding (of the scaled
+// gradient, as the card sent it) is zero although the value was not. It rests on what the training did, not
+// on the settings: a loss scale of 1 under O2 is advice (diagnose/Advice.h), the flushed share is the
+// finding. A dynamic scale keeps the share near zero (it multiplies the gradients up to just below overflow);
+// without one, a small network's gradients lose several percent of their elements. Under O3 the emulator's
+// backward already rounds every layer through fp16, so the flushed elements arrive as zeros and are not
+// counted: that case is advice only.
 void noLossScale(const Diagnoser::State& s, Findings& out) {
-    const auto prec = precisionOf(s);
-    if ((prec != "O2" && prec != "O3") || s.steps < 5 || s.scaleMax != 1.0 || s.scaleMin != 1.0)
+    if (!s.meta.recorded("/grads/underflow_count") || s.underflowSteps < 5)
         return;
-    const double frac = s.underflowSteps ? s.underflowFracSum / double(s.underflowSteps) : 0.0;
-    const double conf = frac >= diag::kUnderflowFrac ? 0.85 : (frac >= 1e-3 ? 0.7 : 0.5);
+    const double frac = s.underflowFracSum / double(s.underflowSteps);
+    if (frac < diag::kUnderflowFrac)
+        return;
+    const double conf = frac >= 4 * diag::kUnderflowFrac ? 0.9 : 0.8;
+    const std::string scale = s.scaleMin == s.scaleMax ? fmt::format("{:g}", s.scaleMax)
+                                                       : fmt::format("{:g} to {:g}", s.scaleMin, s.scaleMax);
     out.push_back(make(
-        "no-loss-scale", "numerics", conf, s.firstStep, allRanks(s.R),
-        fmt::format("{} (fp16 gradients) with a loss scale of 1 on all {} steps; on average {:.2f}% of the "
-                    "nonzero gradient elements underflow to zero in fp16",
-                    prec, s.steps, 100 * frac),
+        "no-loss-scale", "numerics", conf, s.firstUnderflow >= 0 ? s.firstUnderflow : s.firstStep,
+        allRanks(s.R),
+        fmt::format(
+            "on average {:.2f}% of the gradient elements flushed to zero in fp16 over {} steps, with a "
+            "loss scale of {}: those updates are lost. A loss scale of 2^k keeps elements down to "
+            "2^-(24+k); a dynamic scale starts at 2^24 and stays just below overflow",
+            100 * frac, s.underflowSteps, scale),
         "Scale the loss under O2/O3: MindSpore amp with loss_scale_manager=DynamicLossScaleManager() (or "
         "FixedLossScaleManager(1024)); PyTorch torch.cuda.amp.GradScaler. Alternatively train in O0/O1."));
 }

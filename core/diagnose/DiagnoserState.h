@@ -110,6 +110,7 @@ struct Diagnoser::State {
     // fp16 underflow
     int64_t underflowSteps = 0;
     double underflowFracSum = 0;
+    int64_t firstUnderflow = -1; // the first step whose flushed share reached kUnderflowFrac
     // systematic local-gradient bias (eval mode): log(total local norm / median over ranks)
     int64_t biasSteps = 0;
     std::vector<double> biasLogSum;
@@ -128,8 +129,17 @@ struct Diagnoser::State {
     std::vector<int64_t> bufferStill;      // [rank] unchanged row-to-row transitions at the end so far
     std::vector<int64_t> bufferStillSince; // [rank] the step of the row the streak starts at
     int64_t bufferPrevStep = -1;
-    std::vector<float> bufferDriftMax;  // [rank]
-    std::vector<int64_t> weightDiverge; // [rank] first weight row (step) differing from rank 0
+    std::vector<float> bufferDriftMax; // [rank]
+    // The same per step (/steps/buffer_fp, when recorded and the model has BatchNorm): a streak of steps over
+    // which one rank's statistics stayed put while every other rank's moved on each step.
+    bool haveStepBuffers = false;
+    std::vector<uint64_t> stepBufferPrev; // [rank] the previous step's fingerprint
+    int64_t stepBufferPrevStep = -1;      // that step; -1 before the first
+    std::vector<int64_t> stepStill;       // [rank] length of the current streak
+    std::vector<int64_t> stepStillSince;  // [rank] the step the current streak starts at
+    std::vector<int64_t> frozenSince;     // [rank] the first streak of kFrozenSteps or more: its start
+    std::vector<int64_t> frozenLongest;   // [rank] the longest streak
+    std::vector<int64_t> weightDiverge;   // [rank] first weight row (step) differing from rank 0
 
     // --- evals, events, status
     int64_t evalRows = 0;
@@ -151,8 +161,9 @@ namespace diag {
 inline constexpr int64_t kLossScaleWarmup = 40; // dynamic scaling halves down from 2^24 on the first steps
 inline constexpr double kSlowRatio = 2.0;       // straggler: compute time vs the other ranks' median
 inline constexpr double kOutlierRatio = 1e3;    // sdc-before: local max |g| vs the other ranks' largest
-inline constexpr double kUnderflowFrac = 0.05;  // no-loss-scale: fraction of gradient elements lost
-inline constexpr double kBiasLog = 0.26;        // eval-mode: |log norm ratio| ~ 1.3x
+inline constexpr int64_t kFrozenSteps = 3; // eval-mode: steps a rank's BatchNorm statistics stay put alone
+inline constexpr double kUnderflowFrac = 1e-3; // no-loss-scale: share of gradient elements flushed to zero
+inline constexpr double kBiasLog = 0.26;       // eval-mode: |log norm ratio| ~ 1.3x
 } // namespace diag
 
 std::vector<Finding> runRules(const Diagnoser::State& s);

@@ -1,6 +1,8 @@
 // Findings as JSON, for `ranksight-cli diagnose --json` and for tools that read the diagnosis.
 #include "diagnose/Finding.h"
 
+#include "diagnose/Advice.h"
+
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -13,7 +15,8 @@ std::string checkNotRunLine(const CheckNotRun& c) {
     return c.check + " (" + causes + "): " + c.reason;
 }
 
-std::string findingsToJson(const std::vector<Finding>& findings, const std::vector<CheckNotRun>& notRun) {
+std::string findingsToJson(const std::vector<Finding>& findings, const std::vector<CheckNotRun>& notRun,
+                           const std::vector<Advice>& advice) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& f : findings) {
         nlohmann::json j;
@@ -34,6 +37,10 @@ std::string findingsToJson(const std::vector<Finding>& findings, const std::vect
     for (const auto& c : notRun)
         skipped.push_back({{"check", c.check}, {"causes", c.causes}, {"reason", c.reason}});
     root["not_run"] = std::move(skipped);
+    nlohmann::json adv = nlohmann::json::array();
+    for (const auto& a : advice)
+        adv.push_back({{"key", a.key}, {"value", a.value}, {"advice", a.text}});
+    root["advice"] = std::move(adv);
     // Invalid UTF-8 in a parameter name must not make the whole diagnosis unprintable.
     return root.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }

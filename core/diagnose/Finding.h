@@ -31,9 +31,19 @@ struct CheckNotRun {
     std::string reason; // e.g. "the source (msprobe) recorded no weight fingerprints (/weights/fp)"
 };
 
-// {"findings": [ {...}, ... ], "not_run": [ {"check", "causes", "reason"}, ... ]}, findings in the order
-// given (diagnosis orders by confidence).
-std::string findingsToJson(const std::vector<Finding>& findings, const std::vector<CheckNotRun>& notRun = {});
+// Configuration advice (diagnose/Advice.h): a setting that makes a job fragile or its diagnosis weaker. Not a
+// finding, which rests on what the training did.
+struct Advice {
+    std::string key;   // the config key concerned (TrainConfig's JSON name), e.g. "loss_scale"
+    std::string value; // its value in this run, as the config records it
+    std::string text;  // why it matters and what to set instead
+};
+
+// {"findings": [ {...}, ... ], "not_run": [ {"check", "causes", "reason"}, ... ],
+//  "advice": [ {"key", "value", "advice"}, ... ]}, findings in the order given (diagnosis orders by
+//  confidence).
+std::string findingsToJson(const std::vector<Finding>& findings, const std::vector<CheckNotRun>& notRun = {},
+                           const std::vector<Advice>& advice = {});
 // "weight consistency (init-mismatch): the source (msprobe) recorded no weight fingerprints (/weights/fp)"
 std::string checkNotRunLine(const CheckNotRun& c);
 

@@ -47,7 +47,9 @@ void FaultPlan::adjustConfig(TrainConfig& cfg) const {
             cfg.precision = Precision::O2;
     }
     if (find("no-loss-scale")) {
-        cfg.precision = Precision::O3;
+        // fp16 gradients (O2, or O3 where it was asked for) with the loss scale left out.
+        if (cfg.precision == Precision::O0)
+            cfg.precision = Precision::O2;
         cfg.lossScale = parseLossScale("none");
     }
 }
@@ -124,12 +126,19 @@ int FaultPlan::unsyncedParam(int64_t step) const {
     return f && step >= std::max<int64_t>(0, f->step) ? m_unsyncedParam : -1;
 }
 
-bool FaultPlan::flipBefore(int rank, int64_t step) const {
-    return at("sdc-before", rank, step, 5);
+int FaultPlan::flipBit(const char* name, int rank, int64_t step) const {
+    for (const auto& f : m_specs)
+        if (f.name == name && rankOf(f) == rank && step == (f.step >= 0 ? f.step : 5))
+            return f.bit >= 0 ? f.bit : kDefaultFlipBit;
+    return -1;
 }
 
-bool FaultPlan::flipAfter(int rank, int64_t step) const {
-    return at("sdc-after", rank, step, 5);
+int FaultPlan::flipBefore(int rank, int64_t step) const {
+    return flipBit("sdc-before", rank, step);
+}
+
+int FaultPlan::flipAfter(int rank, int64_t step) const {
+    return flipBit("sdc-after", rank, step);
 }
 
 int FaultPlan::slowdown(int rank, int64_t step) const {
@@ -137,13 +146,14 @@ int FaultPlan::slowdown(int rank, int64_t step) const {
     return f && rankOf(*f) == rank && step >= std::max<int64_t>(0, f->step) ? 4 : 1;
 }
 
-void FaultPlan::flipBit(float* data, int64_t count) {
-    if (count <= 0)
+void FaultPlan::flipBit(float* data, int64_t count, int bit) {
+    if (count <= 0 || bit < 0 || bit > 31)
         return;
-    // The exponent's top bit, in the first element from the middle on whose magnitude is below 1: there the
-    // flip turns |g| into |g| * 2^128, huge but finite, as a flipped bit in a small gradient does. (In an
-    // element >= 2, which a loss-scaled gradient often is, the same flip makes it tiny instead, and the
-    // corruption would leave no trace anyone could find.)
+    // The first nonzero element from the middle on whose magnitude is below 1. There the default flip (the
+    // exponent's top bit, 30) turns |g| into |g| * 2^128, huge but finite, as a flipped bit in a small
+    // gradient does. (In an element >= 2, which a loss-scaled gradient often is, the same flip makes it tiny
+    // instead.) Other bits flip in the same element: a low exponent bit scales it by a power of two, a
+    // mantissa bit changes it by at most a factor of two, bit 31 its sign.
     int64_t at = count / 2;
     for (int64_t k = 0; k < count; ++k) {
         const int64_t i = (count / 2 + k) % count;
@@ -154,7 +164,7 @@ void FaultPlan::flipBit(float* data, int64_t count) {
     }
     uint32_t bits = 0;
     std::memcpy(&bits, data + at, 4);
-    bits ^= 1u << 30;
+    bits ^= 1u << bit;
     std::memcpy(data + at, &bits, 4);
 }
 

@@ -20,7 +20,8 @@ public:
     static std::unique_ptr<FaultPlan> make(const TrainConfig& cfg);
 
     // Config mistakes: init-mismatch (no broadcast), grad-sum (gradients_mean off), loss-scale-too-high
-    // (fixed 2^30 under O2), no-loss-scale (O3 without loss scale). Applied before anything is built.
+    // (fixed 2^30 under O2), no-loss-scale (fp16 gradients, O2 unless O3 was asked for, without a loss
+    // scale). Applied before anything is built.
     void adjustConfig(TrainConfig& cfg) const;
     // rank-table-invalid: the hccl.json text the job would have been given (server_count, device_ip and
     // rank_id mistakes); nullopt otherwise.
@@ -36,13 +37,15 @@ public:
     bool evalModeFrom(int rank, int64_t step) const;        // eval-mode: true on the step it switches
     bool overflowSynced(int64_t step) const;                // overflow-not-synced
     int unsyncedParam(int64_t step) const;                  // param-not-synced: index, or -1
-    bool flipBefore(int rank, int64_t step) const;          // sdc-before
-    bool flipAfter(int rank, int64_t step) const;           // sdc-after
+    int flipBefore(int rank, int64_t step) const;           // sdc-before: the bit to flip, or -1
+    int flipAfter(int rank, int64_t step) const;            // sdc-after: the bit to flip, or -1
     int slowdown(int rank, int64_t step) const;             // straggler: compute takes this many times longer
 
-    // Flips the most significant exponent bit of one element (the middle of the buffer): a silent data
-    // corruption turning a small gradient into a huge one.
-    static void flipBit(float* data, int64_t count);
+    // Flips bit `bit` (0..31 of the IEEE float; 30, the top exponent bit, by default) of one element near
+    // the middle of the buffer whose magnitude is below 1: a silent data corruption. The default turns a
+    // small gradient into a huge one; a mantissa bit changes it by less than 2x.
+    static constexpr int kDefaultFlipBit = 30;
+    static void flipBit(float* data, int64_t count, int bit = kDefaultFlipBit);
     // The card's own float status: a non-finite element, or one fp16 cannot hold when half is set.
     static bool overflows(const float* grads, int64_t count, bool half);
 
@@ -50,6 +53,7 @@ private:
     const FaultSpec* find(const char* name) const;
     int rankOf(const FaultSpec& f) const { return f.rank >= 0 ? f.rank : m_ranks - 1; }
     bool at(const char* name, int rank, int64_t step, int64_t defaultStep) const;
+    int flipBit(const char* name, int rank, int64_t step) const;
 
     std::vector<FaultSpec> m_specs;
     int m_ranks = 1;

@@ -59,6 +59,10 @@ FaultSpec parseFault(const std::string& text) {
         } else if (!takesRank(f.name)) {
             throw ConfigError(
                 fmt::format("fault '{}': {} concerns the whole job and takes no :RANK", text, f.name));
+        } else if ((f.name == "sdc-before" || f.name == "sdc-after") && tail.find(':') != std::string::npos) {
+            const size_t c2 = tail.find(':');
+            f.rank = static_cast<int>(toNumber(text, "rank", tail.substr(0, c2), 4095));
+            f.bit = static_cast<int>(toNumber(text, "bit", tail.substr(c2 + 1), 31));
         } else {
             f.rank = static_cast<int>(toNumber(text, "rank", tail, 4095));
         }

@@ -1,4 +1,5 @@
-// Fault-lab specs: `--fault NAME[@STEP][:RANK]` (param-not-synced takes [:NAME], a parameter name). Parsing
+// Fault-lab specs: `--fault NAME[@STEP][:RANK]` (param-not-synced takes [:NAME], a parameter name;
+// sdc-before and sdc-after take [:RANK[:BIT]], the bit of the float to flip). Parsing
 // and validation only; what each fault does to a run lives in FaultPlan.
 #pragma once
 
@@ -15,6 +16,7 @@ struct FaultSpec {
     int64_t step = -1; // -1: the fault's default step (FaultPlan)
     int rank = -1;     // -1: the last rank
     std::string param; // param-not-synced only; empty: the last parameter
+    int bit = -1;      // sdc-before / sdc-after only: the bit flipped (0..31); -1: the top exponent bit
 };
 
 inline constexpr std::array<std::string_view, 15> kFaultNames = {

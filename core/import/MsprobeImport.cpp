@@ -421,26 +421,13 @@ MsprobeImportResult importMsprobe(const std::string& dir, const std::string& out
                         "(equal to the csv's rounding)");
 
     // What the monitor cannot give, then what this tree did not record.
-    std::vector<std::string> absent = {"/steps/epoch",
-                                       "/steps/lr",
-                                       "/steps/loss",
-                                       "/steps/accuracy",
-                                       "/steps/loss_scale",
-                                       "/steps/step_ms",
-                                       "/steps/compute_ms",
-                                       "/steps/comm_ms",
-                                       "/steps/overflow",
-                                       "/steps/skipped",
-                                       "/steps/state",
-                                       "/steps/sample_fp",
-                                       "/steps/sample_ids",
-                                       "/grads/overflow_count",
-                                       "/grads/underflow_count",
-                                       "/grads/sketch",
-                                       "/grads/synced_fp",
-                                       "/weights/fp",
-                                       "/weights/buffer_fp",
-                                       "/weights/buffer_drift"};
+    std::vector<std::string> absent = {
+        "/steps/epoch",         "/steps/lr",        "/steps/loss",           "/steps/accuracy",
+        "/steps/loss_scale",    "/steps/step_ms",   "/steps/compute_ms",     "/steps/comm_ms",
+        "/steps/overflow",      "/steps/skipped",   "/steps/state",          "/steps/sample_fp",
+        "/steps/sample_ids",    "/steps/buffer_fp", "/grads/overflow_count", "/grads/underflow_count",
+        "/grads/sketch",        "/grads/synced_fp", "/weights/fp",           "/weights/buffer_fp",
+        "/weights/buffer_drift"};
     if (!t.anyNormUnreduced)
         absent.push_back("/grads/local_norm");
     if (!(t.anyMin && t.anyMax))

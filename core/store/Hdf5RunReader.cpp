@@ -28,7 +28,7 @@ void Hdf5RunReader::Impl::checkRange(const char* what, int64_t begin, int64_t en
 
 void Hdf5RunReader::Impl::readRows(const RColumn& c, hsize_t begin, hsize_t n, void* out,
                                    const H5::DataType& mem) const {
-    if (n == 0 || c.rowElems == 0)
+    if (n == 0 || c.rowElems == 0 || c.missing) // a missing column (addedLater) reads as zeros
         return;
     readertrace::atDataset(c.spec->path);
     try {
@@ -205,6 +205,7 @@ std::vector<StepRecord> Hdf5RunReader::readSteps(int64_t begin, int64_t end, boo
     const auto skipped = d.readColumn<uint8_t>(c[rsc::kSkipped], b, n);
     const auto state = d.readColumn<uint8_t>(c[rsc::kState], b, n);
     const auto sampleFp = d.readColumn<uint64_t>(c[rsc::kSampleFp], b, n);
+    const auto bufferFp = d.readColumn<uint64_t>(c[rsc::kBufferFpStep], b, n);
     for (size_t i = 0; i < n; ++i) {
         StepRecord& s = out[i];
         s.step = step[i];
@@ -224,6 +225,7 @@ std::vector<StepRecord> Hdf5RunReader::readSteps(int64_t begin, int64_t end, boo
             rs.skipped = skipped[k];
             rs.state = state[k];
             rs.sampleFp = sampleFp[k];
+            rs.bufferFp = bufferFp[k];
         }
     }
     if (!perParam)

@@ -61,6 +61,7 @@ struct Hdf5RunReader::Impl {
         std::vector<hsize_t> chunk; // chunk dims; empty when the dataset is not chunked
         hsize_t claimed = 0;        // rows its dataspace claims
         hsize_t extent = 0;         // rows backed by written data (see writtenRows)
+        bool missing = false;       // a column added later (Column::addedLater) that this file predates
     };
     struct RTable {
         explicit RTable(char s)

@@ -417,6 +417,15 @@ void Hdf5RunReader::Impl::openTable(RTable& table, std::span<const rsc::Column> 
     for (const rsc::Column& spec : columns) {
         RColumn c;
         c.spec = &spec;
+        if (spec.addedLater && !linkExists(spec.path)) {
+            c.missing = true; // the file predates the column: absent, never read, reads as zeros
+            c.row = rowDims(spec.row, dims);
+            c.rowElems = size_t(elementCount(c.row));
+            if (meta.recorded(spec.path))
+                meta.absent.emplace_back(spec.path);
+            table.cols.push_back(std::move(c));
+            continue;
+        }
         c.ds = openDataset(spec.path);
         if (h5detail::isString(spec.dtype))
             checkClass(c.ds, spec.path, H5T_STRING);
@@ -479,6 +488,8 @@ void Hdf5RunReader::Impl::updateExtents(bool refreshFirst) {
     for (RTable* t : {&steps, &weights, &evals, &events, &dumps, &entries}) {
         hsize_t rows = std::numeric_limits<hsize_t>::max();
         for (RColumn& c : t->cols) {
+            if (c.missing)
+                continue;
             readertrace::atDataset(c.spec->path);
             if (refreshFirst && H5Drefresh(c.ds.getId()) < 0)
                 fail(fmt::format("refreshing {}: {}", c.spec->path, hdf5LastError()));
@@ -510,6 +521,8 @@ void Hdf5RunReader::Impl::updateExtents(bool refreshFirst) {
                                     "of its table's key column; the file is corrupt",
                                     c.spec->path, c.claimed, key.spec->path, key.claimed));
         for (RColumn& c : t->cols) {
+            if (c.missing)
+                continue;
             c.extent = writtenRows(c, c.claimed);
             rows = std::min(rows, c.extent);
         }
@@ -604,7 +617,7 @@ void Hdf5RunReader::Impl::checkLastChunks() const {
         return;
     for (const RTable* t : {&steps, &weights, &evals, &events, &dumps, &entries}) {
         for (const RColumn& c : t->cols) {
-            if (c.extent == 0 || c.rowElems == 0)
+            if (c.missing || c.extent == 0 || c.rowElems == 0)
                 continue;
             readertrace::atChunkIndex(c.spec->path);
             hid_t dcpl = H5Dget_create_plist(c.ds.getId());

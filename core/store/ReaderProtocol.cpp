@@ -129,6 +129,7 @@ void put(Writer& w, const std::vector<StepRecord>& steps) {
             w.pod<float>(k.computeMs);
             w.pod<float>(k.commMs);
             w.pod<uint64_t>(k.sampleFp);
+            w.pod<uint64_t>(k.bufferFp);
             w.vec(k.sampleIds);
             w.vec(k.localNorm);
             w.vec(k.localMax);
@@ -162,6 +163,7 @@ std::vector<StepRecord> getSteps(Reader& r) {
             k.computeMs = r.pod<float>();
             k.commMs = r.pod<float>();
             k.sampleFp = r.pod<uint64_t>();
+            k.bufferFp = r.pod<uint64_t>();
             k.sampleIds = r.vec<int32_t>();
             k.localNorm = r.vec<float>();
             k.localMax = r.vec<float>();

@@ -71,6 +71,9 @@ struct RankStep {
     float commMs = 0;               // time spent inside collectives (includes waiting for peers)
     uint64_t sampleFp = 0;          // fingerprint of the sample ids of this step's batch
     std::vector<int32_t> sampleIds; // batchPerRank ids (-1 padded)
+    // Fingerprint of the rank's BatchNorm running statistics after this step's forward (all buffers
+    // together, as /weights/buffer_fp): in training mode every forward moves them, in eval mode none does.
+    uint64_t bufferFp = 0;
 
     // Local gradient, before the all-reduce, unscaled (divided by lossScale).
     std::vector<float> localNorm;         // L2 norm

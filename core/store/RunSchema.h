@@ -94,6 +94,9 @@ struct Column {
     Dtype dtype;
     Row row;
     bool deflate = true;
+    // Added to format 2 after its first files were written: a file without it opens, and the column reads
+    // as absent (RunMeta::absent names it, its values are zeros). Old readers ignore it in new files.
+    bool addedLater = false;
 };
 
 // Per-step table: one row per appendStep. Every column is extendible along dim 0 (steps). The key column
@@ -113,6 +116,7 @@ enum StepCol : int {
     kState,
     kSampleFp,
     kSampleIds,
+    kBufferFpStep,
     kLocalNorm,
     kLocalMax,
     kLocalSum,
@@ -140,6 +144,7 @@ inline constexpr Column kStepColumns[kStepColCount] = {
     {"/steps/state", Dtype::U8, Row::R},
     {"/steps/sample_fp", Dtype::U64, Row::R},
     {"/steps/sample_ids", Dtype::I32, Row::RB},
+    {"/steps/buffer_fp", Dtype::U64, Row::R, true, true},
     {"/grads/local_norm", Dtype::F32, Row::RP, false},
     {"/grads/local_max", Dtype::F32, Row::RP, false},
     {"/grads/local_sum", Dtype::F64, Row::RP, false},

@@ -521,6 +521,7 @@ void RunWriter::appendStep(const StepRecord& rec) {
         put(c[rsc::kSkipped].buf, r, s.skipped);
         put(c[rsc::kState].buf, r, s.state);
         put(c[rsc::kSampleFp].buf, r, s.sampleFp);
+        put(c[rsc::kBufferFpStep].buf, r, s.bufferFp);
         if (s.sampleIds.size() > B)
             d.invalid(fmt::format("appendStep(step {}): rank {} has {} sample ids, expected at most {}",
                                   rec.step, r, s.sampleIds.size(), B));

@@ -145,6 +145,7 @@ void Trainer::Impl::setup() {
     meta.createdUtc = nowUtc();
     meta.params = cards[0]->replica->params();
     meta.bufferNames = cards[0]->replica->bufferNames();
+    hasBuffers = !meta.bufferNames.empty();
     nlohmann::json env = {{"ranksight", ranksightVersion()},
                           {"libtorch", torchVersion()},
                           {"hdf5", hdf5Version()},

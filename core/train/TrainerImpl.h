@@ -66,6 +66,7 @@ struct Trainer::Impl {
     int64_t totalSteps = 0, perEpoch = 0;
     int flightDepth = 0;
     bool halfPayload = false;
+    bool hasBuffers = false;           // the model has BatchNorm running statistics (recorded per step)
     std::unique_ptr<FaultPlan> faults; // empty without --fault: every hook answers as a clean run
     std::string preflightError;        // set when pre-flight refuses after the run file can be written
 

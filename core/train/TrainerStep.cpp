@@ -206,8 +206,14 @@ void Trainer::Impl::computeGradients(Card& card, StepWork& w, const std::vector<
     }
     w.rs.loss = res.loss;
     w.rs.accuracy = res.accuracy;
-    if (faults->flipBefore(card.rank, w.step)) // silent data corruption in this card's backward
-        FaultPlan::flipBit(card.replica->grads(), card.replica->numParams());
+    // BatchNorm statistics after this forward: a rank in eval mode shows at the step it switched, not at the
+    // next weight row (the same fingerprint as /weights/buffer_fp on the steps both are recorded).
+    if (cfg.telemetry && hasBuffers) {
+        const auto buffers = card.replica->bufferValues();
+        w.rs.bufferFp = fingerprint(buffers.data(), buffers.size() * 4);
+    }
+    if (const int bit = faults->flipBefore(card.rank, w.step); bit >= 0) // corruption in this card's backward
+        FaultPlan::flipBit(card.replica->grads(), card.replica->numParams(), bit);
 }
 
 // Local gradient, as this card computed it. The flight recorder's copy is taken in the same pass.
@@ -289,8 +295,9 @@ void Trainer::Impl::allReduceGradients(Card& card, StepWork& w) {
         const auto& p = params[size_t(unsynced)];
         std::copy_n(w.slot ? g + p.offset : kept.data(), p.numel, w.synced + p.offset);
     }
-    if (faults->flipAfter(card.rank, w.step)) // corruption after the all-reduce, on this card only
-        FaultPlan::flipBit(w.synced, N);
+    if (const int bit = faults->flipAfter(card.rank, w.step);
+        bit >= 0) // after the all-reduce, this card only
+        FaultPlan::flipBit(w.synced, N, bit);
 }
 
 // Synced gradient, as the all-reduce delivered it: norm, sum and a bitwise fingerprint per parameter.

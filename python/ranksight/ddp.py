@@ -299,7 +299,8 @@ class Recorder:
         sample_fp = fingerprint(torch.from_numpy(ids)) if sample_ids is not None else 0
 
         floats = [float(loss), float(accuracy), scale, step_ms, compute_ms, comm_ms, float(self.steps)]
-        ints = [_signed64(sample_fp), skipped] + [_signed64(x) for x in self._synced_fp]
+        # The buffer chain after this step's forward: /steps/buffer_fp (it stays put on a rank in eval mode).
+        ints = [_signed64(sample_fp), skipped, _signed64(self._buffer_chain)] + [_signed64(x) for x in self._synced_fp]
         wnorm, wfp, bnorm, bfp = [], [], 0.0, 0
         if weights_due:
             with torch.no_grad():
@@ -342,13 +343,13 @@ class Recorder:
         synced = np.stack([r[at:at + 2 * P].reshape(P, 2) for r in rows])
         at += 2 * P
         u64 = lambda a: np.asarray(a, dtype=np.int64).view(np.uint64)  # noqa: E731
-        synced_fp = np.stack([u64(i[2:2 + P]) for i in ints])
+        synced_fp = np.stack([u64(i[3:3 + P]) for i in ints])
         step = self.steps
         self.writer.append_step(dict(
             step=step, epoch=epoch, lr=lr if lr is not None else 0.0,
             loss=[r[0] for r in rows], accuracy=[r[1] for r in rows], loss_scale=[r[2] for r in rows],
             step_ms=[r[3] for r in rows], compute_ms=[r[4] for r in rows], comm_ms=[r[5] for r in rows],
-            skipped=[i[1] for i in ints], sample_fp=[u64(i[0]) for i in ints],
+            skipped=[i[1] for i in ints], sample_fp=[u64(i[0]) for i in ints], buffer_fp=[u64(i[2]) for i in ints],
             overflow=[i[1] for i in ints] if self.scaler is not None else [0] * R,
             sample_ids=np.stack([i[-self.B:] if self.B else i[:0] for i in ints]).astype(np.int32),
             local_norm=local[:, :, 0], local_max=local[:, :, 1], local_sum=local[:, :, 2],
@@ -357,8 +358,8 @@ class Recorder:
         if weights_due:
             wnorm = np.stack([r[at:at + P] for r in rows])
             bnorm = np.array([r[at + P] for r in rows])
-            wfp = np.stack([u64(i[2 + P:2 + 2 * P]) for i in ints])
-            bfp = np.array([u64(i[2 + 2 * P]) for i in ints])
+            wfp = np.stack([u64(i[3 + P:3 + 2 * P]) for i in ints])
+            bfp = np.array([u64(i[3 + 2 * P]) for i in ints])
             drift = np.abs(bnorm - bnorm[0]) / bnorm[0] if bnorm[0] > 0 else np.zeros(R)
             self.writer.append_weights(step, wfp, wnorm, bfp, drift)
         # The event log says when ranks start to disagree (or which parameters changes), not every step.

@@ -53,6 +53,7 @@ STEP_COLUMNS = [
     ("/steps/state", "u8", R, True),
     ("/steps/sample_fp", "u64", R, True),
     ("/steps/sample_ids", "i32", RB, True),
+    ("/steps/buffer_fp", "u64", R, True),
     ("/grads/local_norm", "f32", RP, False),
     ("/grads/local_max", "f32", RP, False),
     ("/grads/local_sum", "f64", RP, False),
@@ -275,6 +276,7 @@ class RunFileWriter:
     def append_step(self, rec):
         """rec: dict with step, epoch, lr and per-rank arrays (see STEP_COLUMNS): loss, accuracy,
         loss_scale, step_ms, compute_ms, comm_ms, overflow, skipped, state, sample_fp (R), sample_ids (R, B),
+        buffer_fp (R),
         local_norm, local_max, local_sum, nonfinite, overflow_count, underflow_count, synced_norm,
         synced_sum, synced_fp (R, P), sketch (R, P, K)."""
         values = []

@@ -115,6 +115,7 @@ inline StepRecord makeStep(const RunMeta& m, int64_t step) {
         x.computeMs = f32(step, r, -1, 8);
         x.commMs = f32(step, r, -1, 9);
         x.sampleFp = h(step, r, -1, 10);
+        x.bufferFp = h(step, r, -1, 22);
         for (int b = 0; b < B; ++b)
             x.sampleIds.push_back(int32_t(h(step, r, b, 11) % 50000));
         for (int p = 0; p < P; ++p) {

@@ -69,6 +69,7 @@ struct Sim {
             for (int b = 0; b < B; ++b)
                 x.sampleIds.push_back(int32_t((s * R * B + b * R + r) % 50000));
             x.sampleFp = runfile_fixtures::mix(uint64_t(x.sampleIds[0]) * 7919 + 1);
+            x.bufferFp = h(s, r, -1, 23) | 1; // BatchNorm statistics move every step, on every rank
             for (int p = 0; p < P; ++p) {
                 x.localNorm.push_back(float(1.0 + 0.2 * unit(s, r, p, 4)));
                 x.localMax.push_back(float(0.1 + 0.02 * unit(s, r, p, 5)));
@@ -256,11 +257,29 @@ void TestDiagnose::rule_data() {
     QTest::addRow("eval-mode") << 4 << Edit([](Sim& s) {
         for (auto& w : s.weights)
             w.bufferFp[3] = 12345;
-        for (auto& st : s.steps)
+        for (auto& st : s.steps) {
+            st.ranks[3].bufferFp = 12345;
             for (auto& n : st.ranks[3].localNorm)
                 n *= 2;
+        }
     }) << "eval-mode" << qint64(0)
                                << ints({3});
+    // Per step: dated to the step the statistics stop, not the next weight row.
+    QTest::addRow("eval-mode mid-run") << 4 << Edit([](Sim& s) {
+        const uint64_t last = s.steps[22].ranks[1].bufferFp; // step 23's forward no longer moves them
+        for (auto& st : s.steps)
+            if (st.step >= 23)
+                st.ranks[1].bufferFp = last;
+        for (auto& w : s.weights)
+            if (w.step >= 30)
+                w.bufferFp[1] = last;
+    }) << "eval-mode" << qint64(23) << ints({1});
+    // Files without per-step statistics (older files, other sources): over the weight rows.
+    QTest::addRow("eval-mode from weight rows") << 4 << Edit([](Sim& s) {
+        s.meta.absent = {"/steps/buffer_fp"};
+        for (auto& w : s.weights)
+            w.bufferFp[3] = 12345;
+    }) << "eval-mode" << qint64(0) << ints({3});
     QTest::addRow("loss-scale-too-high") << 4 << Edit([](Sim& s) {
         s.meta.lossScale = "fixed:1e+09";
         for (auto& st : s.steps)
@@ -397,7 +416,7 @@ void TestDiagnose::checksNotRunNameWhatIsMissing() {
         QVERIFY(full.checksNotRun().empty()); // everything recorded
     }
     sim.meta.source = "msprobe";
-    sim.meta.absent = {"/weights/fp",      "/weights/norm",    "/weights/buffer_fp",
+    sim.meta.absent = {"/weights/fp",      "/weights/norm",    "/weights/buffer_fp", "/steps/buffer_fp",
                        "/grads/synced_fp", "/steps/sample_fp", "/steps/compute_ms"};
     Diagnoser d(sim.meta);
     d.addWeights(sim.weights);

@@ -30,6 +30,7 @@ private slots:
     void roundTrip();
     void missingValuesArePaddedAndStringsCut();
     void absentColumnsAreDeclaredInTheFile();
+    void fileBeforeAColumnWasAddedOpens();
     void flightRowsLargerThanAChunk();
     void writerRejectsInconsistentRecords();
     void createRefusesAnExistingFile();
@@ -84,6 +85,7 @@ QString diffSteps(const StepRecord& a, const StepRecord& b) {
         RS_CHECK(computeMs)
         RS_CHECK(commMs)
         RS_CHECK(sampleFp)
+        RS_CHECK(bufferFp)
         RS_CHECK(sampleIds)
         RS_CHECK(localNorm)
         RS_CHECK(localMax)
@@ -289,9 +291,9 @@ void TestRunFile::roundTrip() {
     QVERIFY(errorOf([&] { reader->readSteps(0, steps + 1); }).contains("outside the"));
     QVERIFY(errorOf([&] { reader->readSteps(-1, 0); }).contains("outside the"));
     QVERIFY(errorOf([&] { reader->readStepScalar(runschema::kLoss, 0, steps + 1); }).contains("outside the"));
-    QVERIFY(errorOf([&] {
-                reader->readStepScalar(runschema::kSketch, 0, 0);
-            }).contains("column 19 is not a per-rank scalar step column (/steps/loss../steps/state)"));
+    QVERIFY(errorOf([&] { reader->readStepScalar(runschema::kSketch, 0, 0); })
+                .contains("column " + QString::number(runschema::kSketch) +
+                          " is not a per-rank scalar step column (/steps/loss../steps/state)"));
 }
 
 void TestRunFile::missingValuesArePaddedAndStringsCut() {
@@ -388,6 +390,37 @@ void TestRunFile::absentColumnsAreDeclaredInTheFile() {
     const QString full = file("absent-none.h5");
     RunWriter::create(full.toStdString(), makeMeta(2, 3, 2, 4))->close();
     QVERIFY(RunReader::open(full.toStdString())->meta().absent.empty());
+}
+
+// /steps/buffer_fp came after the first format 2 files: such a file (here: the column unlinked) opens, in
+// process and through the reader process, lists the column as absent and reads it as zeros; the rest is
+// unchanged. A column that was always there stays required.
+void TestRunFile::fileBeforeAColumnWasAddedOpens() {
+    const RunMeta meta = makeMeta(2, 3, 2, 4);
+    const QString path = file("before-buffer-fp.h5");
+    writeRun(path, meta, 5);
+    mutateFile(path, [](H5::H5File& f) { f.unlink("/steps/buffer_fp"); });
+    for (const bool inProcess : {true, false}) {
+        const auto reader =
+            inProcess ? RunReader::openInProcess(path.toStdString()) : RunReader::open(path.toStdString());
+        QCOMPARE(reader->meta().absent, std::vector<std::string>{"/steps/buffer_fp"});
+        QCOMPARE(reader->stepCount(), int64_t(5));
+        const auto steps = reader->readSteps(0, 5, true);
+        for (int64_t s = 0; s < 5; ++s) {
+            const StepRecord want = makeStep(meta, s);
+            for (size_t r = 0; r < 2; ++r) {
+                QCOMPARE(steps[size_t(s)].ranks[r].bufferFp, uint64_t(0));
+                QCOMPARE(steps[size_t(s)].ranks[r].sampleFp, want.ranks[r].sampleFp);
+                QCOMPARE(steps[size_t(s)].ranks[r].localNorm, want.ranks[r].localNorm);
+            }
+        }
+    }
+    const QString noSample = file("no-sample-fp.h5");
+    writeRun(noSample, meta, 5);
+    mutateFile(noSample, [](H5::H5File& f) { f.unlink("/steps/sample_fp"); });
+    QVERIFY(errorOf([&] {
+                RunReader::openInProcess(noSample.toStdString());
+            }).contains("dataset /steps/sample_fp is missing"));
 }
 
 void TestRunFile::writerRejectsInconsistentRecords() {

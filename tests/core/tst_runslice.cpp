@@ -39,7 +39,7 @@ QString stepDiff(const StepRecord& a, const StepRecord& b) {
                              sameBits(x.lossScale, y.lossScale) && x.overflow == y.overflow &&
                              x.skipped == y.skipped && x.state == y.state && sameBits(x.stepMs, y.stepMs) &&
                              sameBits(x.computeMs, y.computeMs) && sameBits(x.commMs, y.commMs) &&
-                             x.sampleFp == y.sampleFp;
+                             x.sampleFp == y.sampleFp && x.bufferFp == y.bufferFp;
         const bool vectors = sameBits(x.sampleIds, y.sampleIds) && sameBits(x.localNorm, y.localNorm) &&
                              sameBits(x.localMax, y.localMax) && sameBits(x.localSum, y.localSum) &&
                              sameBits(x.nonfinite, y.nonfinite) &&

@@ -1,6 +1,7 @@
 // FindingsPanel: see FindingsPanel.h.
 #include "panels/FindingsPanel.h"
 
+#include "diagnose/Advice.h"
 #include "model/DiagnosisRunner.h"
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
@@ -24,7 +25,14 @@ FindingsPanel::FindingsPanel(RunModel* model, StepCursor* cursor, QWidget* paren
     , m_view(new QTableView)
     , m_detail(new QTextBrowser)
     , m_status(new QLabel)
-    , m_notRun(new QLabel) {
+    , m_notRun(new QLabel)
+    , m_advice(new QLabel) {
+    m_advice->setWordWrap(true);
+    m_advice->setTextFormat(Qt::PlainText);
+    m_advice->setToolTip(tr("Settings of this run that make such jobs fragile or their diagnosis weaker. "
+                            "Advice is read from the configuration; findings above rest on what the training "
+                            "did."));
+    m_advice->hide();
     m_notRun->setWordWrap(true);
     m_notRun->setTextFormat(Qt::PlainText);
     m_notRun->setToolTip(tr("This file's source did not record what these checks read (or the run lacks it), "
@@ -51,6 +59,7 @@ FindingsPanel::FindingsPanel(RunModel* model, StepCursor* cursor, QWidget* paren
     layout->addWidget(m_status);
     layout->addWidget(split, 1);
     layout->addWidget(m_notRun); // below the findings: what was found comes first
+    layout->addWidget(m_advice);
 
     connect(m_runner, &DiagnosisRunner::findingsChanged, this, [this] {
         m_progress = -1;
@@ -75,6 +84,10 @@ FindingsPanel::FindingsPanel(RunModel* model, StepCursor* cursor, QWidget* paren
 
 QString FindingsPanel::statusText() const {
     return m_status->text();
+}
+
+QString FindingsPanel::adviceText() const {
+    return m_advice->isHidden() ? QString() : m_advice->text();
 }
 
 QString FindingsPanel::notRunText() const {
@@ -113,6 +126,15 @@ void FindingsPanel::update() {
     m_notRun->setText(lines.isEmpty() ? QString()
                                       : tr("Could not run on this file:") + "\n" + lines.join("\n"));
     m_notRun->setVisible(!lines.isEmpty());
+
+    QStringList advice;
+    if (m_model->hasRun())
+        for (const Advice& a : configAdvice(m_model->meta()))
+            advice << QStringLiteral("• ") + QString::fromStdString(adviceLine(a));
+    m_advice->setText(advice.isEmpty()
+                          ? QString()
+                          : tr("Advice (the configuration, not findings):") + "\n" + advice.join("\n"));
+    m_advice->setVisible(!advice.isEmpty());
 }
 
 void FindingsPanel::showDetail(int row) {

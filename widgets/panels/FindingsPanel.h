@@ -28,6 +28,7 @@ public:
     QString statusText() const;
     QString detailText() const;
     QString notRunText() const; // the checks that could not run on this file, "" when all ran
+    QString adviceText() const; // configuration advice (diagnose/Advice.h), "" when there is none
     void activate(int row);     // what a click on a row does
 
 signals:
@@ -45,6 +46,7 @@ private:
     QTextBrowser* m_detail;
     QLabel* m_status;
     QLabel* m_notRun;
+    QLabel* m_advice;
     int m_progress = -1;
 };
 

@@ -10,6 +10,7 @@
 #include "charts/OverflowTimeline.h"
 #include "charts/ParamRankHeatmap.h"
 #include "charts/RankHeatmap.h"
+#include "diagnose/Advice.h"
 #include "diagnose/Diagnoser.h"
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
@@ -246,7 +247,8 @@ private:
             std::vector<std::string> lines;
             try {
                 std::vector<CheckNotRun> notRun;
-                for (const Finding& f : diagnoseRun(*RunReader::open(src), {}, nullptr, &notRun))
+                const auto reader = RunReader::open(src);
+                for (const Finding& f : diagnoseRun(*reader, {}, nullptr, &notRun))
                     lines.push_back(fmt::format(
                         "**{}** ({}, confidence {:.2f}{}): {}. Fix: {}", f.cause, f.dimension, f.confidence,
                         f.firstStep >= 0 ? fmt::format(", from step {}", f.firstStep) : "", f.evidence,
@@ -259,6 +261,9 @@ private:
                               "ranks in agreement.");
                 for (const CheckNotRun& c : notRun)
                     lines.push_back("*Could not run:* " + checkNotRunLine(c));
+                for (const Advice& a : configAdvice(reader->meta()))
+                    lines.push_back("*Advice (configuration, not a finding):* `" + a.key + "=" + a.value +
+                                    "`: " + a.text);
             } catch (const std::exception& e) {
                 lines.push_back(std::string("Diagnosis could not read the run: ") + e.what());
             }
