@@ -2,6 +2,7 @@
 // ranks; absent -> nothing), clean real runs of the trainer (no findings), and `ranksight-cli diagnose`'s
 // exit codes and JSON.
 #include "RunFileFixtures.h"
+#include "diagnose/Advice.h"
 #include "diagnose/Diagnoser.h"
 #include "store/RunReader.h"
 #include "store/RunWriter.h"
@@ -150,6 +151,7 @@ private slots:
     void jsonKeys();
     void cleanRealRuns();
     void cliExitCodes();
+    void configAdviceIsNotAFinding();
 
 private:
     QString trainRun(const QStringList& args, const QString& name);
@@ -560,6 +562,50 @@ void TestDiagnose::jsonKeys() {
                  .toArray()
                  .size(),
              0);
+}
+
+// Advice comes from the configuration; findings from what training did. An O2 MLP without a loss scale
+// flushes almost no gradient element (its gradients are large): advice, no finding, exit 0.
+void TestDiagnose::configAdviceIsNotAFinding() {
+    RunMeta meta = runfile_fixtures::makeMeta(4, 3, 2, 4);
+    meta.precision = "O2";
+    meta.lossScale = "none";
+    meta.configJson = R"({"gradients_mean": false, "broadcast": false, "weight_every": 100, "telemetry": true,
+                          "flight_steps": 4})";
+    QStringList keys;
+    for (const Advice& a : configAdvice(meta))
+        keys << QString::fromStdString(a.key + "=" + a.value);
+    QCOMPARE(keys,
+             QStringList({"loss_scale=none", "gradients_mean=false", "broadcast=false", "weight_every=100"}));
+    meta.lossScale = "dynamic";
+    meta.configJson = R"({"gradients_mean": true, "broadcast": true, "weight_every": 10, "telemetry": true,
+                          "flight_steps": 4})";
+    QVERIFY(configAdvice(meta).empty());
+    meta.configJson = "not json"; // a source without a config: only what the metadata says
+    meta.precision = "O3";
+    meta.lossScale = "fixed:1";
+    QCOMPARE(configAdvice(meta).size(), size_t(1));
+
+    const QString path =
+        trainRun({"--model", "mlp", "--ranks", "2", "--steps", "12", "--loss-scale", "none"}, "advice.h5");
+    QVERIFY(!path.isEmpty());
+    QProcess p;
+    p.start(RANKSIGHT_CLI, {"diagnose", path, "--json"});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 0);
+    const auto doc = QJsonDocument::fromJson(p.readAllStandardOutput()).object();
+    QCOMPARE(doc.value("findings").toArray().size(), 0);
+    const auto advice = doc.value("advice").toArray();
+    QCOMPARE(advice.size(), 1);
+    QCOMPARE(advice.at(0).toObject().value("key").toString(), QStringLiteral("loss_scale"));
+    QCOMPARE(advice.at(0).toObject().value("value").toString(), QStringLiteral("none"));
+    QVERIFY(advice.at(0).toObject().value("advice").toString().contains("flush to zero"));
+    p.start(RANKSIGHT_CLI, {"diagnose", path});
+    QVERIFY(p.waitForFinished(60000));
+    const QString text = QString::fromUtf8(p.readAllStandardOutput());
+    QVERIFY2(text.contains("no findings") && text.contains("advice (the configuration, not findings):") &&
+                 text.contains("loss_scale=none: O2 computes gradients in fp16"),
+             qPrintable(text));
 }
 
 QString TestDiagnose::trainRun(const QStringList& args, const QString& name) {

@@ -1,5 +1,6 @@
 // The fault lab: spec parsing, and for every fault a short real run whose run file (read back with
 // RunReader) shows the symptom the real mistake produces, while a clean run shows none of them.
+#include "faults/FaultPlan.h"
 #include "faults/FaultSpec.h"
 #include "store/RunReader.h"
 #include "train/Trainer.h"
@@ -9,6 +10,7 @@
 #include <QtTest>
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 using namespace rs;
@@ -38,6 +40,7 @@ private slots:
     void sdcBefore();
     void sdcAfter();
     void straggler();
+    void flipBitChoosesTheBit();
 
 private:
     struct Run {
@@ -109,18 +112,23 @@ void TestFaults::parsesSpecs_data() {
     QTest::addColumn<qint64>("step");
     QTest::addColumn<int>("rank");
     QTest::addColumn<QString>("param");
+    QTest::addColumn<int>("bit");
     QTest::addRow("bare") << "grad-sum"
-                          << "grad-sum" << qint64(-1) << -1 << "";
+                          << "grad-sum" << qint64(-1) << -1 << "" << -1;
     QTest::addRow("step and rank") << "rank-exit@12:3"
-                                   << "rank-exit" << qint64(12) << 3 << "";
+                                   << "rank-exit" << qint64(12) << 3 << "" << -1;
     QTest::addRow("rank only") << "duplicate-rank-id:1"
-                               << "duplicate-rank-id" << qint64(-1) << 1 << "";
+                               << "duplicate-rank-id" << qint64(-1) << 1 << "" << -1;
     QTest::addRow("step only") << "eval-mode@7"
-                               << "eval-mode" << qint64(7) << -1 << "";
+                               << "eval-mode" << qint64(7) << -1 << "" << -1;
     QTest::addRow("parameter") << "param-not-synced:fc2.bias"
-                               << "param-not-synced" << qint64(-1) << -1 << "fc2.bias";
+                               << "param-not-synced" << qint64(-1) << -1 << "fc2.bias" << -1;
     QTest::addRow("parameter at step") << "param-not-synced@3:fc1.weight"
-                                       << "param-not-synced" << qint64(3) << -1 << "fc1.weight";
+                                       << "param-not-synced" << qint64(3) << -1 << "fc1.weight" << -1;
+    QTest::addRow("bit flip, bit given") << "sdc-after@3:1:5"
+                                         << "sdc-after" << qint64(3) << 1 << "" << 5;
+    QTest::addRow("bit flip, sign bit") << "sdc-before:2:31"
+                                        << "sdc-before" << qint64(-1) << 2 << "" << 31;
 }
 
 void TestFaults::parsesSpecs() {
@@ -130,6 +138,7 @@ void TestFaults::parsesSpecs() {
     QTEST(qint64(f.step), "step");
     QTEST(f.rank, "rank");
     QTEST(QString::fromStdString(f.param), "param");
+    QTEST(f.bit, "bit");
 }
 
 void TestFaults::rejectsBadSpecs_data() {
@@ -151,6 +160,10 @@ void TestFaults::rejectsBadSpecs_data() {
                                          << "takes no :RANK";
     QTest::addRow("empty parameter") << "param-not-synced:"
                                      << "empty parameter name";
+    QTest::addRow("bit past 31") << "sdc-after@3:1:32"
+                                 << "bit '32' is not an integer in [0, 31]";
+    QTest::addRow("bit on another fault") << "straggler:1:3"
+                                          << "rank '1:3' is not an integer";
 }
 
 void TestFaults::rejectsBadSpecs() {
@@ -296,6 +309,13 @@ void TestFaults::evalMode() {
     QCOMPARE(last.bufferFp[1], first.bufferFp[1]); // rank 1 never updated its running statistics
     QVERIFY(last.bufferFp[0] != first.bufferFp[0]);
     QVERIFY(last.bufferDrift[1] > 1e-4f);
+    // Per step: rank 1's statistics never move (equal to the row before the first forward), rank 0's move on
+    // every step.
+    for (size_t s = 0; s < r.data.steps.size(); ++s) {
+        const auto& now = r.data.steps[s].ranks;
+        QCOMPARE(now[1].bufferFp, first.bufferFp[1]);
+        QVERIFY(now[0].bufferFp != (s ? r.data.steps[s - 1].ranks[0].bufferFp : first.bufferFp[0]));
+    }
     // The gradients are still all-reduced: the mistake hides from the synced fingerprints.
     QCOMPARE(r.data.steps.back().ranks[0].syncedFp, r.data.steps.back().ranks[1].syncedFp);
 }
@@ -395,6 +415,31 @@ void TestFaults::sdcAfter() {
     QVERIFY(r.data.steps[2].ranks[0].syncedFp != r.data.steps[2].ranks[1].syncedFp);
     const auto& w = r.data.weights.back(); // the corrupted update stays in rank 1's weights
     QVERIFY(w.step > 2 && w.fp[0] != w.fp[1]);
+}
+
+// The bit a flip hits: 30 (the top exponent bit) by default, any bit when given, in one element below 1 in
+// magnitude; only that bit of that element changes.
+void TestFaults::flipBitChoosesTheBit() {
+    for (const int bit : {0, 10, 22, 23, 30, 31}) {
+        std::vector<float> v(101, 4.0f);
+        v[70] = 0.375f; // the first small element from the middle on
+        const std::vector<float> before = v;
+        FaultPlan::flipBit(v.data(), int64_t(v.size()), bit);
+        for (size_t i = 0; i < v.size(); ++i) {
+            uint32_t a = 0, b = 0;
+            std::memcpy(&a, &before[i], 4);
+            std::memcpy(&b, &v[i], 4);
+            QCOMPARE(a ^ b, i == 70 ? (1u << bit) : 0u);
+        }
+    }
+    std::vector<float> v(8, 0.5f);
+    const std::vector<float> before = v;
+    FaultPlan::flipBit(v.data(), int64_t(v.size()), 32); // out of range: nothing
+    QCOMPARE(v, before);
+    // Through the trainer: a mantissa flip after the all-reduce still makes rank 1's synced gradient differ.
+    const Run r = run(config("sdcbit.h5", {"sdc-after@2:1:3"}, 2, 4));
+    QVERIFY(r.data.steps[2].ranks[0].syncedFp != r.data.steps[2].ranks[1].syncedFp);
+    QCOMPARE(r.data.steps[1].ranks[0].syncedFp, r.data.steps[1].ranks[1].syncedFp);
 }
 
 void TestFaults::straggler() {

@@ -87,7 +87,7 @@ private slots:
         const QString path = dir.filePath("clean.h5");
         QProcess cli;
         cli.start(RANKSIGHT_CLI, {"train", "--model", "mlp", "--ranks", "2", "--batch", "8", "--steps", "30",
-                                  "--precision", "O0", "--loss-scale", "none", "--quiet", "--out", path});
+                                  "--precision", "O2", "--loss-scale", "none", "--quiet", "--out", path});
         QVERIFY(cli.waitForFinished(120000));
         QCOMPARE(cli.exitCode(), 0);
         RunModel model;
@@ -102,8 +102,14 @@ private slots:
         QCOMPARE(panel.notRunText(),
                  QString("Could not run on this file:\n• BatchNorm statistics (eval-mode): "
                          "the model has no BatchNorm running statistics"));
+        // O2 without a loss scale: the MLP's gradients lose almost nothing to fp16 (no finding), but the
+        // setting is advice.
+        QVERIFY2(
+            panel.adviceText().startsWith("Advice (the configuration, not findings):\n• loss_scale=none: "),
+            qPrintable(panel.adviceText()));
         model.close(); // a new run clears the findings and their status
         QCOMPARE(panel.runner()->hasResult(), false);
+        QCOMPARE(panel.adviceText(), QString());
     }
 
     // A file from a source that records less: the panel says which checks could not run and why, and the

@@ -25,8 +25,9 @@ constexpr int kSteps = 300, kRanks = 4, kMismatchStep = 120;
 
 // A run whose rank 2 receives a different synced gradient from step 120 on, with the GRADIENT_SYNC event the
 // trainer logs for it, a few overflow events before, weight rows and evaluations.
-void writeFixture(const QString& path, int steps, bool mismatch) {
-    const RunMeta meta = runfile_fixtures::makeMeta(kRanks, 6, 4, 8);
+void writeFixture(const QString& path, int steps, bool mismatch, const std::string& lossScale = "dynamic") {
+    RunMeta meta = runfile_fixtures::makeMeta(kRanks, 6, 4, 8);
+    meta.lossScale = lossScale;
     auto w = RunWriter::create(path.toStdString(), meta);
     for (int s = 0; s < steps; ++s) {
         StepRecord rec = runfile_fixtures::makeStep(meta, s);
@@ -164,6 +165,7 @@ void TestReport::writesTheWholeFolder() {
         QVERIFY2(md.contains(image), image);
     QVERIFY(md.contains("the run file cut to steps 70 to 170"));
     QVERIFY(md.contains("3 events: 1 errors, 0 warnings, 2 info."));
+    QVERIFY(!md.contains("Advice")); // O2 with a dynamic loss scale: nothing to advise
 }
 
 void TestReport::noAnomalySlicesTheWholeRun() {
@@ -179,6 +181,18 @@ void TestReport::noAnomalySlicesTheWholeRun() {
     const QString md = QString::fromUtf8(readAll(QDir(dir).filePath("report.md")));
     QVERIFY(md.contains("Cursor and heatmaps at step 39 (the last step: the run has no anomaly)."));
     QVERIFY(md.contains("## First mismatch\n\nNone:"));
+
+    // The same run without a loss scale: the report carries the setting as advice, not as a finding.
+    const QString noScale = m_dir.filePath("noscale.h5");
+    writeFixture(noScale, 40, false, "none");
+    RunModel noScaleModel;
+    QVERIFY(openModel(noScaleModel, noScale));
+    const QString dir2 = m_dir.filePath("noscale-report");
+    QVERIFY2(ReportExporter(&noScaleModel).write(dir2, &error), qPrintable(error));
+    const QString md2 = QString::fromUtf8(readAll(QDir(dir2).filePath("report.md")));
+    QVERIFY2(md2.contains(
+                 "*Advice (configuration, not a finding):* `loss_scale=none`: O2 computes gradients in fp16"),
+             qPrintable(md2));
 }
 
 void TestReport::refusesAnExistingFolder() {
