@@ -166,7 +166,12 @@ void syncedMismatch(const Diagnoser::State& s, Findings& out) {
     for (int p = 0; p < s.P; ++p) {
         const int64_t m = s.paramMismatchSteps[size_t(p)];
         const bool own = s.paramOwnSum[size_t(p)] * 2 >= m || s.paramAllDistinct[size_t(p)] * 10 >= m * 8;
-        if (m * 10 >= s.paramSteps * 8 && own)
+        // On (nearly) every step since it first differed: a parameter dropped from the reducer mid-run (a
+        // layer unfrozen after the reducer was built) differs from then on; a corrupted copy on one step.
+        const int64_t since = s.paramFirstMismatch[size_t(p)] == kNoStep
+                                  ? 0
+                                  : std::min(s.paramSteps, s.lastStep - s.paramFirstMismatch[size_t(p)] + 1);
+        if (since >= 3 && m * 10 >= since * 8 && own)
             always.push_back(p);
         else
             otherMismatch += m;

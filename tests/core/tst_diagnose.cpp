@@ -326,6 +326,15 @@ void TestDiagnose::rule_data() {
             }
     }) << "param-not-synced" << qint64(0)
                                       << ints({0, 1, 2, 3});
+    // Left out from step 25 on (a layer unfrozen after the reducer was built): not a one-step corruption.
+    QTest::addRow("param-not-synced mid-run") << 4 << Edit([](Sim& s) {
+        for (auto& st : s.steps)
+            for (int r = 0; r < s.R && st.step >= 25; ++r) {
+                auto& x = st.ranks[size_t(r)];
+                x.syncedFp[3] ^= uint64_t(r + 1) << 20;
+                x.syncedSum[3] = x.localSum[3];
+            }
+    }) << "param-not-synced" << qint64(25) << ints({0, 1, 2, 3});
     QTest::addRow("sdc-before") << 4 << Edit([](Sim& s) {
         auto& x = s.steps[20].ranks[2];
         x.localMax[0] = 3e30f;
