@@ -134,13 +134,15 @@ void stepBufferPart(Diagnoser::State& s, const StepRecord& st) {
             allWorking = allWorking && st.ranks[r].state == uint8_t(CardState::Ok);
         }
         for (size_t r = 0; r < R; ++r) {
-            if (allWorking && still[r] && stillCount == 1) {
+            // A replica whose loss is not finite has NaN statistics, which stand still without eval mode.
+            const bool finite = std::isfinite(st.ranks[r].loss);
+            if (allWorking && finite && still[r] && stillCount == 1) {
                 if (s.stepStill[r]++ == 0)
                     s.stepStillSince[r] = st.step;
                 s.frozenLongest[r] = std::max(s.frozenLongest[r], s.stepStill[r]);
                 if (s.stepStill[r] >= diag::kFrozenSteps && s.frozenSince[r] == kNoStep)
                     s.frozenSince[r] = s.stepStillSince[r];
-            } else if (!still[r] || !allWorking || stillCount > 1) {
+            } else {
                 s.stepStill[r] = 0;
             }
         }

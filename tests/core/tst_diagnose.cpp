@@ -152,6 +152,7 @@ private slots:
     void cleanRealRuns();
     void cliExitCodes();
     void configAdviceIsNotAFinding();
+    void nanReplicaIsNotInEvalMode();
 
 private:
     QString trainRun(const QStringList& args, const QString& name);
@@ -571,6 +572,24 @@ void TestDiagnose::jsonKeys() {
                  .toArray()
                  .size(),
              0);
+}
+
+// A replica gone NaN (an overflow applied on one rank) has NaN BatchNorm statistics, which stand still: that
+// is not eval mode (found by tools/fault-sweep: overflow-not-synced at O3 was also named eval-mode).
+void TestDiagnose::nanReplicaIsNotInEvalMode() {
+    Sim sim(4, 3, 40);
+    for (auto& st : sim.steps)
+        if (st.step >= 20) {
+            st.ranks[2].loss = std::nanf("");
+            st.ranks[2].bufferFp = 4242;
+        }
+    for (const Finding& f : sim.diagnose())
+        QVERIFY2(f.cause != "eval-mode", qPrintable(QString::fromStdString(findingLine(f))));
+    // The same statistics with a finite loss are eval mode.
+    for (auto& st : sim.steps)
+        st.ranks[2].loss = 1.5f;
+    const auto f = sim.diagnose();
+    QVERIFY(std::any_of(f.begin(), f.end(), [](const Finding& x) { return x.cause == "eval-mode"; }));
 }
 
 // Advice comes from the configuration; findings from what training did. An O2 MLP without a loss scale
