@@ -295,8 +295,8 @@ void Trainer::Impl::allReduceGradients(Card& card, StepWork& w) {
         const auto& p = params[size_t(unsynced)];
         std::copy_n(w.slot ? g + p.offset : kept.data(), p.numel, w.synced + p.offset);
     }
-    if (const int bit = faults->flipAfter(card.rank, w.step);
-        bit >= 0) // after the all-reduce, this card only
+    // Corruption after the all-reduce, on this card only.
+    if (const int bit = faults->flipAfter(card.rank, w.step); bit >= 0)
         FaultPlan::flipBit(w.synced, N, bit);
 }
 
