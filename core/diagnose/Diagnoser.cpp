@@ -30,7 +30,7 @@ Diagnoser::State::State(const RunMeta& m)
     slowest.assign(r, 0);
     computeSum.assign(r, 0);
     commSum.assign(r, 0);
-    firstSlowStep.assign(r, kNoStep);
+    slowDated.assign(r, {});
     identical.assign(pairs, 0);
     overlapping.assign(pairs, 0);
     overlapSum.assign(pairs, 0);
@@ -203,13 +203,17 @@ void scalarPart(Diagnoser::State& s, const StepRecord& st) {
     s.prevCleanApplied = clean && lossFinite;
     s.prevStepNo = st.step;
 
-    // Compute time: the first two steps allocate and warm up.
-    if (s.steps >= 2 && R >= 2) {
-        ++s.timedSteps;
+    // Compute time: the first two steps allocate and warm up, so they date a slow card but do not count.
+    if (R >= 2) {
+        const bool timed = s.steps >= 2;
+        s.timedSteps += timed ? 1 : 0;
         int slow = 0;
         for (int r = 0; r < R; ++r) {
-            s.computeSum[size_t(r)] += std::isfinite(rk[size_t(r)].computeMs) ? rk[size_t(r)].computeMs : 0;
-            s.commSum[size_t(r)] += std::isfinite(rk[size_t(r)].commMs) ? rk[size_t(r)].commMs : 0;
+            if (timed) {
+                s.computeSum[size_t(r)] +=
+                    std::isfinite(rk[size_t(r)].computeMs) ? rk[size_t(r)].computeMs : 0;
+                s.commSum[size_t(r)] += std::isfinite(rk[size_t(r)].commMs) ? rk[size_t(r)].commMs : 0;
+            }
             if (rk[size_t(r)].computeMs > rk[size_t(slow)].computeMs)
                 slow = r;
         }
@@ -219,8 +223,9 @@ void scalarPart(Diagnoser::State& s, const StepRecord& st) {
                 others.push_back(rk[size_t(r)].computeMs);
         const double med = median(others);
         if (med > 0 && rk[size_t(slow)].computeMs >= diag::kSlowRatio * med) {
-            ++s.slowest[size_t(slow)];
-            s.firstSlowStep[size_t(slow)] = std::min(s.firstSlowStep[size_t(slow)], st.step);
+            s.slowest[size_t(slow)] += timed ? 1 : 0;
+            if (auto& dated = s.slowDated[size_t(slow)]; dated.size() < diag::kSlowDated)
+                dated.push_back(st.step);
         }
     }
 

@@ -254,6 +254,14 @@ void gradSum(const Diagnoser::State& s, Findings& out) {
         "averages by itself)."));
 }
 
+// The first slow step that another slow step follows within three steps (the first slow step if none does).
+int64_t slowSince(const std::vector<int64_t>& dated) {
+    for (size_t i = 0; i + 1 < dated.size(); ++i)
+        if (dated[i + 1] - dated[i] <= 3)
+            return dated[i];
+    return dated.empty() ? kNoStep : dated.front();
+}
+
 void straggler(const Diagnoser::State& s, Findings& out) {
     if (s.R < 2 || s.timedSteps < 8)
         return;
@@ -272,7 +280,7 @@ void straggler(const Diagnoser::State& s, Findings& out) {
     if (othersComm / n < 1.5 * myComm || mine < diag::kSlowRatio * othersCompute / n)
         return;
     out.push_back(
-        make("straggler", "parallel", 0.8, s.firstSlowStep[size_t(r)], {r},
+        make("straggler", "parallel", 0.8, slowSince(s.slowDated[size_t(r)]), {r},
              fmt::format(
                  "rank {} computes {:.1f} ms per step against {:.1f} ms on the others ({} of {} steps at "
                  "least {:.0f}x slower), and the others wait {:.1f} ms per step in collectives against its "

@@ -77,8 +77,10 @@ struct Diagnoser::State {
     std::vector<int64_t> slowest;   // [rank] steps where its compute time was >= kSlowRatio x the others'
     std::vector<double> computeSum; // [rank] ms
     std::vector<double> commSum;    // [rank] ms
-    FirstSeen firstSlow;            // per rank would be nicer; the first for the rank that ends up slowest
-    std::vector<int64_t> firstSlowStep; // [rank]
+    // [rank] the first steps (at most kSlowDated) where it was >= kSlowRatio x the others, warm-up included:
+    // they date a straggler, not decide one. A slow card is slow from its first step, and one step lost to a
+    // noisy neighbour must not move the date, so the date is the first slow step another follows closely.
+    std::vector<std::vector<int64_t>> slowDated;
     // data shards, per pair i<j (index i*R+j)
     int64_t sampleSteps = 0;
     std::vector<int64_t> identical;   // sample fingerprints and ids equal
@@ -160,6 +162,7 @@ struct Diagnoser::State {
 namespace diag {
 inline constexpr int64_t kLossScaleWarmup = 40; // dynamic scaling halves down from 2^24 on the first steps
 inline constexpr double kSlowRatio = 2.0;       // straggler: compute time vs the other ranks' median
+inline constexpr size_t kSlowDated = 32;        // straggler: slow steps kept per rank for its date
 inline constexpr double kOutlierRatio = 1e3;    // sdc-before: local max |g| vs the other ranks' largest
 inline constexpr int64_t kFrozenSteps = 3; // eval-mode: steps a rank's BatchNorm statistics stay put alone
 inline constexpr double kUnderflowFrac = 1e-3; // no-loss-scale: share of gradient elements flushed to zero

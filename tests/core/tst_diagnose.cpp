@@ -351,16 +351,19 @@ void TestDiagnose::rule_data() {
                 fp ^= 1;
     }) << "sdc-after" << qint64(25)
                                << ints({1});
+    // Slow from step 12 on, with a noisy neighbour's marks: one slow spike at step 1, and step 13 not slow.
+    // The date is where the streak starts, not the spike nor the step after the gap.
     QTest::addRow("straggler") << 4 << Edit([](Sim& s) {
         for (auto& st : s.steps)
             for (int r = 0; r < s.R; ++r) {
                 auto& x = st.ranks[size_t(r)];
-                if (r == 3)
+                const bool slow = st.step == 1 || (st.step >= 12 && st.step != 13);
+                if (r == 3 && slow)
                     x.computeMs *= 5;
-                else
+                else if (slow)
                     x.commMs += 400;
             }
-    }) << "straggler" << qint64(2)
+    }) << "straggler" << qint64(12)
                                << ints({3});
 }
 
