@@ -51,8 +51,10 @@ exit codes: 0 success, 1 a check failed, 2 bad usage or unreadable input
 
 } // namespace
 
+// OpenBLAS's settings, before main() (util/BlasSetup.h).
+RANKSIGHT_CONFIGURE_BLAS
+
 int main(int argc, char** argv) {
-    rs::configureBlasByReexec(argv);
     if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
         !std::strcmp(argv[1], "help")) {
         std::fputs(kUsage, argc < 2 ? stderr : stdout);

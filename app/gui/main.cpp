@@ -45,8 +45,10 @@ void closeOnSignals(QWidget* window) {
 
 } // namespace
 
+// OpenBLAS's settings, before main() (util/BlasSetup.h).
+RANKSIGHT_CONFIGURE_BLAS
+
 int main(int argc, char** argv) {
-    rs::configureBlasByReexec(argv);
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("RankSight"));
     QApplication::setOrganizationName(QStringLiteral("RankSight"));

@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <map>
-#include <unistd.h>
 
 namespace rs {
 
@@ -15,6 +14,12 @@ std::string blasCoreName() {
     auto fn = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
     const char* name = fn ? fn() : nullptr;
     return name ? name : "";
+}
+
+int blasThreads() {
+    using NumThreads = int (*)();
+    auto fn = reinterpret_cast<NumThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+    return fn ? fn() : 0;
 }
 
 std::string bestBlasCoreType() {
@@ -48,24 +53,35 @@ bool blasCoreFallsShort(const std::string& current, const std::string& best) {
     return c != tier.end() && b != tier.end() && c->second < b->second;
 }
 
-void configureBlasByReexec(char** argv) {
-    // NOLINTBEGIN(concurrency-mt-unsafe): main() calls this first, before any thread exists
-    bool changed = false;
+void configureBlas() {
+    // NOLINTBEGIN(concurrency-mt-unsafe): called before any thread exists
+    bool threads = false, core = false;
     if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
         setenv("OPENBLAS_NUM_THREADS", "1", 1);
-        changed = true;
+        threads = true;
     }
     if (std::getenv("OPENBLAS_CORETYPE") == nullptr) {
         const std::string best = bestBlasCoreType();
         if (blasCoreFallsShort(blasCoreName(), best)) {
             setenv("OPENBLAS_CORETYPE", best.c_str(), 1);
-            changed = true;
+            core = true;
         }
     }
     // NOLINTEND(concurrency-mt-unsafe)
-    if (changed)
-        execv("/proc/self/exe", argv);
-    // If re-executing fails the program still runs, just possibly oversubscribed or on slower kernels.
+    // Looked up at run time: a LibTorch built against another BLAS has neither, and needs neither.
+    using Fn = void (*)();
+    using SetThreads = void (*)(int);
+    if (core) {
+        auto quit = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "gotoblas_quit"));
+        auto init = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "gotoblas_init"));
+        if (quit && init) {
+            quit(); // frees its buffers, stops its threads, forgets the kernels it chose
+            init(); // reads the environment again, picks the named kernels
+        }
+    }
+    if (threads) // gotoblas_init keeps the thread count it counted the first time
+        if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+            set(1);
 }
 
 } // namespace rs

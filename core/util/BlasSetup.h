@@ -1,6 +1,9 @@
-// OpenBLAS reads its settings once, when the library loads, so they have to be in the environment before the
-// program starts. Executables call configureBlasByReexec first thing in main(): it sets what is missing and
-// re-executes the program once so the settings are in place before the load.
+// OpenBLAS reads its settings once, in its library constructor, before main(). configureBlas (each
+// executable calls it first thing, through RANKSIGHT_CONFIGURE_BLAS below) sets what is missing in the
+// environment, for this process and the processes it starts, and re-initializes OpenBLAS with them through
+// the library's own constructor and destructor (gotoblas_quit, gotoblas_init). Setting them from a
+// .preinit_array does not work (libc's constructor resets environ to the original envp after it), and a
+// re-exec loads LibTorch's 300 libraries twice (0.4 s per program start).
 //  - OPENBLAS_NUM_THREADS=1: the emulated cards each want one BLAS thread (one card per core, see
 //    ComputeSlots).
 //  - OPENBLAS_CORETYPE: OpenBLAS picks its kernels from the CPU model, and a release older than the CPU falls
@@ -15,10 +18,20 @@
 
 namespace rs {
 
-void configureBlasByReexec(char** argv);
+// Call before any thread exists and before any BLAS call.
+void configureBlas();
+
+// An executable constructor: it runs after every library's (OpenBLAS's included) and before main(), also in
+// test executables whose main() QTest writes. Put once in each executable.
+#define RANKSIGHT_CONFIGURE_BLAS                                                                             \
+    __attribute__((constructor)) static void rsConfigureBlas() {                                             \
+        rs::configureBlas();                                                                                 \
+    }
 
 // The OpenBLAS kernels in use ("SkylakeX", "Haswell", "Prescott"...); empty when the BLAS is not OpenBLAS.
 std::string blasCoreName();
+// The threads OpenBLAS runs a call on; 0 when the BLAS is not OpenBLAS.
+int blasThreads();
 
 // The OpenBLAS core type this CPU supports best, from its instruction set extensions, and whether the kernels
 // named `current` fall short of it (false for a name this does not know: no guessing).

@@ -22,11 +22,13 @@ std::string blasDescription() {
     const std::string core = blasCoreName();
     if (core.empty())
         return "not OpenBLAS";
+    const int n = blasThreads();
+    const std::string threads = fmt::format("{} thread{}", n, n == 1 ? "" : "s");
     const std::string best = bestBlasCoreType();
     if (blasCoreFallsShort(core, best))
-        return fmt::format("OpenBLAS with {} kernels (this CPU supports {}: set OPENBLAS_CORETYPE={})", core,
-                           best, best);
-    return fmt::format("OpenBLAS with {} kernels", core);
+        return fmt::format("OpenBLAS with {} kernels, {} (this CPU supports {}: set OPENBLAS_CORETYPE={})",
+                           core, threads, best, best);
+    return fmt::format("OpenBLAS with {} kernels, {}", core, threads);
 }
 
 } // namespace rs

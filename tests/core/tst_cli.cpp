@@ -294,13 +294,14 @@ void TestCli::versionNamesLibrariesAndBlasKernels() {
     QVERIFY2(out.contains("LibTorch 1.") && out.contains("HDF5 1."), qPrintable(out));
     QVERIFY2(out.contains("BLAS: OpenBLAS with "), qPrintable(out));
     QVERIFY2(!out.contains("this CPU supports"), qPrintable(out)); // the kernels the CPU supports are in use
+    QVERIFY2(out.contains(" kernels, 1 thread\n"), qPrintable(out)); // one BLAS thread per card
 
     env.insert("OPENBLAS_CORETYPE", "Prescott"); // the user's choice stands, and the line says what it costs
     p.setProcessEnvironment(env);
     p.start(RANKSIGHT_CLI, {"--version"});
     QVERIFY(p.waitForFinished(30000));
     const QString forced = QString::fromUtf8(p.readAllStandardOutput());
-    QVERIFY2(forced.contains("OpenBLAS with Prescott kernels"), qPrintable(forced));
+    QVERIFY2(forced.contains("OpenBLAS with Prescott kernels, 1 thread"), qPrintable(forced));
     if (bestBlasCoreType() != "" && blasCoreFallsShort("Prescott", bestBlasCoreType()))
         QVERIFY2(forced.contains("set OPENBLAS_CORETYPE=" + QString::fromStdString(bestBlasCoreType())),
                  qPrintable(forced));
