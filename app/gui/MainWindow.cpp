@@ -558,7 +558,8 @@ void MainWindow::showFinding(const Finding& f) {
         m_rankHeatmap->setMetric(RankMetric::WeightMismatch);
     else if (c == "shard-overlap" || c == "duplicate-rank-id")
         m_rankHeatmap->setMetric(RankMetric::ShardOverlap);
-    else if (c == "param-not-synced" || c == "sdc-after" || c == "overflow-not-synced")
+    else if (c == "param-not-synced" || c == "sdc-after" || c == "overflow-not-synced" ||
+             c == "loss-scale-not-restored")
         m_rankHeatmap->setMetric(RankMetric::SyncedMismatch);
     else if (c == "eval-mode" || c == "sdc-before")
         m_rankHeatmap->setMetric(RankMetric::SketchCosine);

@@ -191,6 +191,43 @@ void scalarPart(Diagnoser::State& s, const StepRecord& st) {
             }
     }
 
+    // Loss scales apart with no skip disagreement on this step or the one before: a scaler started over.
+    bool scalesRecorded = true, scalesAgree = true;
+    for (const auto& x : rk) {
+        scalesRecorded = scalesRecorded && std::isfinite(x.lossScale) && x.lossScale > 0;
+        scalesAgree = scalesAgree && x.lossScale == rk[0].lossScale;
+    }
+    const bool skipSplit = skippers > 0 && skippers < R;
+    if (scalesRecorded) {
+        if (!scalesAgree) {
+            ++s.scaleSplitSteps;
+            if (s.prevScalesAgree && s.prevScales.size() == size_t(R) && !skipSplit && !s.prevSkipSplit) {
+                int odd = 0; // the rank whose scale moved most against its own last step's
+                double most = -1;
+                for (int r = 0; r < R; ++r)
+                    if (const double jump =
+                            std::fabs(std::log2(rk[size_t(r)].lossScale / s.prevScales[size_t(r)]));
+                        jump > most) {
+                        most = jump;
+                        odd = r;
+                    }
+                std::vector<double> others;
+                for (int r = 0; r < R; ++r)
+                    if (r != odd)
+                        others.push_back(rk[size_t(r)].lossScale);
+                s.firstScaleSplit.note(st.step, odd, -1,
+                                       std::log2(rk[size_t(odd)].lossScale / median(others)));
+            }
+        }
+        s.prevScales.resize(size_t(R));
+        for (int r = 0; r < R; ++r)
+            s.prevScales[size_t(r)] = rk[size_t(r)].lossScale;
+        s.prevScalesAgree = scalesAgree;
+    } else {
+        s.prevScales.clear();
+    }
+    s.prevSkipSplit = skipSplit;
+
     bool clean = true, lossFinite = true;
     for (const auto& x : rk) {
         clean = clean && !x.overflow && !x.skipped;

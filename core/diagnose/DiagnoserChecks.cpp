@@ -63,7 +63,7 @@ std::vector<Check> checks() {
          {{step(rsc::kUnderflowCount), "fp16 underflow counts"}, {step(rsc::kLossScale), "loss scale"}},
          {}},
         {"loss scaling",
-         {"loss-scale-too-high", "overflow-not-synced"},
+         {"loss-scale-too-high", "overflow-not-synced", "loss-scale-not-restored"},
          {{step(rsc::kLossScale), "loss scale"},
           {step(rsc::kOverflow), "overflow flags"},
           {step(rsc::kSkipped), "skipped updates"}},

@@ -363,6 +363,12 @@ std::vector<Finding> runRules(const Diagnoser::State& s) {
         std::erase_if(out, [&](const Finding& f) {
             return f.cause == "overflow-not-synced" && f.confidence < 0.7 && f.firstStep >= sdcStep;
         });
+    // Ranks whose loss scales differ apply different gradients from the same all-reduced bytes: their synced
+    // fingerprints differ from the split on, which is the scale's doing, not a corrupted copy.
+    for (const Finding& f : std::vector<Finding>(out))
+        if (f.cause == "loss-scale-not-restored")
+            std::erase_if(
+                out, [&](const Finding& g) { return g.cause == "sdc-after" && g.firstStep >= f.firstStep; });
     std::stable_sort(out.begin(), out.end(),
                      [](const Finding& a, const Finding& b) { return a.confidence > b.confidence; });
     return out;

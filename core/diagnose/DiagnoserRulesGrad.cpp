@@ -129,6 +129,38 @@ void overflowNotSynced(const Diagnoser::State& s, Findings& out) {
         "scaler.step (GradScaler with DDP does this)."));
 }
 
+// One rank's loss scale jumped away from the others' with no overflow skip they disagreed on: its loss-scale
+// manager started over (a restarted rank process, or a checkpoint resumed without the scale). Every rank
+// divides the all-reduced sum by its own scale, so from then on the ranks apply different gradients, and the
+// ranks with the smaller scale apply the other's share of the sum too large.
+void lossScaleNotRestored(const Diagnoser::State& s, Findings& out) {
+    const auto& split = s.firstScaleSplit;
+    if (!split.seen() || (s.firstSkipMismatch.seen() && s.firstSkipMismatch.step < split.step))
+        return;
+    const int r = split.rank;
+    const double k = split.value;
+    const std::string effect =
+        k > 0
+            ? fmt::format("the other ranks apply rank {}'s share of the all-reduced gradient {:g}x too large",
+                          r, std::exp2(k))
+            : fmt::format(
+                  "rank {} applies the other ranks' shares of the all-reduced gradient {:g}x too large", r,
+                  std::exp2(-k));
+    out.push_back(make(
+        "loss-scale-not-restored", "numerics", 0.9, split.step, {r},
+        fmt::format(
+            "at step {} rank {}'s loss scale became 2^{:.0f} times the other ranks' and stayed apart ({} "
+            "step(s) with the ranks' scales unequal), with no overflow skip they disagreed on before it: "
+            "its loss-scale manager started over. Each rank divides the all-reduced sum by its own scale, "
+            "so the synced gradients differ across ranks and {}",
+            split.step, r, k, s.scaleSplitSteps, effect),
+        "Restore the loss scale on every rank when a job resumes or a rank restarts: MindSpore keeps it in "
+        "TrainOneStepWithLossScaleCell's scale_sense parameter (load the checkpoint into that cell, not only "
+        "into "
+        "the network); PyTorch: scaler.load_state_dict(checkpoint['scaler']) on every rank, not only rank "
+        "0."));
+}
+
 // A finite local-gradient value a thousand times every other rank's, on one rank and few steps, while the
 // synced gradients still agree: corruption before the all-reduce.
 void sdcBefore(const Diagnoser::State& s, Findings& out) {
@@ -300,6 +332,7 @@ void numericsRules(const Diagnoser::State& s, Findings& out) {
     lossScaleTooHigh(s, out);
     noLossScale(s, out);
     overflowNotSynced(s, out);
+    lossScaleNotRestored(s, out);
     sdcBefore(s, out);
     syncedMismatch(s, out);
 }

@@ -65,6 +65,12 @@ struct Diagnoser::State {
     int64_t skipMismatchSteps = 0; // steps where ranks disagree on skipping the update
     FirstSeen firstSkipMismatch;
     std::vector<int64_t> skipMinority; // [rank] steps where that rank was alone in its skip decision
+    // Loss scales: with a shared overflow vote every rank's scaler takes the same steps, so the ranks' scales
+    // agree. A split that no skip disagreement explains is a rank whose loss-scale manager started over.
+    std::vector<float> prevScales; // [rank] the last step's, when every rank recorded one
+    bool prevScalesAgree = true, prevSkipSplit = false;
+    int64_t scaleSplitSteps = 0; // steps whose ranks' scales differ
+    FirstSeen firstScaleSplit;   // rank: the one whose scale jumped; value: log2(its scale / the others')
     // A step applied with no overflow flagged anywhere, and a non-finite loss right after it: an overflow the
     // (unsynchronised) status check missed. The synced check of a healthy run flags any non-finite synced
     // gradient, so a finite update follows.

@@ -17,6 +17,11 @@ std::unique_ptr<FaultPlan> FaultPlan::make(const TrainConfig& cfg) {
     plan->m_specs = parseFaults(cfg.faults);
     plan->m_ranks = cfg.ranks;
     checkFaults(plan->m_specs, cfg.ranks);
+    if (plan->find("loss-scale-not-restored") && cfg.lossScale.mode != LossScaleMode::Dynamic)
+        throw ConfigError(
+            fmt::format("fault 'loss-scale-not-restored': needs a dynamic loss scale (this run's is "
+                        "'{}'): it starts one rank's over from its initial value",
+                        cfg.lossScale.mode == LossScaleMode::None ? "none" : "fixed"));
     return plan;
 }
 
@@ -144,6 +149,10 @@ int FaultPlan::flipAfter(int rank, int64_t step) const {
 int FaultPlan::slowdown(int rank, int64_t step) const {
     const FaultSpec* f = find("straggler");
     return f && rankOf(*f) == rank && step >= std::max<int64_t>(0, f->step) ? 4 : 1;
+}
+
+bool FaultPlan::scaleRestarts(int rank, int64_t step) const {
+    return at("loss-scale-not-restored", rank, step, 5);
 }
 
 void FaultPlan::flipBit(float* data, int64_t count, int bit) {

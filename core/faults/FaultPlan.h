@@ -40,6 +40,9 @@ public:
     int flipBefore(int rank, int64_t step) const;           // sdc-before: the bit to flip, or -1
     int flipAfter(int rank, int64_t step) const;            // sdc-after: the bit to flip, or -1
     int slowdown(int rank, int64_t step) const;             // straggler: compute takes this many times longer
+    // loss-scale-not-restored: a rank restarted (or resumed from a checkpoint) with a fresh loss-scale
+    // manager at its initial value while the others keep theirs. True on the step its scaler starts over.
+    bool scaleRestarts(int rank, int64_t step) const;
 
     // Flips bit `bit` (0..31 of the IEEE float; 30, the top exponent bit, by default) of one element near
     // the middle of the buffer whose magnitude is below 1: a silent data corruption. The default turns a

@@ -13,12 +13,13 @@ namespace {
 
 bool takesStep(const std::string& n) {
     return n == "rank-exit" || n == "eval-mode" || n == "overflow-not-synced" || n == "param-not-synced" ||
-           n == "sdc-before" || n == "sdc-after" || n == "straggler" || n == "shard-uneven";
+           n == "sdc-before" || n == "sdc-after" || n == "straggler" || n == "shard-uneven" ||
+           n == "loss-scale-not-restored";
 }
 
 bool takesRank(const std::string& n) {
     return n == "duplicate-rank-id" || n == "rank-exit" || n == "shard-uneven" || n == "eval-mode" ||
-           n == "sdc-before" || n == "sdc-after" || n == "straggler";
+           n == "sdc-before" || n == "sdc-after" || n == "straggler" || n == "loss-scale-not-restored";
 }
 
 int64_t toNumber(const std::string& spec, const char* what, const std::string& text, int64_t hi) {

@@ -19,10 +19,11 @@ struct FaultSpec {
     int bit = -1;      // sdc-before / sdc-after only: the bit flipped (0..31); -1: the top exponent bit
 };
 
-inline constexpr std::array<std::string_view, 15> kFaultNames = {
-    "duplicate-rank-id", "rank-table-invalid", "rank-exit",           "init-mismatch", "shard-overlap",
-    "shard-uneven",      "eval-mode",          "loss-scale-too-high", "no-loss-scale", "overflow-not-synced",
-    "grad-sum",          "param-not-synced",   "sdc-before",          "sdc-after",     "straggler"};
+inline constexpr std::array<std::string_view, 16> kFaultNames = {
+    "duplicate-rank-id", "rank-table-invalid",  "rank-exit", "init-mismatch",
+    "shard-overlap",     "shard-uneven",        "eval-mode", "loss-scale-too-high",
+    "no-loss-scale",     "overflow-not-synced", "grad-sum",  "param-not-synced",
+    "sdc-before",        "sdc-after",           "straggler", "loss-scale-not-restored"};
 
 // Throws ConfigError naming the spec for an unknown name, bad syntax, or a step/rank the fault does not take.
 FaultSpec parseFault(const std::string& text);

@@ -186,6 +186,8 @@ void Trainer::Impl::loadBatch(Card& card, StepWork& w, std::vector<uint8_t>& raw
     loadNormalizedBatch(*train, ids, B, raw, images, labels);
     w.rs.sampleIds.assign(ids, ids + B);
     w.rs.sampleFp = fingerprint(ids, sizeof(int64_t) * B);
+    if (faults->scaleRestarts(card.rank, w.step)) // a fresh loss-scale manager, at its initial scale
+        card.scaler = std::make_unique<LossScaler>(cfg.lossScale);
     w.scale = card.scaler->scale();
     w.unscale = 1.0f / w.scale;
     w.rs.lossScale = w.scale;
@@ -300,7 +302,8 @@ void Trainer::Impl::allReduceGradients(Card& card, StepWork& w) {
         FaultPlan::flipBit(w.synced, N, bit);
 }
 
-// Synced gradient, as the all-reduce delivered it: norm, sum and a bitwise fingerprint per parameter.
+// Synced gradient, as the all-reduce delivered it and this rank unscales it: norm, sum and a bitwise
+// fingerprint per parameter.
 void Trainer::Impl::recordSyncedGradient(Card& card, StepWork& w) {
     const auto& params = card.replica->params();
     const size_t P = params.size();
@@ -319,6 +322,10 @@ void Trainer::Impl::recordSyncedGradient(Card& card, StepWork& w) {
             continue;
         }
         const auto s = normSumFingerprint(t, params[p].numel, w.unscale, &rs.syncedFp[p]);
+        // What a rank applies is the all-reduced sum times its own unscale: ranks whose loss scales differ
+        // apply different gradients from the same bytes, so the scale is part of the fingerprint.
+        if (w.unscale != 1.0f)
+            rs.syncedFp[p] = fingerprint(&w.unscale, sizeof(float), rs.syncedFp[p]);
         w.nonfiniteSynced += s.nonfinite;
         rs.syncedNorm[p] = static_cast<float>(std::sqrt(s.sumSq));
         rs.syncedSum[p] = s.sum;
