@@ -72,11 +72,15 @@ void configureBlas() {
     using Fn = void (*)();
     using SetThreads = void (*)(int);
     if (core) {
-        auto quit = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "gotoblas_quit"));
-        auto init = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "gotoblas_init"));
+        // Only the kernel choice starts over: gotoblas_dynamic_quit forgets the kernel table and
+        // gotoblas_dynamic_init picks one again, reading the environment. No BLAS call has run yet, so no
+        // buffer was carved for the old kernels. (gotoblas_quit/gotoblas_init would also free OpenBLAS's
+        // buffers, and 0.3.21 frees them again at exit: it unmapped whatever had been mapped there since.)
+        auto quit = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
+        auto init = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
         if (quit && init) {
-            quit(); // frees its buffers, stops its threads, forgets the kernels it chose
-            init(); // reads the environment again, picks the named kernels
+            quit();
+            init();
         }
     }
     if (threads) // gotoblas_init keeps the thread count it counted the first time

@@ -1,7 +1,7 @@
 // OpenBLAS reads its settings once, in its library constructor, before main(). configureBlas (each
 // executable calls it first thing, through RANKSIGHT_CONFIGURE_BLAS below) sets what is missing in the
-// environment, for this process and the processes it starts, and re-initializes OpenBLAS with them through
-// the library's own constructor and destructor (gotoblas_quit, gotoblas_init). Setting them from a
+// environment, for this process and the processes it starts, and makes OpenBLAS choose its kernels again
+// (gotoblas_dynamic_quit, gotoblas_dynamic_init) and use one thread. Setting them from a
 // .preinit_array does not work (libc's constructor resets environ to the original envp after it), and a
 // re-exec loads LibTorch's 300 libraries twice (0.4 s per program start).
 //  - OPENBLAS_NUM_THREADS=1: the emulated cards each want one BLAS thread (one card per core, see
