@@ -304,13 +304,32 @@ void TestDiagnose::rule_data() {
             }
     }) << "no-loss-scale" << qint64(0)
                                    << ints({0, 1, 2, 3});
+    // The rank that skipped alone halves its scale alone: its scale is apart from the next step on, which the
+    // skip explains (not a scaler that started over).
     QTest::addRow("overflow-not-synced") << 4 << Edit([](Sim& s) {
         for (int64_t t : {15, 31, 44})
             s.steps[size_t(t)].ranks[1].overflow = s.steps[size_t(t)].ranks[1].skipped = 1;
+        for (size_t t = 16; t < s.steps.size(); ++t)
+            s.steps[t].ranks[1].lossScale /= 2;
         for (size_t i = 2; i < s.weights.size(); ++i)
             s.weights[i].fp[1][0] ^= 1;
     }) << "overflow-not-synced" << qint64(15)
                                          << ints({1});
+    // Rank 2's loss-scale manager starts over at step 30 (2^24 against the others' 2^16): every rank divides
+    // the same all-reduced sum by its own scale, so its synced fingerprints differ from then on too; that
+    // is the scale's doing, not a corrupted copy (no sdc-after).
+    QTest::addRow("loss-scale-not-restored") << 4 << Edit([](Sim& s) {
+        for (size_t t = 30; t < s.steps.size(); ++t) {
+            auto& x = s.steps[t].ranks[2];
+            x.lossScale = std::ldexp(1.0f, 24);
+            for (auto& fp : x.syncedFp)
+                fp ^= 0x5bd1e995;
+        }
+        for (size_t i = 4; i < s.weights.size(); ++i)
+            for (auto& fp : s.weights[i].fp[2])
+                fp ^= 1;
+    }) << "loss-scale-not-restored" << qint64(30)
+                                             << ints({2});
     QTest::addRow("grad-sum") << 4 << Edit([](Sim& s) {
         for (auto& st : s.steps)
             for (auto& x : st.ranks)
@@ -388,6 +407,8 @@ void TestDiagnose::rule() {
         QVERIFY(f[i - 1].confidence >= f[i].confidence);
     if (cause == "param-not-synced")
         QCOMPARE(f.front().parameters, std::vector<std::string>{sim.meta.params[3].name});
+    if (cause == "loss-scale-not-restored" || cause == "overflow-not-synced")
+        QVERIFY2(f.size() == 1, qPrintable(describe(f))); // the one cause, no second finding beside it
 }
 
 // With two ranks no majority says which copy is odd: the synced-sum check does.

@@ -35,6 +35,7 @@ private slots:
     void lossScaleTooHigh();
     void noLossScale();
     void overflowNotSynced();
+    void lossScaleNotRestored();
     void gradSum();
     void paramNotSynced();
     void sdcBefore();
@@ -368,6 +369,34 @@ void TestFaults::overflowNotSynced() {
         return s.ranks[0].skipped != s.ranks[1].skipped;
     });
     QVERIFY(differ);
+}
+
+// Rank 1's loss scale starts over at 2^24 on step 6 while rank 0 keeps its own: from then on the ranks
+// divide the same all-reduced sum by different scales, apply different gradients, and their weights part.
+void TestFaults::lossScaleNotRestored() {
+    auto cfg = config("lsnr.h5", {"loss-scale-not-restored@6:1"}, 2, 14);
+    cfg.precision = Precision::O2;
+    cfg.lossScale = parseLossScale("dynamic");
+    cfg.weightEvery = 1;
+    const Run r = run(cfg);
+    const auto& before = r.data.steps[5].ranks;
+    const auto& at = r.data.steps[6].ranks;
+    QCOMPARE(before[0].lossScale, before[1].lossScale);
+    QCOMPARE(at[1].lossScale, std::ldexp(1.0f, 24));
+    QVERIFY(at[0].lossScale < at[1].lossScale);
+    QCOMPARE(before[0].syncedFp, before[1].syncedFp);
+    QVERIFY(at[0].syncedFp != at[1].syncedFp); // the same bytes, unscaled by different scales
+    QVERIFY(r.data.weights.back().fp[0] != r.data.weights.back().fp[1]);
+    for (const auto& s : r.data.steps)
+        QCOMPARE(s.ranks[0].skipped, s.ranks[1].skipped); // the overflow vote stays shared
+    auto fixed = config("lsnr2.h5", {"loss-scale-not-restored@6:1"}, 2, 2);
+    fixed.lossScale = parseLossScale("fixed:1024");
+    try {
+        run(fixed);
+        QFAIL("a fixed loss scale accepted");
+    } catch (const ConfigError& e) {
+        QVERIFY2(QString(e.what()).contains("needs a dynamic loss scale"), e.what());
+    }
 }
 
 void TestFaults::gradSum() {
