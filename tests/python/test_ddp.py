@@ -71,7 +71,7 @@ class DdpRecorderTest(unittest.TestCase):
         self.assertTrue(all("pytorch-ddp" in c["reason"] for c in d["not_run"]), d["not_run"])
         verbose = self.cli("diagnose", path, "--verbose")
         self.assertIn("checks that could not run:", verbose.stderr)
-        self.assertIn("loss scaling (loss-scale-too-high, overflow-not-synced)", verbose.stderr)
+        self.assertIn("loss scaling (loss-scale-too-high, overflow-not-synced, loss-scale-not-restored)", verbose.stderr)
 
     def check_top(self, mistake, cause, parameter=None, rank=None, extra=(), step=None):
         """The job's mistake is the only finding (no false positive next to it), on the right rank."""
