@@ -365,10 +365,12 @@ std::vector<Finding> runRules(const Diagnoser::State& s) {
         });
     // Ranks whose loss scales differ apply different gradients from the same all-reduced bytes: their synced
     // fingerprints differ from the split on, which is the scale's doing, not a corrupted copy.
-    for (const Finding& f : std::vector<Finding>(out))
-        if (f.cause == "loss-scale-not-restored")
-            std::erase_if(
-                out, [&](const Finding& g) { return g.cause == "sdc-after" && g.firstStep >= f.firstStep; });
+    const auto split = std::find_if(out.begin(), out.end(),
+                                    [](const Finding& f) { return f.cause == "loss-scale-not-restored"; });
+    if (split != out.end())
+        std::erase_if(out, [step = split->firstStep](const Finding& f) {
+            return f.cause == "sdc-after" && f.firstStep >= step;
+        });
     std::stable_sort(out.begin(), out.end(),
                      [](const Finding& a, const Finding& b) { return a.confidence > b.confidence; });
     return out;

@@ -377,7 +377,6 @@ void TestFaults::lossScaleNotRestored() {
     auto cfg = config("lsnr.h5", {"loss-scale-not-restored@6:1"}, 2, 14);
     cfg.precision = Precision::O2;
     cfg.lossScale = parseLossScale("dynamic");
-    cfg.weightEvery = 1;
     const Run r = run(cfg);
     const auto& before = r.data.steps[5].ranks;
     const auto& at = r.data.steps[6].ranks;
