@@ -68,6 +68,7 @@ struct WColumn {
     H5::DataSpace oneRow;       // memory space of one row
     size_t rowElems = 0;
     size_t rowBytes = 0;
+    size_t cacheBytes = 0;      // chunk cache: the chunk being filled, no more
     std::vector<std::byte> buf; // staging for one row (or n rows)
 };
 
@@ -113,6 +114,8 @@ struct RunWriter::Impl {
     void extendAndWrite(WColumn& c, hsize_t row, hsize_t n, const void* data);
     void writeRows(WColumn& c, hsize_t row, hsize_t n, const void* data);
     void flushColumn(WColumn& c);
+    static H5::DSetAccPropList chunkCache(const WColumn& c);
+    void reopenColumns();                      // after SWMR starts
     void appendRows(WTable& table, hsize_t n); // from each column's buf
     void writeStatus(bool complete, const std::string& reason);
     void closeAll();
@@ -283,11 +286,10 @@ WColumn RunWriter::Impl::createColumn(const rsc::Column& spec) {
     if (spec.deflate)
         dcpl.setDeflate(kDeflateLevel);
     // The chunk being filled must stay cached (or every row would re-read and re-inflate it); more is waste.
-    H5::DSetAccPropList dapl;
-    dapl.setChunkCache(13, chunkBytes + 4096, 1.0);
+    c.cacheBytes = chunkBytes + 4096;
 
     H5::DataSpace space(int(c.dims.size()), c.dims.data(), maxDims.data());
-    c.ds = file.createDataSet(spec.path, fileType(spec.dtype), space, dcpl, dapl);
+    c.ds = file.createDataSet(spec.path, fileType(spec.dtype), space, dcpl, chunkCache(c));
     c.count = c.dims;
     c.count[0] = 1;
     c.start.assign(c.dims.size(), 0);
@@ -295,6 +297,23 @@ WColumn RunWriter::Impl::createColumn(const rsc::Column& spec) {
     if (spec.row != Row::T)
         c.buf.resize(c.rowBytes); // flight rows are written from the records
     return c;
+}
+
+H5::DSetAccPropList RunWriter::Impl::chunkCache(const WColumn& c) {
+    H5::DSetAccPropList dapl;
+    dapl.setChunkCache(13, c.cacheBytes, 1.0);
+    return dapl;
+}
+
+// H5Fstart_swmr_write closes and reopens every open dataset with the default access properties, so each
+// got HDF5's default 1 MiB chunk cache back and kept every chunk it wrote until that filled: the soak's RSS
+// grew ~1.4 KiB a step, for 32,000+ steps. Reopening each column with its own cache size ends that.
+void RunWriter::Impl::reopenColumns() {
+    for (WTable* t : {&steps, &weights, &evals, &events, &dumps, &entries})
+        for (WColumn& c : t->cols) {
+            c.ds.close();
+            c.ds = file.openDataSet(c.path, chunkCache(c));
+        }
 }
 
 void RunWriter::Impl::createTable(WTable& table, std::span<const rsc::Column> columns) {
@@ -466,6 +485,7 @@ std::unique_ptr<RunWriter> RunWriter::create(const std::string& path, const RunM
         d->writeStatus(false, "running");
         if (H5Fstart_swmr_write(d->file.getId()) < 0)
             d->invalid(fmt::format("cannot start SWMR write mode: {}", hdf5LastError()));
+        d->reopenColumns();
     } catch (...) {
         // Leave no half-created file behind.
         try {

@@ -155,6 +155,9 @@ class RunFileWriter:
                            ("events", EVENT_COLUMNS), ("dumps", DUMP_COLUMNS), ("entries", ENTRY_COLUMNS)):
             self.tables[name] = [self._create_column(c) for c in cols]
         self.f.swmr_mode = True
+        # Starting SWMR reopens every dataset with HDF5's default 1 MiB chunk cache, which then keeps each
+        # chunk written until it fills (memory growing with the run); reopen each with room for one chunk.
+        self.tables = {name: [self._with_small_cache(ds) for ds in cols] for name, cols in self.tables.items()}
         self.rows = {name: 0 for name in self.tables}
         self.closed = False
 
@@ -260,6 +263,14 @@ class RunFileWriter:
             chunks=(rows,) + tuple(chunk_dims), dtype=h5py.string_dtype("utf-8", dtype.itemsize) if is_string
             else dtype, **kw)
         return ds
+
+    def _with_small_cache(self, ds):
+        nbytes = int(np.prod(ds.chunks, dtype=np.int64)) * ds.dtype.itemsize + 4096
+        dapl = h5py.h5p.create(h5py.h5p.DATASET_ACCESS)
+        dapl.set_chunk_cache(13, nbytes, 1.0)
+        name = ds.name.encode()
+        ds.id.close()
+        return h5py.Dataset(h5py.h5d.open(self.f.id, name, dapl=dapl))
 
     # --- appending ----------------------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <malloc.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <thread>
@@ -42,7 +43,7 @@ private slots:
     void liveReaderInAnotherProcess();
     void killedWriterLeavesReadableSteps_data();
     void killedWriterLeavesReadableSteps();
-    void appendStepCost();
+    void appendStepCostAndHeap();
 
 private:
     QString file(const QString& name) const { return m_dir.filePath(name); }
@@ -740,37 +741,44 @@ void TestRunFile::killedWriterLeavesReadableSteps() {
     }
 }
 
-void TestRunFile::appendStepCost() {
-    // The writer runs every training step: ResNet-50-sized telemetry on 8 ranks must cost well under 5 ms.
+void TestRunFile::appendStepCostAndHeap() {
+    // The writer runs every training step: it must not hold on to what it wrote. HDF5's default chunk cache
+    // (1 MiB per dataset, given back to every dataset when SWMR starts) kept each written chunk until it
+    // filled, ~1.4 KiB a step on a soak. Heap in use is counted by malloc itself, so this is not a timing.
     const RunMeta meta = makeMeta(8, 161, 16, 32);
     const QString path = file("cost.h5");
     std::vector<StepRecord> records;
     for (int s = 0; s < 64; ++s)
         records.push_back(makeStep(meta, s));
     auto w = RunWriter::create(path.toStdString(), meta);
-    constexpr int kWarmup = 20, kSteps = 300;
+    constexpr int kWarmup = 200, kSteps = 2000;
     std::vector<double> ms;
+    size_t heapWarm = 0;
     for (int s = 0; s < kWarmup + kSteps; ++s) {
         StepRecord r = records[size_t(s % 64)];
         r.step = s;
         const auto t0 = std::chrono::steady_clock::now();
         w->appendStep(r);
         const auto t1 = std::chrono::steady_clock::now();
+        if (s == kWarmup)
+            heapWarm = mallinfo2().uordblks;
         if (s >= kWarmup)
             ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     }
+    const size_t heapEnd = mallinfo2().uordblks;
     w->close();
     std::sort(ms.begin(), ms.end());
-    double mean = 0;
-    for (double x : ms)
-        mean += x;
-    mean /= double(ms.size());
     const double median = ms[ms.size() / 2], p95 = ms[ms.size() * 95 / 100];
     const double bytesPerStep = double(std::filesystem::file_size(path.toStdString())) / (kWarmup + kSteps);
-    qInfo("appendStep R=8 P=161 K=16 B=32: median %.3f ms, mean %.3f ms, p95 %.3f ms; file %.1f KiB/step",
-          median, mean, p95, bytesPerStep / 1024);
-    // Generous bound against a loaded shared machine; the figure above is what matters.
-    QVERIFY2(median < 5.0, qPrintable(QStringLiteral("median appendStep %1 ms").arg(median)));
+    const double growthPerStep = (double(heapEnd) - double(heapWarm)) / kSteps;
+    qInfo("appendStep R=8 P=161 K=16 B=32: median %.3f ms, p95 %.3f ms; file %.1f KiB/step; heap in use "
+          "%.1f -> %.1f MiB (%+.1f B/step)",
+          median, p95, bytesPerStep / 1024, double(heapWarm) / (1 << 20), double(heapEnd) / (1 << 20),
+          growthPerStep);
+    // With HDF5's default caches the heap grew ~1,200 B a step here. What is left (~300 B) is HDF5's chunk
+    // index (extensible-array blocks, an entry per chunk written, ~10 chunks a step at 161 parameters x 8
+    // ranks) growing in its metadata cache as the index is flushed; capping that cache at 256 KiB halved it.
+    QVERIFY2(growthPerStep < 600, qPrintable(QStringLiteral("heap grew %1 B/step").arg(growthPerStep)));
 }
 
 QTEST_GUILESS_MAIN(TestRunFile)

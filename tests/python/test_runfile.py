@@ -65,6 +65,20 @@ class RunFileTest(unittest.TestCase):
         self.assertTrue(j["complete"])
         self.assertEqual(j["first_grad_mismatch_step"], 4)
 
+    def test_each_column_caches_one_chunk_once_swmr_starts(self):
+        # Starting SWMR reopens every dataset with HDF5's default 1 MiB chunk cache, which holds on to every
+        # chunk written until it fills: a long job's recorder would grow by what it wrote.
+        w = RunFileWriter(self.path, meta())
+        try:
+            for cols in w.tables.values():
+                for ds in cols:
+                    nslots, nbytes, w0 = ds.id.get_access_plist().get_chunk_cache()
+                    chunk = int(np.prod(ds.chunks)) * ds.dtype.itemsize
+                    self.assertEqual(nbytes, chunk + 4096, ds.name)
+                    self.assertLess(nbytes, 1 << 20, ds.name)
+        finally:
+            w.close("completed")
+
     def test_a_killed_writer_leaves_every_flushed_step(self):
         # A child process writes 3 steps and dies without closing: the file is still open for SWMR writing.
         code = ("import sys, os, numpy as np; sys.path.insert(0, %r); from ranksight.runfile import RunFileWriter;"
