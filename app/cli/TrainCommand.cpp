@@ -1,6 +1,7 @@
 // `ranksight-cli train`: configure, run with a progress line on stderr, stop cleanly on Ctrl-C.
 #include "CliArgs.h"
 #include "Commands.h"
+#include "InstalledData.h"
 #include "cluster/NodeGroup.h"
 #include "train/Trainer.h"
 
@@ -118,7 +119,7 @@ int trainCommand(const Args& argv) {
     TrainConfig cfg;
     try {
         if (auto path = args.value("config"))
-            cfg = TrainConfig::fromFile(*path);
+            cfg = TrainConfig::fromFile(findBundled(*path, "presets"));
         for (const auto& [name, value] : args.ordered()) {
             if (name == "config" || name == "nodes" || name == "node-rank" || name == "master")
                 continue; // the nodes are read below
@@ -129,6 +130,8 @@ int trainCommand(const Args& argv) {
                 cfg.set(value.substr(0, eq), value.substr(eq + 1));
             } else if (name == "fault") { // repeatable; adds to the config file's "faults"
                 cfg.addFault(value);
+            } else if (name == "rank-table") {
+                cfg.set("rank_table", findBundled(value, "ranktables"));
             } else {
                 cfg.set(kFlagKeys.at(name), value);
             }

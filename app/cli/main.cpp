@@ -19,14 +19,15 @@ const char* kUsage =
 
 commands:
   train           train data-parallel across emulated Ascend 910 cards and record a run file
-                  [--config FILE.json] [--model mlp|smallcnn|resnet18|resnet50] [--ranks N]
+                  [--config FILE.json|PRESET] [--model mlp|smallcnn|resnet18|resnet50] [--ranks N]
                   [--batch PER_RANK] [--steps N | --epochs N] [--precision O0|O2|O3]
                   [--loss-scale none|fixed:V|dynamic] [--data synthetic|cifar10:DIR] [--seed S]
-                  [--lr X] [--rank-table FILE] [--set KEY=VALUE]... [--fault NAME[@STEP][:RANK]]...
+                  [--lr X] [--rank-table FILE|NAME] [--set KEY=VALUE]... [--fault NAME[@STEP][:RANK]]...
                   [--force] [--quiet] --out RUN.h5
                   [--nodes N --node-rank K --master HOST:PORT]: this process is node K of N (one server
                   of ranks/N cards each; node 0 listens on HOST:PORT and writes --out); also from NNODES,
-                  NODE_RANK, MASTER_ADDR, MASTER_PORT
+                  NODE_RANK, MASTER_ADDR, MASTER_PORT. PRESET: quick, seed, seed-story (share/ranksight/
+                  presets); NAME: hccl_4p (share/ranksight/ranktables)
   inspect         summary of a run file: RUN.h5 [--json]
   export-csv      steps.csv, gradients.csv, events.csv: RUN.h5 --out DIR [--force]
   lint-ranktable  validate a MindSpore hccl.json: FILE [--ranks N] [--nodes N] [--json]

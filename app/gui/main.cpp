@@ -1,6 +1,7 @@
 // ranksight: the desktop app. `ranksight [RUN.h5]` opens a run (also one still being written);
 // `ranksight --start [--config FILE.json]` starts a run at launch (demos, scripts).
 #include "MainWindow.h"
+#include "VersionText.h"
 #include "panels/RunPanel.h"
 #include "train/TrainConfig.h"
 #include "util/BlasSetup.h"
@@ -8,10 +9,12 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFileInfo>
+#include <QIcon>
 #include <QSocketNotifier>
 #include <QTimer>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -49,16 +52,27 @@ void closeOnSignals(QWidget* window) {
 RANKSIGHT_CONFIGURE_BLAS
 
 int main(int argc, char** argv) {
+    // --version before QApplication: it must answer on a machine without a display (a package check, a
+    // bug report from a server).
+    for (int i = 1; i < argc; ++i)
+        if (!std::strcmp(argv[i], "--version") || !std::strcmp(argv[i], "-v")) {
+            std::fputs(qPrintable(rs::versionText()), stdout);
+            return 0;
+        }
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("RankSight"));
     QApplication::setOrganizationName(QStringLiteral("RankSight"));
     QApplication::setApplicationVersion(QStringLiteral(RANKSIGHT_VERSION));
+    QApplication::setDesktopFileName(QStringLiteral("org.ranksight.RankSight")); // the installed menu entry
+    QApplication::setWindowIcon(QIcon(QStringLiteral(":/desktop/org.ranksight.RankSight.svg")));
 
     QCommandLineParser parser;
     parser.setApplicationDescription(
         QStringLiteral("Watch data-parallel training rank against rank; replay and explain run files."));
     parser.addHelpOption();
-    parser.addVersionOption();
+    parser.addOption(QCommandLineOption({QStringLiteral("v"), QStringLiteral("version")},
+                                        QStringLiteral("Versions of RankSight, Qt, LibTorch, HDF5 and the "
+                                                       "run file format.")));
     parser.addPositionalArgument(
         QStringLiteral("run"),
         QStringLiteral(

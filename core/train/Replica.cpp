@@ -2,6 +2,7 @@
 
 #include "train/Models.h"
 #include "util/HalfConvert.h"
+#include "util/Versions.h"
 
 #include <torch/version.h>
 

@@ -73,6 +73,5 @@ private:
 
 // LibTorch runs intra-op work on a global pool; one card thread computes with one thread.
 void setTorchThreads(int threads);
-std::string torchVersion();
 
 } // namespace rs

@@ -8,6 +8,7 @@ namespace rs {
 
 std::string ranksightVersion(); // the project's version (CMake's PROJECT_VERSION)
 std::string hdf5Version();      // of the libhdf5 loaded, not the headers
+std::string torchVersion();     // LibTorch's (defined in train/Replica.cpp, the LibTorch side)
 // "OpenBLAS with SkylakeX kernels", or "OpenBLAS with Prescott kernels (this CPU supports SkylakeX)" when
 // they fall short; "not OpenBLAS" otherwise.
 std::string blasDescription();

@@ -15,7 +15,7 @@ class ChartWidget : public QWidget {
     Q_OBJECT
 public:
     using QWidget::QWidget;
-    virtual QString chartId() const = 0;    // file-name stem in exports: "loss", "overflow", "rank-heatmap", ...
+    virtual QString chartId() const = 0; // file-name stem in exports: "loss", "overflow", "rank-heatmap", ...
     virtual QString chartTitle() const = 0; // shown above the plot and in exports, e.g. "Loss and accuracy"
     virtual QCustomPlot* plot() const = 0;  // the plot that exports render
     // Redraws from the model now (exports and the report call it before rendering; normal updates are

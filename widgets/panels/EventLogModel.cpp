@@ -104,7 +104,8 @@ QVariant EventLogModel::data(const QModelIndex& index, int role) const {
         return tr("Step %1, %2, %3 %4\n%5")
             .arg(e.step)
             .arg(e.rank < 0 ? tr("all ranks") : tr("rank %1").arg(e.rank))
-            .arg(severityLabel(e.severity), QString::fromStdString(e.code), QString::fromStdString(e.message));
+            .arg(severityLabel(e.severity), QString::fromStdString(e.code),
+                 QString::fromStdString(e.message));
     case Qt::DecorationRole:
         return index.column() == SeverityCol ? QVariant(severityIcon(e.severity)) : QVariant();
     case Qt::ForegroundRole:
