@@ -3,6 +3,7 @@
 
 #include "RecentFiles.h"
 #include "TrainController.h"
+#include "VersionText.h"
 #include "charts/ChartExport.h"
 #include "charts/LossChart.h"
 #include "charts/OverflowTimeline.h"
@@ -18,6 +19,7 @@
 #include "panels/EventLogPanel.h"
 #include "panels/FindingsPanel.h"
 #include "panels/ReplayControl.h"
+#include "panels/RunEstimate.h"
 #include "panels/RunPanel.h"
 #include "report/ReportExporter.h"
 #include "train/TrainConfig.h"
@@ -153,6 +155,14 @@ void MainWindow::createDocks() {
 
 void MainWindow::createMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
+    QAction* newRun = file->addAction(tr("&New Run"), QKeySequence::New, this, [this] {
+        m_runPanel->showForm();
+        if (auto* d = findChild<QDockWidget*>(QStringLiteral("runDock"))) {
+            d->show();
+            d->raise();
+        }
+    });
+    newRun->setStatusTip(tr("Set up a new run in the run panel (the open run stays shown until Start)"));
     QAction* open = file->addAction(tr("&Open Run…"), QKeySequence::Open, this, &MainWindow::openFileDialog);
     open->setStatusTip(
         tr("Open a run file written by RankSight or ranksight-cli (also while it is being written)"));
@@ -207,8 +217,8 @@ void MainWindow::createMenus() {
     help->addAction(tr("&About RankSight"), this, [this] {
         QMessageBox::about(this, tr("About RankSight"),
                            tr("<b>RankSight %1</b><p>Rank against rank: where and between which ranks "
-                              "data-parallel training drifted apart.</p>")
-                               .arg(QApplication::applicationVersion()));
+                              "data-parallel training drifted apart.</p><pre>%2</pre>")
+                               .arg(QApplication::applicationVersion(), versionText().toHtmlEscaped()));
     });
 }
 
@@ -242,6 +252,11 @@ void MainWindow::wireModel() {
         updateActions();
     });
     connect(m_model, &RunModel::opened, this, [this](const QString& path) {
+        // A saved run: the run panel shows what it was recorded with, not the form's last preset. This
+        // window's own run keeps the (disabled) form it started from.
+        if (path != m_ownRunOpening)
+            m_runPanel->showLoadedRun(m_model->meta(), path);
+        m_ownRunOpening.clear();
         m_recent->add(path);
         updateActions();
     });
@@ -261,8 +276,10 @@ void MainWindow::wireModel() {
         updateActions();
     });
 
-    connect(m_train, &TrainController::runStarted, this,
-            [this](const QString& path) { m_model->open(path); });
+    connect(m_train, &TrainController::runStarted, this, [this](const QString& path) {
+        m_ownRunOpening = path;
+        m_model->open(path);
+    });
     connect(m_train, &TrainController::runningChanged, this, [this](bool running) {
         m_runPanel->setRunning(running);
         updateActions();
@@ -279,6 +296,17 @@ void MainWindow::wireModel() {
                 else
                     statusBar()->showMessage(
                         tr("Run ended: %1 (%2 images/s)").arg(reason).arg(imagesPerSecond, 0, 'f', 1), 10000);
+                // What this machine does for that model and precision: the run panel's next estimate. Only
+                // runs long enough for start-up not to dominate (the rate counts the whole run).
+                const RunMeta& meta = m_model->meta();
+                const auto model = parseModelKind(meta.model);
+                const auto precision = parsePrecision(meta.precision);
+                if (reason == QLatin1String("completed") && model && precision &&
+                    m_model->stepCount() >= 50) {
+                    QSettings settings;
+                    rememberThroughput(settings, *model, *precision, imagesPerSecond);
+                    m_runPanel->refreshEstimate();
+                }
             });
     connect(m_train, &TrainController::nodeFailed, this, [this](int node, const QString& message) {
         statusBar()->showMessage(tr("Node %1: %2").arg(node).arg(message), 15000);
@@ -401,6 +429,11 @@ bool MainWindow::startRun(const TrainConfig& config) {
 }
 
 void MainWindow::startFromPanel() {
+    if (m_runPanel->showsLoadedRun()) { // Start (F5) over a saved run's settings: show what would run first
+        m_runPanel->showForm();
+        statusBar()->showMessage(tr("The run form is back: check its settings, then Start again"), 8000);
+        return;
+    }
     TrainConfig config;
     QString error;
     if (!m_runPanel->buildConfig(&config, &error)) {

@@ -116,6 +116,7 @@ private:
     QPointer<QMessageBox> m_errorBox;
     QString m_lastError;
     QString m_runsDir;
+    QString m_ownRunOpening; // the run this window just started, until it opens (its panel keeps the form)
     QByteArray m_defaultState;
 };
 

@@ -12,6 +12,8 @@
 #include "model/StepCursor.h"
 #include "panels/FindingsModel.h"
 #include "panels/FindingsPanel.h"
+#include "panels/RunPanel.h"
+#include "panels/RunSummaryView.h"
 #include "store/RunReader.h"
 #include "train/TrainConfig.h"
 
@@ -21,6 +23,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QProcess>
+#include <QPushButton>
 #include <QRandomGenerator>
 #include <QScopeGuard>
 #include <QStandardPaths>
@@ -227,6 +230,52 @@ private slots:
         QVERIFY(w.windowTitle().startsWith("fixture.h5"));
         QCOMPARE(w.cursor()->step(),
                  int64_t(39)); // a replay starts at the last step, like a finished live run
+    }
+
+    void anOpenedRunShowsItsOwnSettingsUntilNewRun() {
+        // The form holds the ResNet-50 seed preset; the file is a SmallCNN x 3 run. The panel must say what
+        // the file was recorded with, read-only, and give the form back, as the user left it, on New Run.
+        QTemporaryDir dir;
+        const QString path = dir.filePath("fixture.h5");
+        writeRun(path, makeMeta(3, 5, 4, 8), 40);
+        MainWindow w;
+        w.show();
+        QVERIFY(w.runPanel()->loadPreset("seed"));
+        QVERIFY(!w.runPanel()->showsLoadedRun());
+        w.openRun(path);
+        QTRY_VERIFY_WITH_TIMEOUT(w.runPanel()->showsLoadedRun(), 10000);
+        auto* summary = w.runPanel()->findChild<RunSummaryView*>();
+        QVERIFY(summary && summary->isVisible());
+        QCOMPARE(summary->fieldText("Model"), QString("smallcnn"));
+        QCOMPARE(summary->fieldText("Cards"), QString("3"));
+        QCOMPARE(summary->fieldText("Batch per card"), QString("8"));
+        QCOMPARE(summary->fieldText("Precision"), QString("O2"));
+        QVERIFY(!w.runPanel()->findChild<QPushButton*>("start")->isVisible());
+
+        QAction* newRun = nullptr;
+        for (QAction* a : w.findChildren<QAction*>())
+            if (a->shortcut() == QKeySequence(QKeySequence::New))
+                newRun = a;
+        QVERIFY(newRun);
+        newRun->trigger();
+        QVERIFY(!w.runPanel()->showsLoadedRun());
+        QCOMPARE(w.runPanel()->presetName(), QString("seed"));
+        QVERIFY(w.runPanel()->findChild<QPushButton*>("start")->isVisible());
+        // The seed preset (ResNet-50, 4 x 32, 200 steps) says what it costs before Start: minutes, not
+        // the seconds of the quick preset.
+        const QString seedEstimate = w.runPanel()->estimateText();
+        QVERIFY2(seedEstimate.contains(" min") || seedEstimate.contains(" h"), qPrintable(seedEstimate));
+        QVERIFY(w.runPanel()->loadPreset("quick"));
+        QVERIFY2(w.runPanel()->estimateText().contains(" s in all"),
+                 qPrintable(w.runPanel()->estimateText()));
+
+        // Start (F5) while a saved run's settings are shown brings the form back instead of starting what
+        // the user cannot see.
+        w.openRun(path);
+        QTRY_VERIFY_WITH_TIMEOUT(w.runPanel()->showsLoadedRun(), 10000);
+        w.startFromPanel();
+        QVERIFY(!w.runPanel()->showsLoadedRun());
+        QVERIFY(!w.trainController()->isRunning());
     }
 
     void badFilesShowAnErrorAndTheWindowStaysUsable_data() {

@@ -3,6 +3,7 @@
 // coalesced redraws, clicks and linked zoom through the shared StepCursor, the overflow raster's cells, and
 // PNG/SVG/PDF exports. Set RANKSIGHT_CHART_DIR to a folder to keep a PNG of each chart for a look.
 #include "charts/ChartExport.h"
+#include "charts/ChartPalette.h"
 #include "charts/LossChart.h"
 #include "charts/OverflowTimeline.h"
 #include "model/RunDelta.h"
@@ -135,6 +136,27 @@ private slots:
         QVERIFY(chart.plot()->yAxis->range().lower < 1.0 && chart.plot()->yAxis->range().lower > 0.5);
         QVERIFY(chart.plot()->yAxis->range().upper > 4.99 && chart.plot()->yAxis->range().upper < 5.5);
         keepPicture(&chart);
+    }
+
+    void noRankColourIsAMarkerColour() {
+        // Up to 64 ranks, every rank's line must read apart from both kinds of event marker, in the chart
+        // and in its legend: at least 20 degrees of hue away (a gray has no hue and cannot be taken for one).
+        const QColor markers[] = {palette::markerColor(), palette::mismatchMarkerColor()};
+        for (const QColor& m : markers)
+            QVERIFY(m.hsvHue() >= 0 && m.hsvSaturation() > 200);
+        QVERIFY(std::abs(markers[0].hsvHue() - markers[1].hsvHue()) >= 20);
+        for (int r = 0; r < 64; ++r) {
+            const QColor c = palette::rankColor(r);
+            if (c.hsvHue() < 0 || c.hsvSaturation() < 40)
+                continue;
+            for (const QColor& m : markers) {
+                const int d = std::abs(c.hsvHue() - m.hsvHue());
+                QVERIFY2(
+                    std::min(d, 360 - d) >= 20,
+                    qPrintable(
+                        QStringLiteral("rank %1 (%2) next to marker %3").arg(r).arg(c.name(), m.name())));
+            }
+        }
     }
 
     void evalPointsAndFluctuationMarkers() {

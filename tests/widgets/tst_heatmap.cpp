@@ -183,6 +183,17 @@ private slots:
         QVERIFY(heat.isLoading()); // step 7 was never asked for: it cannot be cached yet
         QCOMPARE(heat.shownStep(), int64_t(25));
         QVERIFY2(heat.caption().contains("loading step 7"), qPrintable(heat.caption()));
+        // In a narrow dock the caption is shortened with an ellipsis, the loading note kept whole; a centred
+        // line wider than the chart would lose both ends.
+        const QFontMetrics fm(heat.captionFont());
+        heat.resize(heat.minimumSizeHint().width(), heat.height());
+        QTRY_VERIFY(heat.plot()->width() < fm.horizontalAdvance(heat.caption()));
+        const QString shown = heat.displayedCaption();
+        QVERIFY2(shown.contains(QChar(0x2026)) && shown.endsWith("loading step 7…"), qPrintable(shown));
+        QVERIFY2(
+            fm.horizontalAdvance(shown) <= heat.plot()->width(),
+            qPrintable(
+                QStringLiteral("%1 px in %2").arg(fm.horizontalAdvance(shown)).arg(heat.plot()->width())));
         QTRY_COMPARE_WITH_TIMEOUT(heat.shownStep(), int64_t(7), kTimeoutMs);
         checkOddRank(heat.matrix(), 0, 0, 0);
         QVERIFY2(heat.caption().contains("weights of step 0"), qPrintable(heat.caption()));
@@ -274,6 +285,14 @@ private slots:
         QCOMPARE(heat.shownStep(), int64_t(-1));
         QCOMPARE(heat.matrix().rows, 0);
         QVERIFY(heat.caption().contains("no steps"));
+        // No axes reading 0 to 5 for ranks that do not exist: an empty state saying what fills the chart.
+        QVERIFY(!heat.plot()->xAxis->visible());
+        QVERIFY(!heat.plot()->yAxis->visible());
+        bool note = false;
+        for (int i = 0; i < heat.plot()->itemCount(); ++i)
+            if (auto* t = qobject_cast<QCPItemText*>(heat.plot()->item(i)))
+                note = note || (t->visible() && t->text().contains("open a run file"));
+        QVERIFY(note);
     }
 };
 

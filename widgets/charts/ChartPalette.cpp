@@ -6,16 +6,25 @@
 
 namespace rs::palette {
 
+// Magentas (hues 280-345) are kept for the event markers: no rank, at any rank count, uses them.
+constexpr int kMarkerHueFrom = 280, kMarkerHueTo = 345;
+
 QColor rankColor(int rank) {
-    // Tableau 10 and six darker companions: distinct on white and in print.
+    // Tableau 10 and six darker companions, distinct on white and in print; Tableau's pink and purple-pink
+    // gave way to an olive and a periwinkle so the markers' hues stay free.
     static const std::array<QRgb, 16> colors = {0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728, 0x9467bd, 0x8c564b,
-                                                0xe377c2, 0x7f7f7f, 0xbcbd22, 0x17becf, 0x393b79, 0xad494a,
-                                                0x637939, 0xe7ba52, 0x7b4173, 0x3182bd};
+                                                0x8c6d31, 0x7f7f7f, 0xbcbd22, 0x17becf, 0x393b79, 0xad494a,
+                                                0x637939, 0xe7ba52, 0x6b6ecf, 0x3182bd};
     if (rank < 0)
         return QColor(Qt::black);
     if (rank < int(colors.size()))
         return QColor(colors[size_t(rank)]);
-    return QColor::fromHsv(int(rank * 137.508) % 360, 200, 190);
+    // Golden-angle hues over the circle without the markers' band.
+    constexpr int span = 360 - (kMarkerHueTo - kMarkerHueFrom);
+    int hue = int(rank * 137.508) % span;
+    if (hue >= kMarkerHueFrom)
+        hue += kMarkerHueTo - kMarkerHueFrom;
+    return QColor::fromHsv(hue, 200, 190);
 }
 
 QColor meanColor() {
@@ -25,7 +34,10 @@ QColor accuracyColor() {
     return QColor(150, 150, 150); // gray: context on the second axis, never mistaken for a rank's line
 }
 QColor markerColor() {
-    return QColor(200, 0, 120);
+    return QColor(190, 0, 190); // magenta (hue 300): inside the band no rank colour uses
+}
+QColor mismatchMarkerColor() {
+    return QColor(215, 0, 120); // crimson magenta (hue 327), solid and wider than the fluctuation markers
 }
 QColor cursorColor() {
     return QColor(0, 80, 240); // blue: stands out on the red and amber overflow cells and on rank lines

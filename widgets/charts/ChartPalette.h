@@ -9,10 +9,11 @@ class QCPColorGradient;
 
 namespace rs::palette {
 
-QColor rankColor(int rank); // 16 distinct colors, then hue steps by the golden angle
+QColor rankColor(int rank); // 16 distinct colors, then hue steps by the golden angle; never a marker's hue
 QColor meanColor();         // the thick mean-over-ranks line
 QColor accuracyColor();
-QColor markerColor(); // event markers (loss fluctuation)
+QColor markerColor();         // event markers (loss fluctuation), dashed
+QColor mismatchMarkerColor(); // rank-mismatch event markers, solid
 QColor cursorColor();
 QColor nanColor();
 

@@ -31,23 +31,41 @@ DetailChart::DetailChart(RunModel* model, StepCursor* cursor, const QString& id,
 }
 
 QString DetailChart::caption() const {
+    return m_captionText + m_captionSuffix;
+}
+
+QString DetailChart::displayedCaption() const {
     return m_caption->text();
 }
 
+QFont DetailChart::captionFont() const {
+    return m_caption->font();
+}
+
 void DetailChart::setCaption(const QString& text) {
-    if (m_waiting < 0 || m_waiting == m_shownStep) {
-        m_caption->setText(text);
-        return;
-    }
-    // One line that fits: the shown step's caption is shortened, the step being loaded stays readable.
-    const QString suffix = tr(" — loading step %1…").arg(m_waiting);
+    m_captionText = text;
+    m_captionSuffix =
+        m_waiting < 0 || m_waiting == m_shownStep ? QString() : tr(" — loading step %1…").arg(m_waiting);
+    fitCaption();
+}
+
+// One line that fits the chart: the caption is shortened with an ellipsis, the note of the step being loaded
+// stays readable. A centred text wider than the plot would be cut at both edges.
+void DetailChart::fitCaption() {
     const QFontMetrics fm(m_caption->font());
-    const int room = std::max(40, plot()->viewport().width() - 16 - fm.horizontalAdvance(suffix));
-    m_caption->setText(fm.elidedText(text, Qt::ElideRight, room) + suffix);
+    const int room = std::max(40, plot()->width() - 16 - fm.horizontalAdvance(m_captionSuffix));
+    m_caption->setText(fm.elidedText(m_captionText, Qt::ElideRight, room) + m_captionSuffix);
+}
+
+void DetailChart::resizeEvent(QResizeEvent* event) {
+    ChartBase::resizeEvent(event);
+    fitCaption();
 }
 
 void DetailChart::rebuild() {
-    if (model()->stepCount() == 0) {
+    const bool empty = model()->stepCount() == 0;
+    showEmptyState(empty);
+    if (empty) {
         m_detail.reset();
         m_shownStep = m_waiting = -1;
         clear();
@@ -63,11 +81,31 @@ void DetailChart::rebuild() {
     }
     if (!m_detail) {
         clear();
-        m_caption->setText(tr("loading step %1…").arg(step));
+        m_captionSuffix.clear();
+        m_captionText = tr("loading step %1…").arg(step);
+        fitCaption();
         return;
     }
     m_shownStep = m_detail->step;
     draw(*m_detail);
+}
+
+// Before the first step: no axes (they would read 0 to 5, ranks that do not exist), no color scale, a note
+// saying what fills the chart.
+void DetailChart::showEmptyState(bool empty) {
+    if (!m_emptyNote) {
+        m_emptyNote = new QCPItemText(plot());
+        m_emptyNote->position->setType(QCPItemPosition::ptAxisRectRatio);
+        m_emptyNote->position->setCoords(0.5, 0.5);
+        m_emptyNote->setColor(QColor(110, 110, 110));
+        m_emptyNote->setText(tr("No run yet: open a run file (Ctrl+O) or start one (F5)"));
+        m_emptyNote->setSelectable(false);
+    }
+    m_emptyNote->setVisible(empty);
+    for (QCPAxis* a : {plot()->xAxis, plot()->yAxis})
+        a->setVisible(!empty);
+    if (m_scale)
+        m_scale->setVisible(!empty);
 }
 
 void DetailChart::setupColorMap(QCPColorMap** map, QCPColorScale** scale) {
@@ -77,6 +115,7 @@ void DetailChart::setupColorMap(QCPColorMap** map, QCPColorScale** scale) {
     (*map)->setTightBoundary(false);
     (*map)->removeFromLegend();
     *scale = new QCPColorScale(p);
+    m_scale = *scale;
     (*scale)->setType(QCPAxis::atRight);
     (*scale)->setBarWidth(14);
     p->plotLayout()->addElement(1, 1, *scale);

@@ -14,6 +14,7 @@
 class QCPColorMap;
 class QCPColorScale;
 class QCPItemLine;
+class QCPItemText;
 class QCPTextElement;
 
 namespace rs {
@@ -28,7 +29,9 @@ public:
 
     int64_t shownStep() const { return m_shownStep; } // the step drawn; -1 when nothing is
     bool isLoading() const { return m_waiting >= 0; }
-    QString caption() const; // the line above the map: what is shown, at which step
+    QString caption() const;          // the line above the map: what is shown, at which step (in full)
+    QString displayedCaption() const; // as shown: elided to the chart's width
+    QFont captionFont() const;
 
 protected:
     void rebuild() final;
@@ -44,12 +47,19 @@ protected:
     // Thin lines between the cells of a cols x rows map with cells at integer coordinates (an all-white map
     // of a healthy run would otherwise look empty); rows only when asked (deep models have thin rows).
     void drawCellGrid(int cols, int rows, bool rowLines);
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
+    void fitCaption();
+    void showEmptyState(bool empty);
+
     std::shared_ptr<const StepDetail> m_detail;
     int64_t m_shownStep = -1;
     int64_t m_waiting = -1; // the step asked of the model and not yet back
     QCPTextElement* m_caption;
+    QCPItemText* m_emptyNote = nullptr;
+    QCPColorScale* m_scale = nullptr;
+    QString m_captionText, m_captionSuffix; // in full; the element shows them elided to the chart's width
     std::vector<QCPItemLine*> m_grid;
     std::tuple<int, int, bool> m_gridKey{-1, -1, false}; // what m_grid was drawn for
 };

@@ -26,7 +26,7 @@ bool isMarked(const Event& e) {
     return e.code == eventcode::kLossFluctuation || isMismatch(e);
 }
 QPen markerPen(const Event& e) {
-    return isMismatch(e) ? QPen(QColor(200, 30, 30), 1.6, Qt::SolidLine)
+    return isMismatch(e) ? QPen(palette::mismatchMarkerColor(), 1.6, Qt::SolidLine)
                          : QPen(palette::markerColor(), 1.2, Qt::DashLine);
 }
 

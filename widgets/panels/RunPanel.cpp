@@ -3,6 +3,8 @@
 
 #include "cluster/RankTable.h"
 #include "faults/FaultSpec.h"
+#include "panels/RunEstimate.h"
+#include "panels/RunSummaryView.h"
 #include "train/Dataset.h"
 
 #include <QComboBox>
@@ -22,6 +24,7 @@
 #include <QScopedValueRollback>
 #include <QSettings>
 #include <QSpinBox>
+#include <QStackedWidget>
 #include <QVBoxLayout>
 
 namespace rs {
@@ -81,6 +84,13 @@ RunPanel::RunPanel(QWidget* parent)
     m_error->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_error->hide();
 
+    m_estimate = new QLabel(this);
+    m_estimate->setObjectName(QStringLiteral("estimate"));
+    m_estimate->setWordWrap(true);
+    m_estimate->setToolTip(tr("Training time on this machine for these settings, from the images per second "
+                              "the last run of this model and precision measured here (or, before one, "
+                              "the README's 2-core measurements); evaluation and start-up come on top"));
+
     m_start = new QPushButton(tr("Start"), this);
     m_start->setObjectName(QStringLiteral("start"));
     m_start->setToolTip(tr("Start training with this setup; the run file fills step by step and every "
@@ -94,11 +104,22 @@ RunPanel::RunPanel(QWidget* parent)
     buttons->addWidget(m_start);
     buttons->addWidget(m_stop);
 
+    // Page 0: the form; page 1: the settings of a run opened from a file, read-only.
+    auto* formPage = new QWidget(this);
+    auto* formLayout = new QVBoxLayout(formPage);
+    formLayout->setContentsMargins(0, 0, 0, 0);
+    formLayout->addWidget(m_formBox);
+    formLayout->addWidget(m_error);
+    formLayout->addWidget(m_estimate);
+    formLayout->addLayout(buttons);
+    formLayout->addStretch(1);
+    m_summary = new RunSummaryView(this);
+    connect(m_summary, &RunSummaryView::newRunRequested, this, &RunPanel::showForm);
+    m_pages = new QStackedWidget(this);
+    m_pages->addWidget(formPage);
+    m_pages->addWidget(m_summary);
     auto* layout = new QVBoxLayout(this);
-    layout->addWidget(m_formBox);
-    layout->addWidget(m_error);
-    layout->addLayout(buttons);
-    layout->addStretch(1);
+    layout->addWidget(m_pages);
 
     connectEdits();
     connect(m_start, &QPushButton::clicked, this, &RunPanel::onStartClicked);
@@ -555,6 +576,9 @@ void RunPanel::revalidate() {
             label->setStyleSheet(kErrorStyle);
     m_error->setText(e.message);
     m_error->setVisible(!e.message.isEmpty());
+    QSettings settings;
+    m_estimate->setText(e.message.isEmpty() ? estimateRun(c, settings).text() : QString());
+    m_estimate->setVisible(!m_estimate->text().isEmpty());
     m_start->setEnabled(!m_running && e.message.isEmpty());
 }
 
@@ -562,11 +586,30 @@ QString RunPanel::errorText() const {
     return m_error->text();
 }
 
+QString RunPanel::estimateText() const {
+    return m_estimate->text();
+}
+
 void RunPanel::setNodes(int nodes) {
     m_nodes->setValue(nodes);
 }
 
+void RunPanel::showLoadedRun(const RunMeta& meta, const QString& path) {
+    m_summary->showRun(meta, path);
+    m_pages->setCurrentWidget(m_summary);
+}
+
+void RunPanel::showForm() {
+    m_pages->setCurrentIndex(0);
+}
+
+bool RunPanel::showsLoadedRun() const {
+    return m_pages->currentWidget() == m_summary;
+}
+
 void RunPanel::setRunning(bool running) {
+    if (running)
+        showForm(); // this window's own run: the form it started from, disabled
     m_running = running;
     m_formBox->setEnabled(!running);
     m_stop->setEnabled(running);

@@ -18,8 +18,12 @@ class QLineEdit;
 class QPushButton;
 class QSettings;
 class QSpinBox;
+class QStackedWidget;
 
 namespace rs {
+
+class RunSummaryView;
+struct RunMeta;
 
 class RunPanel : public QWidget {
     Q_OBJECT
@@ -39,10 +43,18 @@ public:
     void setRunsDir(const QString& dir);
     QString runsDir() const { return m_runsDir; }
 
+    // A run opened from a file: its recorded settings replace the form, read-only, until showForm() (the
+    // summary's New Run button, File > New Run) brings the form back as the user left it.
+    void showLoadedRun(const RunMeta& meta, const QString& path);
+    void showForm();
+    bool showsLoadedRun() const;
+
     void setNodes(int nodes);      // processes on this host the cards are spread over (1: this one alone)
     void setRunning(bool running); // disables the form and Start, enables Stop
     bool isRunning() const { return m_running; }
-    QString errorText() const; // the inline error shown, empty when the form is valid
+    QString errorText() const;               // the inline error shown, empty when the form is valid
+    QString estimateText() const;            // the time estimate shown, empty while the form is invalid
+    void refreshEstimate() { revalidate(); } // after a run measured this machine
 
     void saveState(QSettings& settings) const;
     void restoreState(QSettings& settings);
@@ -88,6 +100,8 @@ private:
     bool m_outAuto = true;   // the run file name is generated until the user picks one
     float m_fixedScale = 128.0f, m_dynamicInit = 16777216.0f; // the value each loss-scale mode remembers
 
+    QStackedWidget* m_pages = nullptr;
+    RunSummaryView* m_summary = nullptr;
     QWidget* m_formBox = nullptr;
     QFormLayout* m_form = nullptr;
     QComboBox* m_preset = nullptr;
@@ -111,6 +125,7 @@ private:
     QWidget *m_lengthRow = nullptr, *m_lossRow = nullptr, *m_dataRow = nullptr, *m_rankTableRow = nullptr,
             *m_outRow = nullptr;
     QLabel* m_error = nullptr;
+    QLabel* m_estimate = nullptr; // time per step and for the run, before Start
     QPushButton* m_start = nullptr;
     QPushButton* m_stop = nullptr;
     QWidget* m_errorField = nullptr;
