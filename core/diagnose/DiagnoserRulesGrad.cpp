@@ -298,7 +298,18 @@ void straggler(const Diagnoser::State& s, Findings& out) {
     if (s.R < 2 || s.timedSteps < 8)
         return;
     const int r = argmax(s.slowest);
-    if (r < 0 || s.slowest[size_t(r)] * 10 < s.timedSteps * 6)
+    if (r < 0)
+        return;
+    // Slow on most steps of the run, or a card that turned slow late and stayed slow: most steps since its
+    // streak began (at least 8 of them), however few of the whole run that is.
+    const int64_t since = slowSince(s.slowDated[size_t(r)]);
+    int64_t slowBefore = 0;
+    for (int64_t d : s.slowDated[size_t(r)])
+        slowBefore += d < since ? 1 : 0;
+    const int64_t slowAfter = s.slowest[size_t(r)] - slowBefore, span = s.lastStep - since + 1;
+    const bool most = s.slowest[size_t(r)] * 10 >= s.timedSteps * 6;
+    const bool late = since != kNoStep && slowAfter >= 8 && slowAfter * 10 >= span * 8;
+    if (!most && !late)
         return;
     double othersCompute = 0, othersComm = 0;
     for (int q = 0; q < s.R; ++q)
@@ -315,9 +326,10 @@ void straggler(const Diagnoser::State& s, Findings& out) {
         make("straggler", "parallel", 0.8, slowSince(s.slowDated[size_t(r)]), {r},
              fmt::format(
                  "rank {} computes {:.1f} ms per step against {:.1f} ms on the others ({} of {} steps at "
-                 "least {:.0f}x slower), and the others wait {:.1f} ms per step in collectives against its "
+                 "least {:.0f}x slower{}), and the others wait {:.1f} ms per step in collectives against its "
                  "{:.1f} ms; gradients still agree",
                  r, mine, othersCompute / n, s.slowest[size_t(r)], s.timedSteps, diag::kSlowRatio,
+                 most ? std::string() : fmt::format("; {} of the {} since step {}", slowAfter, span, since),
                  othersComm / n, myComm),
              fmt::format(
                  "Find out why card {} is slow: its host process's CPU binding and load, the data pipeline "

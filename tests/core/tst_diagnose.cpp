@@ -255,6 +255,17 @@ void TestDiagnose::rule_data() {
             }
     }) << "straggler" << qint64(12)
                                << ints({3});
+    // Turned slow late (step 44 of 60: a third of the run) and stayed slow: named from where it began.
+    QTest::addRow("late straggler") << 4 << Edit([](Sim& s) {
+        for (auto& st : s.steps)
+            for (int r = 0; r < s.R; ++r) {
+                auto& x = st.ranks[size_t(r)];
+                if (r == 1 && st.step >= 44)
+                    x.computeMs *= 8;
+                else if (st.step >= 44)
+                    x.commMs += 800;
+            }
+    }) << "straggler" << qint64(44) << ints({1});
 }
 
 void TestDiagnose::rule() {
