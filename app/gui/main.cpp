@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
     window.show();
     const QStringList positional = parser.positionalArguments();
     if (!positional.isEmpty() && QFileInfo(positional.front()).isDir()) {
-        const QString dir = positional.front();
+        const QString& dir = positional.front(); // the lambda keeps its own copy
         QTimer::singleShot(0, &window,
                            [&window, dir] { window.importMsprobe(dir, window.importTarget(dir)); });
     } else if (!positional.isEmpty()) {

@@ -125,7 +125,7 @@ private slots:
         QCOMPARE(w.cursor()->step(), top.firstStep);
         auto* heatmap = qobject_cast<RankHeatmap*>(w.charts().at(2));
         QVERIFY(heatmap);
-        QCOMPARE(heatmap->metric(), view::RankMetric::SyncedMismatch);
+        QCOMPARE(heatmap->rankMetric(), view::RankMetric::SyncedMismatch);
         if (!top.parameters.empty())
             QCOMPARE(QString::fromStdString(w.model()->meta().params[size_t(heatmap->param())].name),
                      QString::fromStdString(top.parameters.front()));

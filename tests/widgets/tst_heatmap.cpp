@@ -218,7 +218,7 @@ private slots:
         QCOMPARE(param->itemText(2), QString("layer1.bias"));
 
         metric->setCurrentIndex(metric->findData(int(RankMetric::SketchCosine)));
-        QCOMPARE(heat.metric(), RankMetric::SketchCosine);
+        QCOMPARE(heat.rankMetric(), RankMetric::SketchCosine);
         QTRY_VERIFY(!heat.isDirty());
         checkOddRank(heat.matrix(), -1, 1, 1);
         QCOMPARE(heat.colorMap()->dataRange().lower, -1.0);

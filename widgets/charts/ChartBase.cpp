@@ -26,7 +26,7 @@ public:
         for (const auto& c : m_charts)
             if (c == chart)
                 return;
-        m_charts.push_back(chart);
+        m_charts.emplace_back(chart);
         if (!m_timer.isActive())
             m_timer.start();
     }

@@ -22,7 +22,7 @@ protected:
     // The scale axis is short (a strip under the raster): a label per tick would overlap, so keep at most
     // three, on exponents that are multiples of a fixed stride so they stay put while the range grows.
     QVector<double> createTickVector(double tickStep, const QCPRange& range) override {
-        const QVector<double> all = QCPAxisTickerLog::createTickVector(tickStep, range);
+        QVector<double> all = QCPAxisTickerLog::createTickVector(tickStep, range);
         if (all.size() <= 3 || all[0] <= 0)
             return all;
         const long step = std::max(1L, std::lround(std::log2(all[1]) - std::log2(all[0])));

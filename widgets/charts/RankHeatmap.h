@@ -23,7 +23,7 @@ public:
     RankHeatmap(RunModel* model, StepCursor* cursor, QWidget* parent = nullptr);
 
     const view::Matrix& matrix() const { return m_matrix; } // R x R at shownStep(); empty before
-    view::RankMetric metric() const { return m_metric; }
+    view::RankMetric rankMetric() const { return m_metric; }
     int param() const { return m_param; } // -1: all parameters
     QCPColorMap* colorMap() const { return m_map; }
     QCPColorScale* colorScale() const { return m_scale; }
