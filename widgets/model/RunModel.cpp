@@ -17,7 +17,7 @@ constexpr int kDefaultPollMs = 200;
 RunModel::RunModel(QObject* parent)
     : QObject(parent) {
     RunLoader::Callbacks cb;
-    cb.delta = [this](std::shared_ptr<RunDelta> d) { applyDelta(std::move(*d)); };
+    cb.delta = [this](const std::shared_ptr<RunDelta>& d) { applyDelta(std::move(*d)); };
     cb.detail = [this](uint64_t g, std::shared_ptr<const StepDetail> d) { onDetail(g, std::move(d)); };
     cb.detailDropped = [this](uint64_t g, int64_t step) { onDetailDropped(g, step); };
     cb.failed = [this](uint64_t g, const QString& message) { onFailed(g, message); };
@@ -148,10 +148,9 @@ void RunModel::applyDelta(RunDelta d) {
 }
 
 std::shared_ptr<const StepDetail> RunModel::cachedDetail(int64_t step) const {
-    for (auto it = m_details.rbegin(); it != m_details.rend(); ++it)
-        if ((*it)->step == step)
-            return *it;
-    return nullptr;
+    const auto it = std::find_if(m_details.rbegin(), m_details.rend(),
+                                 [step](const auto& d) { return d->step == step; }); // the newest first
+    return it == m_details.rend() ? nullptr : *it;
 }
 
 std::shared_ptr<const StepDetail> RunModel::detail(int64_t step) {

@@ -3,6 +3,7 @@
 
 #include <QColor>
 #include <QStringList>
+#include <cmath>
 
 namespace rs {
 
@@ -50,7 +51,7 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const {
     if (role == Qt::DisplayRole) {
         switch (index.column()) {
         case ConfidenceCol:
-            return QStringLiteral("%1 %").arg(int(f->confidence * 100 + 0.5));
+            return QStringLiteral("%1 %").arg(int(std::lround(f->confidence * 100)));
         case CauseCol:
             return QString::fromStdString(f->cause);
         case DimensionCol:

@@ -13,6 +13,7 @@
 #include <QTableView>
 #include <QTextBrowser>
 #include <QVBoxLayout>
+#include <cmath>
 
 namespace rs {
 
@@ -149,7 +150,7 @@ void FindingsPanel::showDetail(int row) {
                          "<p><b>Evidence:</b> %7</p><p><b>Fix:</b> %8</p>")
                           .arg(QString::fromStdString(f->cause).toHtmlEscaped(),
                                QString::fromStdString(f->dimension).toHtmlEscaped())
-                          .arg(int(f->confidence * 100 + 0.5))
+                          .arg(int(std::lround(f->confidence * 100)))
                           .arg(step, FindingsModel::ranksText(*f).toHtmlEscaped(),
                                FindingsModel::paramsText(*f).toHtmlEscaped(),
                                QString::fromStdString(f->evidence).toHtmlEscaped(),

@@ -127,9 +127,9 @@ void writeEventsCsv(const RunModel& model, const QString& path) {
 // The rest of write(), throwing ReportError.
 class ReportJob {
 public:
-    ReportJob(RunModel* model, QDir dir, ReportExporter* exporter)
+    ReportJob(RunModel* model, const QDir& dir, ReportExporter* exporter)
         : m_model(model)
-        , m_dir(std::move(dir))
+        , m_dir(dir)
         , m_exporter(exporter) {}
 
     void run() {
@@ -198,7 +198,7 @@ private:
         QFutureWatcher<QString> watcher;
         QEventLoop loop;
         QObject::connect(&watcher, &QFutureWatcher<QString>::finished, &loop, &QEventLoop::quit);
-        watcher.setFuture(QtConcurrent::run([src, dst, first, last]() -> QString {
+        watcher.setFuture(QtConcurrent::run([src, dst, first = first, last = last]() -> QString {
             try {
                 sliceRun(src, dst, first, last, /*overwrite=*/false);
                 return {};
@@ -254,7 +254,7 @@ private:
                         f.firstStep >= 0 ? fmt::format(", from step {}", f.firstStep) : "", f.evidence,
                         f.fix));
                 if (lines.empty())
-                    lines.push_back(
+                    lines.emplace_back(
                         notRun.empty()
                             ? "No findings: every diagnosis rule found the ranks in agreement."
                             : "No findings in what this file records: the rules that ran found the "
