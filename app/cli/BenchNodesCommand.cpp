@@ -2,25 +2,15 @@
 // what the traffic between nodes would be for a real cluster on paper.
 #include "CliArgs.h"
 #include "Commands.h"
+#include "InstalledData.h"
 #include "NodesBench.h"
 #include "train/ModelKind.h"
 
-#include <climits>
 #include <cstdio>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 namespace rs::cli {
-namespace {
-
-std::string selfPath() {
-    char buf[PATH_MAX] = {};
-    const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    return n > 0 ? std::string(buf, size_t(n)) : std::string("ranksight-cli");
-}
-
-} // namespace
 
 int benchNodesCommand(const Args& argv) {
     const CliArgs args(argv,

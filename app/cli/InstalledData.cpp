@@ -16,8 +16,7 @@ std::string findBundled(const std::string& arg, const char* kind) {
     if (arg.find('/') != std::string::npos || fs::is_regular_file(arg, ec))
         return arg;
     std::vector<fs::path> dirs;
-    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec)
+    if (const fs::path self = selfPath(); self.is_absolute())
         dirs.push_back((self.parent_path() / "../share/ranksight" / kind).lexically_normal());
 #ifdef RANKSIGHT_SOURCE_DIR
     dirs.push_back(fs::path(RANKSIGHT_SOURCE_DIR) / "resources" / kind);
@@ -31,6 +30,12 @@ std::string findBundled(const std::string& arg, const char* kind) {
     }
     throw UsageError(fmt::format("'{}' is not a file, nor one of the {} in {}", arg, kind,
                                  looked.empty() ? "(no folder found)" : looked));
+}
+
+std::string selfPath() {
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string("ranksight-cli") : self.string();
 }
 
 } // namespace rs::cli

@@ -11,4 +11,7 @@ namespace rs::cli {
 // '/'); otherwise the bundled file NAME or NAME.json; throws UsageError naming the folders looked in.
 std::string findBundled(const std::string& arg, const char* kind);
 
+// This program's own path (/proc/self/exe); "ranksight-cli" if it cannot be read.
+std::string selfPath();
+
 } // namespace rs::cli

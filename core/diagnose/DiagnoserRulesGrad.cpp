@@ -323,7 +323,7 @@ void straggler(const Diagnoser::State& s, Findings& out) {
     if (othersComm / n < 1.5 * myComm || mine < diag::kSlowRatio * othersCompute / n)
         return;
     out.push_back(
-        make("straggler", "parallel", 0.8, slowSince(s.slowDated[size_t(r)]), {r},
+        make("straggler", "parallel", 0.8, since, {r},
              fmt::format(
                  "rank {} computes {:.1f} ms per step against {:.1f} ms on the others ({} of {} steps at "
                  "least {:.0f}x slower{}), and the others wait {:.1f} ms per step in collectives against its "

@@ -10,6 +10,7 @@
 
 #include <H5Cpp.h>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -85,6 +86,7 @@ struct RunWriter::Impl {
     Dims dims;
     H5::H5File file;
     WTable steps, weights, evals, events, dumps, entries;
+    std::array<WTable*, 6> tables() { return {&steps, &weights, &evals, &events, &dumps, &entries}; }
     H5::DataSet statusComplete, statusReason;
     int64_t stepsWritten = 0;
     bool open = false;
@@ -309,7 +311,7 @@ H5::DSetAccPropList RunWriter::Impl::chunkCache(const WColumn& c) {
 // got HDF5's default 1 MiB chunk cache back and kept every chunk it wrote until that filled: the soak's RSS
 // grew ~1.4 KiB a step, for 32,000+ steps. Reopening each column with its own cache size ends that.
 void RunWriter::Impl::reopenColumns() {
-    for (WTable* t : {&steps, &weights, &evals, &events, &dumps, &entries})
+    for (WTable* t : tables())
         for (WColumn& c : t->cols) {
             c.ds.close();
             c.ds = file.openDataSet(c.path, chunkCache(c));
@@ -390,7 +392,7 @@ void RunWriter::Impl::writeStatus(bool complete, const std::string& reason) {
 }
 
 void RunWriter::Impl::closeAll() {
-    for (WTable* t : {&steps, &weights, &evals, &events, &dumps, &entries}) {
+    for (WTable* t : tables()) {
         for (WColumn& c : t->cols)
             c.ds.close();
         t->cols.clear();
