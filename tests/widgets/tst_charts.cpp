@@ -2,6 +2,7 @@
 // LossChart and OverflowTimeline; checked are the plotted values, the decimation on a 100k-step run, the
 // coalesced redraws, clicks and linked zoom through the shared StepCursor, the overflow raster's cells, and
 // PNG/SVG/PDF exports. Set RANKSIGHT_CHART_DIR to a folder to keep a PNG of each chart for a look.
+#include "charts/ChartBase.h"
 #include "charts/ChartExport.h"
 #include "charts/ChartPalette.h"
 #include "charts/LossChart.h"
@@ -104,6 +105,17 @@ void keepPicture(ChartWidget* chart) {
                 ImageFormat::Png, &error, 0, 0, true);
 }
 
+// A bare chart, to reach ChartBase's axis helpers.
+class TickProbe : public ChartBase {
+public:
+    using ChartBase::ChartBase;
+    using ChartBase::fitIntegerTicks;
+    using ChartBase::integerTicker;
+
+protected:
+    void rebuild() override {}
+};
+
 } // namespace
 
 class TestCharts : public QObject {
@@ -136,6 +148,113 @@ private slots:
         QVERIFY(chart.plot()->yAxis->range().lower < 1.0 && chart.plot()->yAxis->range().lower > 0.5);
         QVERIFY(chart.plot()->yAxis->range().upper > 4.99 && chart.plot()->yAxis->range().upper < 5.5);
         keepPicture(&chart);
+    }
+
+    void manyRanksAreSummarised() {
+        // 64 ranks: loss 2 + a small per-rank, per-step wobble; rank 17 runs 0.5 high from step 100 on.
+        auto cell = [](int64_t s, int r) {
+            Cell c;
+            c.loss =
+                2.0f + 0.01f * float((s * 7 + r * 13) % 11) - 0.05f + (r == 17 && s >= 100 ? 0.5f : 0.0f);
+            return c;
+        };
+        RunModel model;
+        StepCursor cursor;
+        LossChart chart(&model, &cursor);
+        model.applyDelta(makeDelta(64, 0, 200, cell));
+        show(&chart);
+        chart.refreshNow();
+
+        QVERIFY(chart.summarised());
+        QCOMPARE(chart.rankGraphCount(), 0);
+        QCOMPARE(chart.standoutRanks(), std::vector<int>{17});
+        QVERIFY(chart.standoutGraph(0)->visible());
+        QCOMPARE(chart.standoutGraph(0)->name(), QString("rank 17 (stands out)"));
+        QCOMPARE(valueAt(chart.standoutGraph(0), 150), double(cell(150, 17).loss));
+        // The band spans the lowest and highest rank at each step.
+        float lo = 1e9f, hi = -1e9f;
+        for (int r = 0; r < 64; ++r) {
+            lo = std::min(lo, cell(150, r).loss);
+            hi = std::max(hi, cell(150, r).loss);
+        }
+        QCOMPARE(valueAt(chart.bandLowGraph(), 150), double(lo));
+        QCOMPARE(valueAt(chart.bandHighGraph(), 150), double(hi));
+        QCOMPARE(chart.bandHighGraph()->channelFillGraph(), chart.bandLowGraph());
+        // A legend of a few entries, not 64: band, standout, mean, accuracy, eval.
+        QVERIFY2(chart.plot()->legend->itemCount() <= 6,
+                 qPrintable(QString::number(chart.plot()->legend->itemCount())));
+        QVERIFY(chart.plot()->legend->hasItemWithPlottable(chart.bandHighGraph()));
+        QVERIFY(!chart.plot()->legend->hasItemWithPlottable(chart.bandLowGraph()));
+        // Zoomed to steps before rank 17 went high, nobody stands out.
+        cursor.setRange(0, 90);
+        chart.refreshNow();
+        QVERIFY(chart.standoutRanks().empty());
+        QVERIFY(!chart.standoutGraph(0)->visible());
+        QVERIFY(!chart.plot()->legend->hasItemWithPlottable(chart.standoutGraph(0)));
+
+        // Hover: the pointer on rank 17's line at step 60 names and draws it; elsewhere, nothing.
+        cursor.setRange(0, 199);
+        chart.refreshNow();
+        chart.plot()->replot();
+        const double x = chart.plot()->xAxis->coordToPixel(150);
+        const QPointF on(x, chart.plot()->yAxis->coordToPixel(cell(150, 17).loss));
+        QTest::mouseMove(chart.plot(), on.toPoint());
+        QTRY_COMPARE(chart.hoveredRank(), 17);
+        QVERIFY(chart.hoverGraph()->visible());
+        QCOMPARE(valueAt(chart.hoverGraph(), 150), double(cell(150, 17).loss));
+        const QString tip = chart.toolTipAt(on);
+        QVERIFY2(tip.contains("rank 17 (under the pointer): loss 2.5"), qPrintable(tip));
+        QVERIFY2(tip.contains("highest: rank 17"), qPrintable(tip));
+        QVERIFY2(tip.contains("rank 17 (stands out)"), qPrintable(tip));
+        QVERIFY2(tip.count('\n') < 8, qPrintable(tip)); // a few lines, not one per rank
+        const QPointF above(x, chart.plot()->yAxis->coordToPixel(hi + 0.5));
+        QTest::mouseMove(chart.plot(), above.toPoint());
+        QTRY_COMPARE(chart.hoveredRank(), -1);
+        QVERIFY(!chart.hoverGraph()->visible());
+        keepPicture(&chart);
+
+        // Eight ranks still get a line each.
+        model.applyDelta(makeDelta(8, 0, 50, cell));
+        chart.refreshNow();
+        QVERIFY(!chart.summarised());
+        QCOMPARE(chart.rankGraphCount(), 8);
+        QVERIFY(!chart.bandHighGraph()->visible());
+        QVERIFY(!chart.plot()->legend->hasItemWithPlottable(chart.bandHighGraph()));
+    }
+
+    // Rank axes at 64 ranks: two-digit labels need more room than one-digit ones; the step is 1, 2, 5, 10...
+    void integerTicksNeverTouch_data() {
+        QTest::addColumn<int>("width");
+        QTest::addColumn<int>("count");
+        QTest::addColumn<double>("step");
+        QTest::addRow("64 ranks, narrow") << 260 << 64 << 10.0;
+        QTest::addRow("64 ranks, wide") << 2200 << 64 << 1.0;
+        QTest::addRow("8 ranks, narrow") << 260 << 8 << 1.0;
+        QTest::addRow("512 ranks") << 600 << 512 << 50.0;
+    }
+    void integerTicksNeverTouch() {
+        QFETCH(int, width);
+        QFETCH(int, count);
+        QFETCH(double, step);
+        RunModel model;
+        StepCursor cursor;
+        TickProbe chart(&model, &cursor, QStringLiteral("probe"), QStringLiteral("probe"));
+        QCPAxis* x = chart.plot()->xAxis;
+        x->setTicker(TickProbe::integerTicker());
+        x->setRange(-0.5, count - 0.5);
+        show(&chart, width, 300);
+        chart.plot()->replot();
+        TickProbe::fitIntegerTicks(x, count);
+        chart.plot()->replot();
+        const auto ticker = x->ticker().dynamicCast<QCPAxisTickerFixed>();
+        QVERIFY(ticker);
+        QCOMPARE(ticker->tickStep(), step);
+        const QVector<double> ticks = x->tickVector();
+        QVERIFY(ticks.size() >= 2);
+        const int label = QFontMetrics(x->tickLabelFont()).horizontalAdvance(QString::number(count - 1));
+        for (int i = 1; i < ticks.size(); ++i)
+            QVERIFY2(x->coordToPixel(ticks[i]) - x->coordToPixel(ticks[i - 1]) > label,
+                     qPrintable(QString("ticks %1 and %2").arg(ticks[i - 1]).arg(ticks[i])));
     }
 
     void noRankColourIsAMarkerColour() {

@@ -4,6 +4,7 @@
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
 
+#include <QFontMetrics>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPointer>
@@ -96,6 +97,7 @@ ChartBase::ChartBase(RunModel* model, StepCursor* cursor, const QString& id, con
         m_pressed = false;
     });
     connect(m_plot, &QCustomPlot::mouseMove, this, &ChartBase::onMouseMove);
+    m_plot->installEventFilter(this);
     // Axis margins follow the tick labels, so the data area's size is only known after a layout pass.
     connect(m_plot, &QCustomPlot::afterLayout, this, [this] {
         if (!m_refreshing && layoutChanged())
@@ -191,8 +193,30 @@ QSharedPointer<QCPAxisTickerFixed> ChartBase::integerTicker() {
 
 void ChartBase::fitIntegerTicks(QCPAxis* axis, int count) {
     const QRect r = axis->axisRect()->rect();
-    const int pixels = axis->orientation() == Qt::Horizontal ? r.width() : r.height();
-    axis->ticker()->setTickCount(std::clamp(pixels > 0 ? pixels / 18 : count, 2, std::max(2, count)));
+    const bool horizontal = axis->orientation() == Qt::Horizontal;
+    const int pixels = horizontal ? r.width() : r.height();
+    // Room for a label: the widest one side by side (two-digit ranks need more than one-digit ones), or
+    // a line's height stacked, plus a gap.
+    const QFontMetrics metrics(axis->tickLabelFont());
+    const int room = horizontal ? metrics.horizontalAdvance(QString::number(std::max(0, count - 1))) + 10
+                                : metrics.height() + 4;
+    auto fixed = axis->ticker().dynamicCast<QCPAxisTickerFixed>();
+    if (!fixed) {
+        axis->ticker()->setTickCount(std::clamp(pixels > 0 ? pixels / room : count, 2, std::max(2, count)));
+        return;
+    }
+    // A step of 1, 2, 5, 10, 20, 50, ... values: the smallest whose labels do not touch.
+    const double perValue = pixels > 0 ? double(pixels) / std::max(1, count) : double(room);
+    int step = 1;
+    for (int base = 1; base < (1 << 24); base *= 10) {
+        const auto fits = [&](int m) { return perValue * base * m >= room; };
+        if (fits(1) || fits(2) || fits(5)) {
+            step = fits(1) ? base : fits(2) ? 2 * base : 5 * base;
+            break;
+        }
+    }
+    fixed->setScaleStrategy(QCPAxisTickerFixed::ssNone);
+    fixed->setTickStep(step);
 }
 
 bool ChartBase::layoutChanged() const {
@@ -205,9 +229,18 @@ QString ChartBase::toolTipAt(const QPointF&) const {
 
 void ChartBase::clicked(const QPointF&) {}
 
+void ChartBase::hovered(std::optional<QPointF>) {}
+
+bool ChartBase::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == m_plot && event->type() == QEvent::Leave)
+        hovered(std::nullopt);
+    return ChartWidget::eventFilter(watched, event);
+}
+
 void ChartBase::onMouseMove(QMouseEvent* event) {
     if (event->buttons() != Qt::NoButton)
         return;
+    hovered(event->position());
     const QString text = toolTipAt(event->position());
     if (text.isEmpty())
         QToolTip::hideText();

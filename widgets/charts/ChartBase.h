@@ -12,6 +12,7 @@
 #include <QSharedPointer>
 #include <QTimer>
 #include <functional>
+#include <optional>
 
 class QCPAxis;
 class QCPAxisTickerFixed;
@@ -51,14 +52,18 @@ protected:
     virtual bool layoutChanged() const;
     // A left click without a drag, in plot widget pixels.
     virtual void clicked(const QPointF& pos);
+    // The pointer moved over the plot without a button held (plot widget pixels), or left it (nullopt);
+    // called before toolTipAt, so a chart can highlight what the tooltip names.
+    virtual void hovered(std::optional<QPointF> pos);
 
     void markDirty();
     // Fills a color map with keys x values cells whose centers span keyCenters and valueCenters. A single row
     // or column is drawn one unit wide (QCustomPlot needs two cells to know a cell's size).
     static void fillColorMap(QCPColorMap* map, int keys, int values, QCPRange keyCenters,
                              QCPRange valueCenters, const std::function<double(int key, int value)>& cell);
-    // Makes axis label integers (ranks, cells) with one tick per value when they fit (18 px each), else
-    // every 2nd, 5th, ... The axis must have an integer-step QCPAxisTickerFixed (integerTicker()).
+    // Makes axis label integers (ranks, cells) with one tick per value when the labels fit side by side (or
+    // stacked), else every 2nd, 5th, 10th, ... The axis should have an integer-step QCPAxisTickerFixed
+    // (integerTicker()); another ticker only gets a tick count.
     static void fitIntegerTicks(QCPAxis* axis, int count);
     static QSharedPointer<QCPAxisTickerFixed> integerTicker();
     QHBoxLayout* header() const { return m_header; }
@@ -73,6 +78,7 @@ private:
     void onTimeout();
     void redrawNow(); // the queue's turn for this chart: rebuild and paint, if still dirty and visible
     void onMouseMove(QMouseEvent* event);
+    bool eventFilter(QObject* watched, QEvent* event) override; // the pointer leaving the plot
 
     RunModel* m_model;
     StepCursor* m_cursor;

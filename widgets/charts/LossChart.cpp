@@ -7,6 +7,7 @@
 #include "model/StepCursor.h"
 #include "store/RankMean.h"
 #include "view/Decimate.h"
+#include "view/RankSpread.h"
 
 #include <QCheckBox>
 #include <QHBoxLayout>
@@ -69,16 +70,34 @@ LossChart::LossChart(RunModel* model, StepCursor* cursor, QWidget* parent)
     m_mismatchLegend = p->addGraph();
     m_mismatchLegend->setName(tr("rank mismatch"));
     m_mismatchLegend->setPen(markerPen(Event{0, -1, Severity::Error, eventcode::kGradientSync, {}}));
-    // Rank lines (created per run on "main") stay under the summary lines.
+    // The band of a summarised run: plain graphs, since they hold a point per pixel at most.
+    m_bandLow = p->addGraph(p->xAxis, p->yAxis);
+    m_bandHigh = p->addGraph(p->xAxis, p->yAxis);
+    QColor band = palette::meanColor();
+    band.setAlpha(60);
+    for (QCPGraph* g : {m_bandLow, m_bandHigh})
+        g->setPen(QPen(band, 1));
+    m_bandHigh->setBrush(band);
+    m_bandHigh->setChannelFillGraph(m_bandLow);
+    m_bandLow->removeFromLegend();
+    m_hover = addDenseLineGraph(p->xAxis, p->yAxis);
+    m_hover->removeFromLegend();
+    // Rank lines (created per run on "main") stay under the summary lines; the hovered rank is on top.
     p->addLayer(QStringLiteral("summary"), p->layer(QStringLiteral("main")), QCustomPlot::limAbove);
     for (QCPGraph* g : {m_accuracy, m_eval, m_mean})
         g->setLayer(QStringLiteral("summary"));
+    p->addLayer(QStringLiteral("hover"), p->layer(QStringLiteral("summary")), QCustomPlot::limAbove);
+    m_hover->setLayer(QStringLiteral("hover"));
+    for (QCPGraph* g : {m_bandLow, m_bandHigh, m_hover})
+        g->setVisible(false);
+    m_bandHigh->removeFromLegend();
 
     addStepRect(p->axisRect());
     placeLegendBelow(4);
     connect(model, &RunModel::runReset, this, [this] {
-        m_meanLoss.clear();
-        m_meanAccuracy.clear();
+        for (auto* v : {&m_meanLoss, &m_meanAccuracy, &m_lowLoss, &m_highLoss})
+            v->clear();
+        m_hoverRank = -1;
     });
 }
 
@@ -99,6 +118,9 @@ void LossChart::setLogScale(bool on) {
 }
 
 void LossChart::ensureRankGraphs(int ranks) {
+    m_summarised = ranks > kLinesUpTo;
+    if (m_summarised)
+        ranks = 0;
     if (int(m_rankGraphs.size()) == ranks)
         return;
     for (QCPGraph* g : m_rankGraphs)
@@ -120,7 +142,58 @@ void LossChart::extendMeans() {
     for (size_t row = m_meanLoss.size(); row < rows; ++row) {
         m_meanLoss.push_back(finiteMean(loss.data() + row * size_t(R), size_t(R)));
         m_meanAccuracy.push_back(finiteMean(acc.data() + row * size_t(R), size_t(R)) * 100.0f);
+        const view::RowRange range = view::rowRange(loss.data() + row * size_t(R), R);
+        m_lowLoss.push_back(range.low);
+        m_highLoss.push_back(range.high);
     }
+}
+
+void LossChart::setRankLine(QCPGraph* g, int rank, const View& v) const {
+    setXY(g, view::minMaxDecimate(model()->stepNumbers(), model()->column(StepColumn::Loss), v.begin, v.end,
+                                  v.buckets, model()->worldSize(), rank));
+}
+
+void LossChart::rebuildSummary(const View& v) {
+    for (QCPGraph* g : {m_bandLow, m_bandHigh})
+        g->setVisible(m_summarised);
+    if (m_summarised)
+        m_bandHigh->addToLegend();
+    else
+        m_bandHigh->removeFromLegend();
+    m_standoutRanks.clear();
+    if (m_summarised) {
+        const view::Band band =
+            view::bandDecimate(model()->stepNumbers(), m_lowLoss, m_highLoss, v.begin, v.end, v.buckets);
+        m_bandLow->setData(QVector<double>(band.x.begin(), band.x.end()),
+                           QVector<double>(band.low.begin(), band.low.end()), true);
+        m_bandHigh->setData(QVector<double>(band.x.begin(), band.x.end()),
+                            QVector<double>(band.high.begin(), band.high.end()), true);
+        m_bandHigh->setName(tr("lowest to highest of %1 ranks").arg(model()->worldSize()));
+        for (const view::Standout& s :
+             view::standoutRanks(model()->column(StepColumn::Loss), model()->worldSize(), v.begin, v.end))
+            m_standoutRanks.push_back(s.rank);
+    }
+    // Graphs for the standouts are kept and reused: a live run's standouts change as steps arrive.
+    while (m_standoutGraphs.size() < m_standoutRanks.size())
+        m_standoutGraphs.push_back(addDenseLineGraph(plot()->xAxis, plot()->yAxis));
+    for (size_t i = 0; i < m_standoutGraphs.size(); ++i) {
+        QCPGraph* g = m_standoutGraphs[i];
+        const bool used = i < m_standoutRanks.size();
+        g->setVisible(used);
+        if (!used) {
+            g->data()->clear();
+            g->removeFromLegend();
+            continue;
+        }
+        const int rank = m_standoutRanks[i];
+        g->setName(tr("rank %1 (stands out)").arg(rank));
+        g->setPen(QPen(palette::rankColor(rank), 1.5));
+        setRankLine(g, rank, v);
+        g->addToLegend();
+    }
+    m_hover->setVisible(m_summarised && m_hoverRank >= 0);
+    if (m_hover->visible())
+        setRankLine(m_hover, m_hoverRank, v);
 }
 
 void LossChart::rebuild() {
@@ -128,10 +201,11 @@ void LossChart::rebuild() {
     ensureRankGraphs(R);
     extendMeans();
     const View v = prepareView();
+    m_view = v;
     const auto& steps = model()->stepNumbers();
-    const auto& loss = model()->column(StepColumn::Loss);
-    for (int r = 0; r < R; ++r)
-        setXY(m_rankGraphs[size_t(r)], view::minMaxDecimate(steps, loss, v.begin, v.end, v.buckets, R, r));
+    for (size_t r = 0; r < m_rankGraphs.size(); ++r)
+        setRankLine(m_rankGraphs[r], int(r), v);
+    rebuildSummary(v);
     setXY(m_mean, view::minMaxDecimate(steps, m_meanLoss, v.begin, v.end, v.buckets));
     setXY(m_accuracy, view::minMaxDecimate(steps, m_meanAccuracy, v.begin, v.end, v.buckets));
 
@@ -199,6 +273,10 @@ void LossChart::fitLossAxis() {
     };
     for (QCPGraph* g : m_rankGraphs)
         unite(g);
+    if (m_summarised) {
+        unite(m_bandHigh);
+        unite(m_bandLow);
+    }
     unite(m_mean);
     QCPAxis* y = plot()->yAxis;
     if (!any) {
@@ -223,6 +301,40 @@ QString LossChart::eventsNear(double pixelX) const {
     return lines.join(QLatin1Char('\n'));
 }
 
+int LossChart::rankNear(const QPointF& pos) const {
+    if (!m_summarised || !plot()->axisRect()->rect().contains(pos.toPoint()) || model()->stepCount() == 0)
+        return -1;
+    const int64_t row = model()->rowOf(nearestStep(plot()->xAxis->pixelToCoord(pos.x())));
+    if (row < 0)
+        return -1;
+    constexpr double kReachPx = 8; // about a line's width plus a hand's wobble
+    int best = -1;
+    double bestPx = kReachPx;
+    for (int r = 0; r < model()->worldSize(); ++r) {
+        const float loss = model()->value(StepColumn::Loss, row, r);
+        if (!std::isfinite(loss))
+            continue;
+        if (const double px = std::abs(plot()->yAxis->coordToPixel(double(loss)) - pos.y()); px <= bestPx) {
+            best = r;
+            bestPx = px;
+        }
+    }
+    return best;
+}
+
+void LossChart::hovered(std::optional<QPointF> pos) {
+    const int rank = pos ? rankNear(*pos) : -1;
+    if (rank == m_hoverRank)
+        return;
+    m_hoverRank = rank;
+    m_hover->setVisible(rank >= 0);
+    if (rank >= 0) {
+        m_hover->setPen(QPen(palette::rankColor(rank), 2));
+        setRankLine(m_hover, rank, m_view);
+    }
+    plot()->replot(QCustomPlot::rpQueuedReplot);
+}
+
 QString LossChart::toolTipAt(const QPointF& pos) const {
     if (!plot()->axisRect()->rect().contains(pos.toPoint()) || model()->stepCount() == 0)
         return {};
@@ -235,9 +347,34 @@ QString LossChart::toolTipAt(const QPointF& pos) const {
         lines << tr("mean loss %1, batch accuracy %2 %")
                      .arg(m_meanLoss[size_t(row)], 0, 'g', 5)
                      .arg(m_meanAccuracy[size_t(row)], 0, 'f', 1);
-    const int R = std::min(model()->worldSize(), 16);
-    for (int r = 0; r < R; ++r)
-        lines << tr("rank %1: loss %2").arg(r).arg(model()->value(StepColumn::Loss, row, r), 0, 'g', 5);
+    auto rankLine = [&](int r, const QString& label) {
+        lines << label.arg(r).arg(model()->value(StepColumn::Loss, row, r), 0, 'g', 5);
+    };
+    if (!m_summarised) {
+        for (int r = 0; r < model()->worldSize(); ++r)
+            rankLine(r, tr("rank %1: loss %2"));
+        return lines.join(QLatin1Char('\n'));
+    }
+    // Summarised: the pointed-at rank, the extremes and the standouts, not 64 lines.
+    if (const int near = rankNear(pos); near >= 0)
+        rankLine(near, tr("rank %1 (under the pointer): loss %2"));
+    const int R = model()->worldSize();
+    int low = -1, high = -1;
+    for (int r = 0; r < R; ++r) {
+        const float v = model()->value(StepColumn::Loss, row, r);
+        if (!std::isfinite(v))
+            continue;
+        if (low < 0 || v < model()->value(StepColumn::Loss, row, low))
+            low = r;
+        if (high < 0 || v > model()->value(StepColumn::Loss, row, high))
+            high = r;
+    }
+    if (low >= 0) {
+        rankLine(low, tr("lowest: rank %1, loss %2"));
+        rankLine(high, tr("highest: rank %1, loss %2"));
+    }
+    for (int r : m_standoutRanks)
+        rankLine(r, tr("rank %1 (stands out): loss %2"));
     return lines.join(QLatin1Char('\n'));
 }
 
