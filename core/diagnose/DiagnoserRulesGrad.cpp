@@ -319,8 +319,11 @@ void straggler(const Diagnoser::State& s, Findings& out) {
         }
     const double n = double(s.timedSteps);
     const double mine = s.computeSum[size_t(r)] / n, myComm = s.commSum[size_t(r)] / n;
-    // The others wait for it inside the collectives: their comm time must be the larger.
-    if (othersComm / n < 1.5 * myComm || mine < diag::kSlowRatio * othersCompute / n)
+    // The others wait for it inside the collectives: their comm time exceeds its own by at least half of
+    // its extra compute. (Not a ratio of the comm times: where many emulated cards share few cores, every
+    // card waits long for the CPU in each collective, and one card's extra time is a small part of that.)
+    const double extra = mine - othersCompute / n;
+    if (othersComm / n - myComm < 0.5 * extra || mine < diag::kSlowRatio * othersCompute / n)
         return;
     out.push_back(
         make("straggler", "parallel", 0.8, since, {r},

@@ -22,6 +22,7 @@ private slots:
     void rule_data();
     void rule();
     void twoRankSdcAfterUsesSumCheck();
+    void slowCardNobodyWaitsForIsNoStraggler();
     void chunkingDoesNotMatter();
     void checksNotRunNameWhatIsMissing();
     void withoutFingerprintsRanksCompareOnSyncedNorms();
@@ -266,6 +267,19 @@ void TestDiagnose::rule_data() {
                     x.commMs += 800;
             }
     }) << "straggler" << qint64(44) << ints({1});
+    // 16 emulated cards on 2 cores: every card waits ~600 ms per collective for the CPU, and the others
+    // wait 200 ms more for rank 5. Its comm time is not much below theirs, but they wait for it.
+    QTest::addRow("straggler among cards sharing cores") << 16 << Edit([](Sim& s) {
+        for (auto& st : s.steps)
+            for (int r = 0; r < s.R; ++r) {
+                auto& x = st.ranks[size_t(r)];
+                x.commMs += 600;
+                if (r == 5)
+                    x.computeMs *= 3;
+                else
+                    x.commMs += 200;
+            }
+    }) << "straggler" << qint64(0) << ints({5});
 }
 
 void TestDiagnose::rule() {
@@ -291,6 +305,23 @@ void TestDiagnose::rule() {
         QCOMPARE(f.front().parameters, std::vector<std::string>{sim.meta.params[3].name});
     if (cause == "loss-scale-not-restored" || cause == "overflow-not-synced")
         QVERIFY2(f.size() == 1, qPrintable(describe(f))); // the one cause, no second finding beside it
+}
+
+// A card that computes slowly while nobody waits for it (the others' collectives take no longer than its
+// own) is not holding the job up: no straggler.
+void TestDiagnose::slowCardNobodyWaitsForIsNoStraggler() {
+    Sim sim(8, 6, 60);
+    for (auto& st : sim.steps)
+        st.ranks[2].computeMs *= 4;
+    const auto f = sim.diagnose();
+    QVERIFY2(f.empty(), qPrintable(describe(f)));
+    for (auto& st : sim.steps) // the same card, now with the others waiting for it: named
+        for (int r = 0; r < sim.R; ++r)
+            if (r != 2)
+                st.ranks[size_t(r)].commMs += 300;
+    const auto g = sim.diagnose();
+    QVERIFY2(g.size() == 1 && g.front().cause == "straggler" && g.front().ranks == ints({2}),
+             qPrintable(describe(g)));
 }
 
 // With two ranks no majority says which copy is odd: the synced-sum check does.
