@@ -3,6 +3,7 @@
 #include "Commands.h"
 #include "InstalledData.h"
 #include "cluster/NodeGroup.h"
+#include "store/RankMean.h"
 #include "train/Trainer.h"
 
 #include <atomic>
@@ -56,9 +57,7 @@ public:
             std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
         const int64_t done = s.step + 1, total = m_meta.plannedSteps;
         const double imgs = elapsed > 0 ? done * double(m_meta.worldSize) * m_meta.batchPerRank / elapsed : 0;
-        double loss = 0;
-        for (const auto& r : s.ranks)
-            loss += r.loss / s.ranks.size();
+        const float loss = finiteMean(s.ranks.size(), [&](size_t r) { return s.ranks[r].loss; });
         const double eta = done > 0 ? elapsed / done * (total - done) : -1;
         const int width = 24;
         const int filled = total > 0 ? static_cast<int>(width * done / total) : 0;

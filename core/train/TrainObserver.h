@@ -16,7 +16,7 @@ struct RunSummary {
     bool completed = false; // reached the planned steps
     std::string stopReason; // completed | stopped | error: ...
     double imagesPerSecond = 0;
-    float lossFirst = 0, lossLast = 0;
+    float lossFirst = 0, lossLast = 0; // mean over the ranks with a finite loss (store/RankMean.h)
     float evalAccuracy = -1;           // mean over ranks of the final held-out accuracy; -1 when none
     std::vector<CardState> cardStates; // per rank of this node, how each card ended
     // Multi-node: what this node handed to gloo for the other nodes and the time its cards' collectives

@@ -1,6 +1,7 @@
 // Trainer: the writer thread. Records arrive in step order from the cards (or, on node 0 of a multi-node
 // run, from the exchange); this one thread appends them to the run file, runs the event detector, keeps the
 // summary and tells the observer.
+#include "store/RankMean.h"
 #include "telemetry/EventDetector.h"
 #include "train/TrainerImpl.h"
 
@@ -36,9 +37,8 @@ void Trainer::Impl::writerLoop() {
                     writer->appendStep(*step);
                 {
                     std::lock_guard lock(summaryMutex);
-                    float mean = 0;
-                    for (const auto& rs : step->ranks)
-                        mean += rs.loss / static_cast<float>(step->ranks.size());
+                    const float mean =
+                        finiteMean(step->ranks.size(), [&](size_t r) { return step->ranks[r].loss; });
                     if (summary.stepsCompleted == 0)
                         summary.lossFirst = mean;
                     summary.lossLast = mean;
