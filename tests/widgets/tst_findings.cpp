@@ -1,5 +1,6 @@
 // The Findings panel: the table model (QAbstractItemModelTester), the detail text, clicking a finding moves
-// the cursor, and the background diagnosis of a real run file (a clean run: no findings).
+// the cursor, and the background diagnosis of real run files (a clean run: no findings; a saved run with a
+// finding opens on it).
 #include "core/RunFileFixtures.h"
 #include "diagnose/Finding.h"
 #include "model/DiagnosisRunner.h"
@@ -110,6 +111,42 @@ private slots:
         model.close(); // a new run clears the findings and their status
         QCOMPARE(panel.runner()->hasResult(), false);
         QCOMPARE(panel.adviceText(), QString());
+    }
+
+    // A saved run opened with findings: the first finding's evidence at once (the cursor on its first step,
+    // findingActivated for the window), as a click would. A user who moved the cursor first keeps it there.
+    void openingASavedRunGoesToTheFirstFinding() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("sdc.h5");
+        QProcess cli;
+        cli.start(RANKSIGHT_CLI, {"train", "--model", "mlp", "--ranks", "4", "--batch", "8", "--steps", "30",
+                                  "--fault", "sdc-after@12:1", "--quiet", "--out", path});
+        QVERIFY(cli.waitForFinished(120000));
+        QCOMPARE(cli.exitCode(), 0);
+        RunModel model;
+        StepCursor cursor;
+        FindingsPanel panel(&model, &cursor);
+        QSignalSpy activated(&panel, &FindingsPanel::findingActivated);
+        QVERIFY(cursor.following());
+        model.open(path);
+        QTRY_VERIFY_WITH_TIMEOUT(panel.runner()->hasResult(), 30000);
+        QVERIFY(panel.findingsModel()->rowCount() > 0);
+        const Finding* first = panel.findingsModel()->findingAt(0);
+        QCOMPARE(first->cause, std::string("sdc-after"));
+        QCOMPARE(first->firstStep, int64_t(12));
+        QCOMPARE(cursor.step(), int64_t(12));
+        QVERIFY(!cursor.following());
+        QCOMPARE(activated.count(), 1);
+        QCOMPARE(panel.view()->selectionModel()->selectedRows().value(0).row(), 0);
+
+        model.close();
+        cursor.reset();
+        model.open(path);
+        cursor.setStep(3); // before diagnosis ends
+        QTRY_VERIFY_WITH_TIMEOUT(panel.runner()->hasResult(), 30000);
+        QVERIFY(panel.findingsModel()->rowCount() > 0);
+        QCOMPARE(cursor.step(), int64_t(3));
+        QCOMPARE(activated.count(), 1);
     }
 
     // A file from a source that records less: the panel says which checks could not run and why, and the

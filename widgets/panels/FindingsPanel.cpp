@@ -62,12 +62,19 @@ FindingsPanel::FindingsPanel(RunModel* model, StepCursor* cursor, QWidget* paren
     layout->addWidget(m_notRun); // below the findings: what was found comes first
     layout->addWidget(m_advice);
 
+    // After the runner's own reset (connected first), which reports the emptied findings.
+    connect(model, &RunModel::runReset, this, [this] { m_diagnosedOnce = false; });
     connect(m_runner, &DiagnosisRunner::findingsChanged, this, [this] {
         m_progress = -1;
         m_findings->setFindings(m_runner->findings());
+        const bool opened = !m_diagnosedOnce && m_model->isComplete() && m_cursor->following();
+        m_diagnosedOnce = true;
         if (m_findings->rowCount() > 0) {
             m_view->selectRow(0);
-            showDetail(0);
+            if (opened)
+                activate(0);
+            else
+                showDetail(0);
         } else {
             m_detail->clear();
         }

@@ -1,6 +1,8 @@
 // The Findings panel: what diagnosis concluded about the run (the likely cause of cross-rank disagreement,
 // with evidence and the fix), updated as a live run grows. Clicking a finding moves the step cursor to its
-// first step and asks the window to show its ranks and parameter (findingActivated).
+// first step and asks the window to show its ranks and parameter (findingActivated). A saved run opened with
+// findings shows the first one's evidence that way at once, unless the user has moved the cursor already; a
+// live run's findings never move a cursor that follows the run.
 #pragma once
 
 #include <QWidget>
@@ -48,6 +50,7 @@ private:
     QLabel* m_notRun;
     QLabel* m_advice;
     int m_progress = -1;
+    bool m_diagnosedOnce = false; // this run's findings arrived before (a jump to the first is only on open)
 };
 
 } // namespace rs
