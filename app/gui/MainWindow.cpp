@@ -48,6 +48,7 @@
 #include <QTimer>
 #include <QToolBar>
 #include <QtConcurrent/QtConcurrentRun>
+#include <utility>
 
 namespace rs {
 
@@ -604,10 +605,14 @@ void MainWindow::showFinding(const Finding& f) {
     m_rankHeatmap->setParam(param);
     QTableView* cards = m_cards->view();
     cards->clearSelection();
+    bool scrolled = false;
     for (int r : f.ranks)
-        if (r >= 0 && r < cards->model()->rowCount())
+        if (r >= 0 && r < cards->model()->rowCount()) {
             cards->selectionModel()->select(cards->model()->index(r, 0),
                                             QItemSelectionModel::Select | QItemSelectionModel::Rows);
+            if (!std::exchange(scrolled, true)) // at 64 cards the first named one may be far down
+                cards->scrollTo(cards->model()->index(r, 0));
+        }
 }
 
 bool MainWindow::exportReport(const QString& dir, QString* error) {

@@ -118,7 +118,15 @@ void DetailChart::setupColorMap(QCPColorMap** map, QCPColorScale** scale) {
     m_scale = *scale;
     (*scale)->setType(QCPAxis::atRight);
     (*scale)->setBarWidth(14);
-    p->plotLayout()->addElement(1, 1, *scale);
+    // The map and its scale share one cell of a nested grid, so that the caption's row above is a single
+    // column as wide as the chart (in a second column of the top grid the caption would be centred over the
+    // map alone and cut at both edges when wider).
+    QCPAxisRect* rect = p->axisRect();
+    p->plotLayout()->take(rect);
+    auto* body = new QCPLayoutGrid;
+    p->plotLayout()->addElement(1, 0, body);
+    body->addElement(0, 0, rect);
+    body->addElement(0, 1, *scale);
     (*map)->setColorScale(*scale);
     auto* group = new QCPMarginGroup(p);
     p->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, group);
