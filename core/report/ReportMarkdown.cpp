@@ -6,6 +6,7 @@
 #include "store/RankMean.h"
 #include "store/RunReader.h"
 #include "store/RunSlice.h"
+#include "view/RankSpread.h"
 
 #include <algorithm>
 #include <cmath>
@@ -203,6 +204,47 @@ void runSection(std::string& md, const ReportInput& in) {
     md += fmt::format("| run file | `{}`, format version {} |\n\n", cell(in.sourcePath), in.formatVersion);
 }
 
+// Past kReportAllRanksUpTo ranks, the ranks worth a row of their own: named by a finding or by a warning or
+// error event, or with a figure that stands out from the other ranks'.
+std::vector<bool> ranksToList(const ReportInput& in) {
+    const StepFigures& f = in.figures;
+    const size_t R = f.ranks.size();
+    std::vector<bool> listed(R, R <= kReportAllRanksUpTo);
+    if (R <= kReportAllRanksUpTo)
+        return listed;
+    auto mark = [&](int r) {
+        if (r >= 0 && size_t(r) < R)
+            listed[size_t(r)] = true;
+    };
+    for (int r : in.findingRanks)
+        mark(r);
+    for (const Event& e : in.events)
+        if (e.severity != Severity::Info)
+            mark(e.rank);
+    auto figure = [&](auto get, double minZ = 3.5) {
+        std::vector<float> v(R);
+        for (size_t r = 0; r < R; ++r)
+            v[r] = float(get(f.ranks[r]));
+        for (int r : view::outlierRanks(v, minZ))
+            mark(r);
+    };
+    // One step's loss over one small batch is too noisy to call a rank out by its value: only a non-finite
+    // one counts (the loss chart judges ranks over many steps).
+    figure([](const RankFigures& x) { return x.lossLast; }, std::numeric_limits<double>::infinity());
+    figure([](const RankFigures& x) { return x.stepMsMedian; });
+    figure([](const RankFigures& x) { return x.commMsMedian; });
+    figure([](const RankFigures& x) { return x.overflowSteps; });
+    figure([](const RankFigures& x) { return x.skippedSteps; });
+    if (!in.evals.empty()) {
+        const auto& a = in.evals.back().accuracy;
+        std::vector<float> v(R, kNaN);
+        std::copy_n(a.begin(), std::min(a.size(), R), v.begin());
+        for (int r : view::outlierRanks(v))
+            mark(r);
+    }
+    return listed;
+}
+
 void summarySection(std::string& md, const ReportInput& in) {
     const StepFigures& f = in.figures;
     md += "## Summary\n\n";
@@ -211,28 +253,63 @@ void summarySection(std::string& md, const ReportInput& in) {
         return;
     }
     const EvalRecord* eval = in.evals.empty() ? nullptr : &in.evals.back();
+    auto evalAt = [&](size_t r) { return eval && r < eval->accuracy.size() ? eval->accuracy[r] : kNaN; };
     md += "| rank | loss first | loss last | overflow steps | skipped steps | step ms (median) | comm ms "
           "(median) |";
     md += eval ? fmt::format(" eval accuracy (step {}) |\n", eval->step) : std::string("\n");
     md += eval ? "|---:|---:|---:|---:|---:|---:|---:|---:|\n" : "|---:|---:|---:|---:|---:|---:|---:|\n";
+    const std::vector<bool> listed = ranksToList(in);
+    std::vector<size_t> others;
     double evalSum = 0;
     for (size_t r = 0; r < f.ranks.size(); ++r) {
+        evalSum += double(evalAt(r));
+        if (!listed[r]) {
+            others.push_back(r);
+            continue;
+        }
         const RankFigures& x = f.ranks[r];
         md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |", r, fixed(x.lossFirst, 4),
                           fixed(x.lossLast, 4), x.overflowSteps, x.skippedSteps, fixed(x.stepMsMedian, 1),
                           fixed(x.commMsMedian, 1));
-        if (eval) {
-            const float a = r < eval->accuracy.size() ? eval->accuracy[r] : kNaN;
-            evalSum += double(a);
-            md += fmt::format(" {} |", percent(a));
-        }
-        md += "\n";
+        md += eval ? fmt::format(" {} |\n", percent(evalAt(r))) : std::string("\n");
+    }
+    if (!others.empty()) {
+        // Ranges over the ranks without a row: lowest to highest, the same figure once when they agree.
+        auto range = [&](auto get, auto text) {
+            float lo = 0, hi = 0;
+            bool any = false;
+            for (size_t r : others) {
+                const float v = float(get(r));
+                if (!std::isfinite(v))
+                    continue;
+                lo = any ? std::min(lo, v) : v;
+                hi = any ? std::max(hi, v) : v;
+                any = true;
+            }
+            return !any ? std::string("nan") : lo == hi ? text(lo) : text(lo) + " to " + text(hi);
+        };
+        auto fx = [](int d) { return [d](float v) { return fixed(v, d); }; };
+        auto count = [](float v) { return fmt::format("{}", int64_t(v)); };
+        const auto& x = f.ranks;
+        md += fmt::format("| *the other {} ranks* | {} | {} | {} | {} | {} | {} |", others.size(),
+                          range([&](size_t r) { return x[r].lossFirst; }, fx(4)),
+                          range([&](size_t r) { return x[r].lossLast; }, fx(4)),
+                          range([&](size_t r) { return x[r].overflowSteps; }, count),
+                          range([&](size_t r) { return x[r].skippedSteps; }, count),
+                          range([&](size_t r) { return x[r].stepMsMedian; }, fx(1)),
+                          range([&](size_t r) { return x[r].commMsMedian; }, fx(1)));
+        md += eval ? fmt::format(" {} |\n", range(evalAt, percent)) : std::string("\n");
     }
     const float evalMean = float(evalSum / double(std::max<size_t>(1, f.ranks.size())));
     md += fmt::format("| **all** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** |",
                       fixed(f.lossFirstMean, 4), fixed(f.lossLastMean, 4), f.overflowSteps, f.skippedSteps,
                       fixed(f.stepMsMedian, 1), fixed(f.commMsMedian, 1));
     md += eval ? fmt::format(" **{}** |\n\n", percent(evalMean)) : std::string("\n\n");
+    if (!others.empty())
+        md += fmt::format("- {} ranks: the table lists the {} that the findings or warning and error events "
+                          "name, or whose figures stand out from the others'; the other {} are one row of "
+                          "ranges (lowest to highest). `steps.csv` has every rank.\n",
+                          f.ranks.size(), f.ranks.size() - others.size(), others.size());
     md += fmt::format("- Loss (mean over ranks): {} at the first step, {} at the last.\n",
                       fixed(f.lossFirstMean, 4), fixed(f.lossLastMean, 4));
     if (eval)

@@ -66,7 +66,12 @@ struct ReportInput {
     // Diagnosis lines (one finding each, markdown allowed). Empty: the report says diagnosis is not there
     // yet.
     std::vector<std::string> findings;
+    std::vector<int> findingRanks; // the ranks the findings name (listed in the summary at any rank count)
 };
+
+// The summary lists every rank up to this many; past it, the ranks that findings or warning and error
+// events name or whose figures stand out (view::outlierRanks), and the others as one row of ranges.
+inline constexpr size_t kReportAllRanksUpTo = 16;
 
 // Reads everything a report needs from an open run: the meta, the scalar step columns (loss, step and comm
 // times, overflow, skipped; one column at a time, never per-parameter data), evals and events. Charts, files

@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
+#include <tuple>
+#include <utility>
 
 namespace rs::view {
 
@@ -20,6 +21,24 @@ double median(std::vector<double>& v) {
     if (v.size() % 2)
         return v[mid];
     return (v[mid] + *std::max_element(v.begin(), v.begin() + std::ptrdiff_t(mid))) / 2;
+}
+
+// The median of v and the spread around it in standard deviations of a normal: 1.4826 MAD, or where most
+// values agree exactly (MAD 0) 1.2533 mean |deviation|, so one or two that differ still stand out. Scale 0:
+// no spread beyond rounding. v (finite, not empty) is reordered and overwritten.
+std::pair<double, double> robustCentreAndScale(std::vector<double>& v) {
+    const double centre = median(v);
+    double meanAbs = 0;
+    for (double& x : v) {
+        x = std::abs(x - centre);
+        meanAbs += x;
+    }
+    meanAbs /= double(v.size());
+    const double tiny = 1e-12 * std::max(1.0, std::abs(centre));
+    double scale = 1.4826 * median(v);
+    if (!(scale > tiny))
+        scale = 1.2533 * meanAbs;
+    return {centre, scale > tiny ? scale : 0.0};
 }
 } // namespace
 
@@ -98,19 +117,8 @@ std::vector<Standout> standoutRanks(const std::vector<float>& values, int ranks,
             continue;
         // Robust centre and scale (median, MAD), so that a few ranks far out do not widen the yardstick
         // they are measured by and hide each other.
-        const double centre = median(scratch);
-        const double meanAbs =
-            std::accumulate(scratch.begin(), scratch.end(), 0.0,
-                            [centre](double a, double v) { return a + std::abs(v - centre); }) /
-            double(scratch.size());
-        for (double& v : scratch)
-            v = std::abs(v - centre);
-        // 1.4826 MAD and 1.2533 mean |deviation| both estimate a normal's standard deviation; the second
-        // serves rows where most ranks agree exactly (MAD 0) and one or two do not.
-        double scale = 1.4826 * median(scratch);
-        if (!(scale > 1e-12 * std::max(1.0, std::abs(centre))))
-            scale = 1.2533 * meanAbs;
-        if (!(scale > 1e-12 * std::max(1.0, std::abs(centre))))
+        const auto [centre, scale] = robustCentreAndScale(scratch);
+        if (!(scale > 0))
             continue; // all equal (or rounding): no spread to measure against
         for (int r = 0; r < ranks; ++r) {
             if (std::isfinite(row[r])) {
@@ -137,6 +145,25 @@ std::vector<Standout> standoutRanks(const std::vector<float>& values, int ranks,
     });
     if (out.size() > size_t(maxCount))
         out.resize(size_t(maxCount));
+    return out;
+}
+
+std::vector<int> outlierRanks(const std::vector<float>& perRank, double minZ) {
+    std::vector<double> finite;
+    for (float v : perRank)
+        if (std::isfinite(v))
+            finite.push_back(double(v));
+    std::vector<int> out;
+    if (finite.empty())
+        return out; // nobody has a figure: nobody differs from the others
+    double centre = 0, scale = 0;
+    if (finite.size() >= 3)
+        std::tie(centre, scale) = robustCentreAndScale(finite);
+    for (size_t r = 0; r < perRank.size(); ++r) {
+        const float v = perRank[r];
+        if (!std::isfinite(v) || (scale > 0 && std::abs(double(v) - centre) / scale >= minZ))
+            out.push_back(int(r));
+    }
     return out;
 }
 

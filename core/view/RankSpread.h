@@ -40,4 +40,10 @@ struct Standout {
 std::vector<Standout> standoutRanks(const std::vector<float>& values, int ranks, int64_t begin, int64_t end,
                                     int maxCount = 4, double minScore = 2.0, int64_t maxRows = 4096);
 
+// One figure per rank (a final loss, a median step time): the ranks whose figure is non-finite while some
+// other rank's is finite, or at least minZ robust deviations (as standoutRanks measures them, over these
+// figures) from the median; in rank order. Fewer than three finite figures, or no spread: only the
+// non-finite ones.
+std::vector<int> outlierRanks(const std::vector<float>& perRank, double minZ = 3.5);
+
 } // namespace rs::view

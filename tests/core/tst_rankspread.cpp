@@ -136,6 +136,25 @@ private slots:
         QVERIFY(standoutRanks(allBad, R, 0, 4).empty());
     }
 
+    void outliersAmongPerRankFigures() {
+        std::vector<float> steps(64);
+        for (size_t r = 0; r < steps.size(); ++r)
+            steps[r] = 1280.0f + float((r * 37) % 17); // 1280..1296 ms
+        QVERIFY(outlierRanks(steps).empty());
+        steps[9] = 1900.0f;  // far out
+        steps[41] = kNaNf;   // no figure
+        steps[20] = 1299.0f; // just past the others: not an outlier
+        QCOMPARE(outlierRanks(steps), (std::vector<int>{9, 41}));
+        // Most agree exactly (MAD 0): the one that differs at all is out.
+        std::vector<float> counts(32, 102.0f);
+        counts[5] = 101.0f;
+        QCOMPARE(outlierRanks(counts), std::vector<int>{5});
+        QVERIFY(outlierRanks(std::vector<float>(8, 3.0f)).empty());
+        QVERIFY(outlierRanks(std::vector<float>(4, kNaNf)).empty()); // nobody has a figure
+        QCOMPARE(outlierRanks({1.0f, kInf}),
+                 std::vector<int>{1}); // too few to measure spread: non-finite only
+    }
+
     void equalRowsAndLimits() {
         const int R = 12;
         std::vector<float> same(size_t(R) * 50, 1.25f); // ranks agree exactly: no spread, nobody stands out

@@ -8,6 +8,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
+#include <fmt/format.h>
 
 using namespace rs;
 
@@ -72,6 +73,7 @@ private slots:
     void firstMismatchPicksGradientFirst();
     void sectionsPresent();
     void findingsListed();
+    void manyRanksListTheOnesThatMatter();
     void eventsCapped();
     void noMismatchNoEvents();
     void readsRunFile();
@@ -176,6 +178,47 @@ void TestReportMarkdown::findingsListed() {
     QVERIFY(findings.find("not available") == std::string::npos);
     QVERIFY(findings.find("- **Gradients summed, not averaged**") != std::string::npos);
     QVERIFY(findings.find("- Rank 1 died at step 3") != std::string::npos);
+}
+
+// 64 ranks: a row for each rank a finding or an error names or whose figures stand out, one row of ranges
+// for the rest, and the "all" row as always.
+void TestReportMarkdown::manyRanksListTheOnesThatMatter() {
+    constexpr int R = 64;
+    auto in = smallInput();
+    in.meta.worldSize = R;
+    std::vector<float> loss(2 * R), stepMs(2 * R), commMs(2 * R), overflow(2 * R, 0), skipped(2 * R, 0);
+    for (int r = 0; r < R; ++r) {
+        loss[size_t(r)] = 2.0f + 0.001f * float(r);         // first step: 2.000 .. 2.063
+        loss[size_t(R + r)] = 0.5f + 0.001f * float(r % 7); // last step: 0.500 .. 0.506
+        stepMs[size_t(r)] = stepMs[size_t(R + r)] = 100.0f + float(r % 5);
+        commMs[size_t(r)] = commMs[size_t(R + r)] = 20.0f + float(r % 3);
+    }
+    loss[size_t(R + 41)] = std::nanf("");                 // rank 41's loss went non-finite
+    loss[size_t(R + 3)] = 0.9f;                           // one noisy batch: no row for that alone
+    stepMs[size_t(50)] = stepMs[size_t(R + 50)] = 400.0f; // rank 50 is slow
+    in.figures = summarizeSteps(R, loss, stepMs, commMs, overflow, skipped);
+    in.evals.clear();
+    in.events = {ev(1, 12, Severity::Error, "GRADIENT_SYNC", "Rank 0 and Rank 12 ..."),
+                 ev(1, 30, Severity::Info, "OVERFLOW", "info events name no rank worth a row")};
+    in.findingRanks = {9};
+    const std::string summary = section(buildReportMarkdown(in), "## Summary");
+    for (int r : {9, 12, 41, 50})
+        QVERIFY2(summary.find(fmt::format("\n| {} | ", r)) != std::string::npos,
+                 qPrintable(QString::number(r)));
+    QCOMPARE(countOf(summary, "\n| "), 1 + 4 + 1 + 1); // header, 4 ranks, others, all
+    QVERIFY(summary.find("\n| 30 | ") == std::string::npos);
+    QVERIFY(summary.find("\n| 3 | ") == std::string::npos);
+    QVERIFY2(summary.find("| *the other 60 ranks* | 2.0000 to 2.0630 | 0.5000 to 0.9000 | 0 | 0 | 100.0 to "
+                          "104.0 | 20.0 to 22.0 |") != std::string::npos,
+             summary.c_str());
+    QVERIFY(summary.find("- 64 ranks: the table lists the 4 that") != std::string::npos);
+    QVERIFY(summary.find("| **all** |") != std::string::npos);
+
+    // Up to kReportAllRanksUpTo ranks, every rank has its row and there is no ranges row.
+    auto few = smallInput();
+    const std::string all = section(buildReportMarkdown(few), "## Summary");
+    QVERIFY(all.find("the other") == std::string::npos);
+    QVERIFY(all.find("\n| 0 | ") != std::string::npos && all.find("\n| 1 | ") != std::string::npos);
 }
 
 void TestReportMarkdown::eventsCapped() {

@@ -21,6 +21,7 @@
 #include <QtTest>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <qcustomplot.h>
 
 using namespace rs;
@@ -185,6 +186,19 @@ private slots:
                  qPrintable(QString::number(chart.plot()->legend->itemCount())));
         QVERIFY(chart.plot()->legend->hasItemWithPlottable(chart.bandHighGraph()));
         QVERIFY(!chart.plot()->legend->hasItemWithPlottable(chart.bandLowGraph()));
+        // A rank whose loss went non-finite is named with why; it comes before the one that is only high.
+        model.applyDelta(makeDelta(
+            64, 200, 1,
+            [&](int64_t s, int r) {
+                Cell c = cell(s, r);
+                if (r == 33)
+                    c.loss = std::numeric_limits<float>::infinity();
+                return c;
+            },
+            false));
+        chart.refreshNow();
+        QCOMPARE(chart.standoutRanks(), (std::vector<int>{33, 17}));
+        QCOMPARE(chart.standoutGraph(0)->name(), QString("rank 33 (loss not finite on 1 step(s))"));
         // Zoomed to steps before rank 17 went high, nobody stands out.
         cursor.setRange(0, 90);
         chart.refreshNow();
@@ -193,7 +207,7 @@ private slots:
         QVERIFY(!chart.plot()->legend->hasItemWithPlottable(chart.standoutGraph(0)));
 
         // Hover: the pointer on rank 17's line at step 60 names and draws it; elsewhere, nothing.
-        cursor.setRange(0, 199);
+        cursor.setRange(0, 200);
         chart.refreshNow();
         chart.plot()->replot();
         const double x = chart.plot()->xAxis->coordToPixel(150);

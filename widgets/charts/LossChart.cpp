@@ -161,6 +161,7 @@ void LossChart::rebuildSummary(const View& v) {
     else
         m_bandHigh->removeFromLegend();
     m_standoutRanks.clear();
+    QStringList names;
     if (m_summarised) {
         const view::Band band =
             view::bandDecimate(model()->stepNumbers(), m_lowLoss, m_highLoss, v.begin, v.end, v.buckets);
@@ -170,8 +171,14 @@ void LossChart::rebuildSummary(const View& v) {
                             QVector<double>(band.high.begin(), band.high.end()), true);
         m_bandHigh->setName(tr("lowest to highest of %1 ranks").arg(model()->worldSize()));
         for (const view::Standout& s :
-             view::standoutRanks(model()->column(StepColumn::Loss), model()->worldSize(), v.begin, v.end))
+             view::standoutRanks(model()->column(StepColumn::Loss), model()->worldSize(), v.begin, v.end)) {
             m_standoutRanks.push_back(s.rank);
+            // A line that ends says little by itself: the legend says why it stands out when it has gaps.
+            names.push_back(
+                s.nonFinite > 0
+                    ? tr("rank %1 (loss not finite on %n step(s))", nullptr, int(s.nonFinite)).arg(s.rank)
+                    : tr("rank %1 (stands out)").arg(s.rank));
+        }
     }
     // Graphs for the standouts are kept and reused: a live run's standouts change as steps arrive.
     while (m_standoutGraphs.size() < m_standoutRanks.size())
@@ -186,7 +193,7 @@ void LossChart::rebuildSummary(const View& v) {
             continue;
         }
         const int rank = m_standoutRanks[i];
-        g->setName(tr("rank %1 (stands out)").arg(rank));
+        g->setName(names[qsizetype(i)]);
         g->setPen(QPen(palette::rankColor(rank), 1.5));
         setRankLine(g, rank, v);
         g->addToLegend();

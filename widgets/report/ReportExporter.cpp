@@ -239,20 +239,23 @@ private:
         in.chartStep = m_chartStep;
         // Diagnosis reads the whole file's per-parameter data: in a worker, like the slice, so the event loop
         // (and a progress dialog) stays alive on a large run.
-        QFutureWatcher<std::vector<std::string>> diagnosis;
+        using Diagnosis = std::pair<std::vector<std::string>, std::vector<int>>; // lines, ranks named
+        QFutureWatcher<Diagnosis> diagnosis;
         QEventLoop diagnosisLoop;
-        QObject::connect(&diagnosis, &QFutureWatcher<std::vector<std::string>>::finished, &diagnosisLoop,
-                         &QEventLoop::quit);
+        QObject::connect(&diagnosis, &QFutureWatcher<Diagnosis>::finished, &diagnosisLoop, &QEventLoop::quit);
         diagnosis.setFuture(QtConcurrent::run([src = m_model->path().toStdString()] {
             std::vector<std::string> lines;
+            std::vector<int> ranks;
             try {
                 std::vector<CheckNotRun> notRun;
                 const auto reader = RunReader::open(src);
-                for (const Finding& f : diagnoseRun(*reader, {}, nullptr, &notRun))
+                for (const Finding& f : diagnoseRun(*reader, {}, nullptr, &notRun)) {
+                    ranks.insert(ranks.end(), f.ranks.begin(), f.ranks.end());
                     lines.push_back(fmt::format(
                         "**{}** ({}, confidence {:.2f}{}): {}. Fix: {}", f.cause, f.dimension, f.confidence,
                         f.firstStep >= 0 ? fmt::format(", from step {}", f.firstStep) : "", f.evidence,
                         f.fix));
+                }
                 if (lines.empty())
                     lines.emplace_back(
                         notRun.empty()
@@ -267,11 +270,11 @@ private:
             } catch (const std::exception& e) {
                 lines.push_back(std::string("Diagnosis could not read the run: ") + e.what());
             }
-            return lines;
+            return Diagnosis{lines, ranks};
         }));
         if (!diagnosis.isFinished())
             diagnosisLoop.exec();
-        in.findings = diagnosis.result();
+        std::tie(in.findings, in.findingRanks) = diagnosis.result();
         NewFile out(m_dir.filePath(QStringLiteral("report.md")));
         out.write(buildReportMarkdown(in));
         out.close();
