@@ -38,7 +38,7 @@ std::string NodeOptions::problem() const {
 namespace {
 
 int envInt(const char* name, int fallback) {
-    const char* v = std::getenv(name);
+    const char* v = std::getenv(name); // NOLINT(concurrency-mt-unsafe): read at startup, before any thread
     if (!v || !*v)
         return fallback;
     char* end = nullptr;
@@ -85,6 +85,7 @@ int freeLoopbackPort() {
 }
 
 NodeOptions nodeOptionsFromEnvironment(NodeOptions o) {
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): read at startup, before any thread
     if (const char* addr = std::getenv("MASTER_ADDR"); addr && *addr)
         o.masterHost = addr;
     o.masterPort = envInt("MASTER_PORT", o.masterPort);
@@ -203,6 +204,7 @@ std::unique_ptr<NodeGroup> NodeGroup::join(const NodeOptions& options) {
     // own address, or RANKSIGHT_IFNAME's interface when given.
     if (loopback(options.masterHost))
         gopts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): the node group is made before the card threads start
     else if (const char* ifname = std::getenv("RANKSIGHT_IFNAME"); ifname && *ifname)
         gopts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
     else

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
+#include <system_error>
 
 namespace rs {
 
@@ -14,7 +15,8 @@ CsvTable::CsvTable(const std::string& path)
     : m_path(path)
     , m_in(path, std::ios::binary) {
     if (!m_in)
-        throw ImportError(fmt::format("{}: cannot be read ({})", path, std::strerror(errno)));
+        throw ImportError(
+            fmt::format("{}: cannot be read ({})", path, std::generic_category().message(errno)));
     if (!readRecord(m_header) || (m_header.size() == 1 && m_header[0].empty()))
         throw ImportError(fmt::format("{}:1: the file is empty (expected a header row)", path));
     if (!m_header.empty() && m_header[0].rfind("\xEF\xBB\xBF", 0) == 0) // a UTF-8 byte order mark

@@ -398,27 +398,29 @@ MsprobeImportResult importMsprobe(const std::string& dir, const std::string& out
     const bool haveUnreduced = t.seen[kUnreduced], haveReduced = t.seen[kReduced];
     const int reducedRanks = int(std::count(t.reducedOnRank.begin(), t.reducedOnRank.end(), true));
     if (haveReduced && reducedRanks == 1 && R > 1 && t.reducedOnRank[0])
-        res.notes.push_back("only rank 0 wrote reduced gradients (dp_group is set in the monitor's config): "
-                            "cross-rank checks of the synced gradients need a run with dp_group unset");
+        res.notes.emplace_back(
+            "only rank 0 wrote reduced gradients (dp_group is set in the monitor's config): "
+            "cross-rank checks of the synced gradients need a run with dp_group unset");
     else if (haveReduced && reducedRanks < R)
-        res.notes.push_back(fmt::format("{} of {} ranks wrote reduced gradients", reducedRanks, R));
+        res.notes.emplace_back(fmt::format("{} of {} ranks wrote reduced gradients", reducedRanks, R));
     if (!haveReduced)
-        res.notes.push_back("no grad_reduced files: synced gradients were not recorded");
+        res.notes.emplace_back("no grad_reduced files: synced gradients were not recorded");
     if (!haveUnreduced)
-        res.notes.push_back("no grad_unreduced files: local gradients were not recorded");
+        res.notes.emplace_back("no grad_unreduced files: local gradients were not recorded");
     if (t.anyMicro)
-        res.notes.push_back("gradient accumulation: each step's last micro step is imported");
+        res.notes.emplace_back("gradient accumulation: each step's last micro step is imported");
     if (!t.ignoredPrefixes.empty()) {
         std::string list;
         for (const auto& p : t.ignoredPrefixes)
             list += (list.empty() ? "" : ", ") + p;
-        res.notes.push_back("not imported (no run-file column holds them): " + list);
+        res.notes.emplace_back("not imported (no run-file column holds them): " + list);
     }
     bool numelKnown = true;
     for (int64_t n : t.numel)
         numelKnown = numelKnown && n >= 0;
-    res.notes.push_back("no fingerprints in msprobe's csv: ranks are compared on the statistics as printed "
-                        "(equal to the csv's rounding)");
+    res.notes.emplace_back(
+        "no fingerprints in msprobe's csv: ranks are compared on the statistics as printed "
+        "(equal to the csv's rounding)");
 
     // What the monitor cannot give, then what this tree did not record.
     std::vector<std::string> absent = {
@@ -429,19 +431,19 @@ MsprobeImportResult importMsprobe(const std::string& dir, const std::string& out
         "/grads/sketch",        "/grads/synced_fp", "/weights/fp",           "/weights/buffer_fp",
         "/weights/buffer_drift"};
     if (!t.anyNormUnreduced)
-        absent.push_back("/grads/local_norm");
+        absent.emplace_back("/grads/local_norm");
     if (!(t.anyMin && t.anyMax))
-        absent.push_back("/grads/local_max");
+        absent.emplace_back("/grads/local_max");
     if (!t.anyNans)
-        absent.push_back("/grads/nonfinite");
+        absent.emplace_back("/grads/nonfinite");
     if (!(t.anyMeanUnreduced && numelKnown))
-        absent.push_back("/grads/local_sum");
+        absent.emplace_back("/grads/local_sum");
     if (!t.anyNormReduced)
-        absent.push_back("/grads/synced_norm");
+        absent.emplace_back("/grads/synced_norm");
     if (!(t.anyMeanReduced && numelKnown))
-        absent.push_back("/grads/synced_sum");
+        absent.emplace_back("/grads/synced_sum");
     if (!t.seen[kParamOrigin] && !t.seen[kParamUpdated])
-        absent.push_back("/weights/norm");
+        absent.emplace_back("/weights/norm");
     res.absent = absent;
 
     const RunMeta meta = metaOf(t, absent, res.steps, res.notes);

@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <system_error>
 #include <unistd.h>
 
 extern char** environ;
@@ -38,6 +39,8 @@ constexpr size_t kPageBytes = 4096;
 constexpr uint64_t kMaxPayload = uint64_t(64) << 30;
 
 int envInt(const char* name, int fallback, int lo, int hi) {
+    // Nothing sets the environment once the program runs (BlasSetup is the first thing it does).
+    // NOLINTNEXTLINE(concurrency-mt-unsafe)
     const char* v = std::getenv(name);
     if (!v || !*v)
         return fallback;
@@ -68,6 +71,7 @@ std::string signalText(int sig) {
 
 std::string ProcessRunReader::findExecutable(std::string* looked) {
     std::vector<fs::path> candidates;
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): nothing sets the environment once the program runs
     if (const char* env = std::getenv("RANKSIGHT_READER"); env && *env)
         candidates.emplace_back(env);
     std::error_code ec;
@@ -132,8 +136,8 @@ void ProcessRunReader::spawn() {
 
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-        throw ReaderDiedError(
-            fmt::format("{}: cannot start the reader process: socketpair: {}", m_path, std::strerror(errno)));
+        throw ReaderDiedError(fmt::format("{}: cannot start the reader process: socketpair: {}", m_path,
+                                          std::generic_category().message(errno)));
     const int child = highFd(sv[1]);
     m_sock = sv[0];
     const int trace = highFd(::memfd_create("ranksight-reader-trace", MFD_CLOEXEC));
@@ -141,7 +145,7 @@ void ProcessRunReader::spawn() {
     if (trace >= 0 && ::ftruncate(trace, kPageBytes) == 0)
         page = ::mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, trace, 0);
     if (child < 0 || page == MAP_FAILED) {
-        const std::string err = std::strerror(errno);
+        const std::string err = std::generic_category().message(errno);
         if (child >= 0)
             ::close(child);
         if (trace >= 0)
@@ -157,6 +161,7 @@ void ProcessRunReader::spawn() {
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     // libhdf5's and the sanitizers' own output would interleave with ours: only when asked for.
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): nothing sets the environment once the program runs
     if (!std::getenv("RANKSIGHT_READER_STDERR"))
         posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     const std::string socketArg = std::to_string(kSocketFd), traceArg = std::to_string(kTraceFd),
@@ -169,8 +174,8 @@ void ProcessRunReader::spawn() {
     ::close(trace);
     if (err != 0) {
         m_pid = -1;
-        throw ReaderDiedError(
-            fmt::format("{}: cannot start the reader process {}: {}", m_path, exe, std::strerror(err)));
+        throw ReaderDiedError(fmt::format("{}: cannot start the reader process {}: {}", m_path, exe,
+                                          std::generic_category().message(err)));
     }
 }
 
@@ -246,7 +251,7 @@ std::string ProcessRunReader::receive(wire::Status& status) const {
             const int r = ::poll(&pfd, 1, 200);
             if (r < 0 && errno != EINTR)
                 died(fmt::format("lost the reader process while reading {}: poll: {}", where(),
-                                 std::strerror(errno)));
+                                 std::generic_category().message(errno)));
             if (r <= 0) {
                 const uint64_t seq = m_page->seq.load(std::memory_order_acquire);
                 if (seq != lastSeq) {

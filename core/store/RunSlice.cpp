@@ -147,9 +147,11 @@ std::pair<int64_t, int64_t> sliceWindow(int64_t anomalyStep, int64_t firstStep, 
     if (anomalyStep < 0 || lastStep < firstStep)
         return {firstStep, lastStep};
     halfWidth = std::max<int64_t>(halfWidth, 0);
-    // Compare distances instead of adding halfWidth, so huge widths cannot overflow.
-    const int64_t lo = anomalyStep - firstStep > halfWidth ? anomalyStep - halfWidth : firstStep;
-    const int64_t hi = lastStep - anomalyStep > halfWidth ? anomalyStep + halfWidth : lastStep;
+    // Compare distances instead of adding halfWidth, so huge widths cannot overflow; the distances are taken
+    // in 128 bits, since step numbers come from files and a damaged one can sit at either end of int64.
+    using Wide = __int128;
+    const int64_t lo = Wide(anomalyStep) - firstStep > halfWidth ? anomalyStep - halfWidth : firstStep;
+    const int64_t hi = Wide(lastStep) - anomalyStep > halfWidth ? anomalyStep + halfWidth : lastStep;
     // An anomaly outside the run still yields steps of the run (its nearest edge).
     return {std::clamp(lo, firstStep, lastStep), std::clamp(hi, firstStep, lastStep)};
 }

@@ -43,7 +43,7 @@ struct Block {
 // another (a single chain was latency-bound at about a third of the speed).
 using V4f = float __attribute__((vector_size(16)));
 using V4i = int32_t __attribute__((vector_size(16)));
-constexpr int kLanes = 4, kAcc = 4;
+constexpr int64_t kLanes = 4, kAcc = 4; // 64-bit: they scale offsets into long gradients
 
 struct Acc {
     V4f s2 = {}, s = {}, mx = {}, sg = {};
@@ -100,7 +100,7 @@ inline bool blockLanes(const float* g, int64_t len, const float* signs, float* c
     Acc acc[kAcc];
     int64_t i = 0;
     for (; i + kAcc * kLanes <= len; i += kAcc * kLanes)
-        for (int k = 0; k < kAcc; ++k) {
+        for (int64_t k = 0; k < kAcc; ++k) {
             V4f x;
             std::memcpy(&x, g + i + k * kLanes, 16);
             if (copy)

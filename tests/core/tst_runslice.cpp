@@ -326,6 +326,12 @@ void TestRunSlice::sliceWindow_data() {
     QTest::addRow("huge width") << qint64(300) << qint64(0) << qint64(599) << big << qint64(0) << qint64(599);
     QTest::addRow("empty run") << qint64(3) << qint64(0) << qint64(-1) << qint64(50) << qint64(0)
                                << qint64(-1);
+    // Step numbers from a damaged file (found by fuzz_runfile): no overflow, a window inside the run.
+    const qint64 least = std::numeric_limits<qint64>::min();
+    QTest::addRow("first step at INT64_MIN")
+        << qint64(2) << least << qint64(599) << qint64(1) << qint64(1) << qint64(3);
+    QTest::addRow("steps span int64") << qint64(2) << least << big << big << least + 3 << big;
+    QTest::addRow("anomaly near INT64_MAX") << big - 1 << qint64(0) << big << qint64(50) << big - 51 << big;
 }
 
 void TestRunSlice::sliceWindow() {
