@@ -199,6 +199,27 @@ private slots:
         chart.refreshNow();
         QCOMPARE(chart.standoutRanks(), (std::vector<int>{33, 17}));
         QCOMPARE(chart.standoutGraph(0)->name(), QString("rank 33 (loss not finite on 1 step(s))"));
+        // The longer legend entries still sit side by side without overlapping, inside the chart, at a
+        // dock's width too.
+        for (int width : {900, 560}) {
+            chart.resize(width, 500);
+            chart.refreshNow();
+            chart.plot()->replot();
+            QCPLegend* legend = chart.plot()->legend;
+            QList<QRect> entries;
+            for (int i = 0; i < legend->itemCount(); ++i)
+                if (legend->item(i)) // a wrapped grid has empty cells
+                    entries << legend->item(i)->outerRect();
+            QVERIFY(entries.size() >= 5);
+            for (int i = 0; i < entries.size(); ++i) {
+                QVERIFY2(chart.plot()->viewport().contains(entries[i]), qPrintable(QString::number(i)));
+                for (int j = i + 1; j < entries.size(); ++j)
+                    QVERIFY2(
+                        !entries[i].intersects(entries[j]),
+                        qPrintable(QString("legend entries %1 and %2 at width %3").arg(i).arg(j).arg(width)));
+            }
+        }
+        chart.resize(900, 500);
         // Zoomed to steps before rank 17 went high, nobody stands out.
         cursor.setRange(0, 90);
         chart.refreshNow();

@@ -12,6 +12,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <qcustomplot.h>
+#include <vector>
 
 namespace rs {
 
@@ -248,7 +249,7 @@ void ChartBase::onMouseMove(QMouseEvent* event) {
         QToolTip::showText(m_plot->mapToGlobal(event->position().toPoint()), text, m_plot);
 }
 
-void ChartBase::placeLegendBelow(int columns) {
+void ChartBase::placeLegendBelow() {
     QCPLegend* legend = m_plot->legend;
     legend->setVisible(true);
     // The legend lives in the axis rect's inset layout by default; a row of its own keeps it off the data.
@@ -263,11 +264,30 @@ void ChartBase::placeLegendBelow(int columns) {
     QFont f = legend->font();
     f.setPointSizeF(f.pointSizeF() * 0.9);
     legend->setFont(f);
-    setLegendColumns(columns);
+    fitLegendColumns();
 }
 
-void ChartBase::setLegendColumns(int columns) {
+void ChartBase::fitLegendColumns() {
     QCPLegend* legend = m_plot->legend;
+    std::vector<int> widths; // of the entries in fill order (a wrapped grid also has empty cells)
+    for (int i = 0; i < legend->itemCount(); ++i)
+        if (const QCPAbstractLegendItem* item = legend->item(i))
+            widths.push_back(item->minimumOuterSizeHint().width());
+    const int n = int(widths.size());
+    const int room = m_plot->viewport().width() - legend->margins().left() - legend->margins().right();
+    // The most columns (filled row by row) whose widest entries, side by side, fit the chart's width.
+    int columns = std::max(1, n);
+    for (; columns > 1; --columns) {
+        int total = legend->columnSpacing() * (columns - 1);
+        for (int c = 0; c < columns; ++c) {
+            int widest = 0;
+            for (int i = c; i < n; i += columns)
+                widest = std::max(widest, widths[size_t(i)]);
+            total += widest;
+        }
+        if (total <= room)
+            break;
+    }
     if (legend->wrap() == columns && legend->fillOrder() == QCPLayoutGrid::foColumnsFirst)
         return;
     legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, false);

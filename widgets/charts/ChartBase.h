@@ -67,9 +67,10 @@ protected:
     static void fitIntegerTicks(QCPAxis* axis, int count);
     static QSharedPointer<QCPAxisTickerFixed> integerTicker();
     QHBoxLayout* header() const { return m_header; }
-    // Moves the plot's legend into a row below the axis rects, filled row by row with `columns` per row.
-    void placeLegendBelow(int columns);
-    void setLegendColumns(int columns);
+    // Moves the plot's legend into a row below the axis rects, filled row by row (fitLegendColumns).
+    void placeLegendBelow();
+    // As many legend entries per row as fit the chart's width side by side (call after entries change).
+    void fitLegendColumns();
     void showEvent(QShowEvent* event) override;
     void resizeEvent(QResizeEvent* event) override;
 

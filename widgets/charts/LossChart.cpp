@@ -93,7 +93,7 @@ LossChart::LossChart(RunModel* model, StepCursor* cursor, QWidget* parent)
     m_bandHigh->removeFromLegend();
 
     addStepRect(p->axisRect());
-    placeLegendBelow(4);
+    placeLegendBelow();
     connect(model, &RunModel::runReset, this, [this] {
         for (auto* v : {&m_meanLoss, &m_meanAccuracy, &m_lowLoss, &m_highLoss})
             v->clear();
@@ -226,7 +226,7 @@ void LossChart::rebuild() {
     m_eval->setData(ex, ey, true);
     rebuildMarkers(v);
     fitLossAxis();
-    setLegendColumns(std::max(1, plot()->viewport().width() / 140));
+    fitLegendColumns();
 }
 
 void LossChart::rebuildMarkers(const View& v) {

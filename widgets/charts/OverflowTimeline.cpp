@@ -159,7 +159,7 @@ void OverflowTimeline::setupLegend() {
         g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssSquare, QColor(120, 120, 120),
                                            palette::overflowCategoryColor(c), 10));
     }
-    placeLegendBelow(6);
+    placeLegendBelow();
     QCPLayoutGrid* layout = plot()->plotLayout();
     layout->setRowStretchFactors({1.2, 1.0, 0.001});
 }
@@ -210,7 +210,7 @@ void OverflowTimeline::rebuild() {
     set(m_scale, view::minMaxDecimate(steps, m_meanScale, v.begin, v.end, v.buckets));
     set(m_skipped, view::minMaxDecimate(steps, m_skippedScale, v.begin, v.end, v.buckets));
     fitScaleAxis();
-    setLegendColumns(std::max(1, plot()->viewport().width() / 150));
+    fitLegendColumns();
 }
 
 void OverflowTimeline::fitScaleAxis() {
