@@ -219,7 +219,18 @@ private slots:
                         qPrintable(QString("legend entries %1 and %2 at width %3").arg(i).arg(j).arg(width)));
             }
         }
+        // Too short for its legend (it would take over a quarter of the height): hidden, the plot keeps the
+        // room; tall enough again: back.
+        chart.resize(560, 160);
+        chart.refreshNow();
+        chart.plot()->replot();
+        QVERIFY(!chart.plot()->legend->visible());
+        QVERIFY2(chart.plot()->axisRect()->height() > 60,
+                 qPrintable(QString::number(chart.plot()->axisRect()->height())));
         chart.resize(900, 500);
+        chart.refreshNow();
+        chart.plot()->replot();
+        QVERIFY(chart.plot()->legend->visible());
         // Zoomed to steps before rank 17 went high, nobody stands out.
         cursor.setRange(0, 90);
         chart.refreshNow();

@@ -270,9 +270,12 @@ void ChartBase::placeLegendBelow() {
 void ChartBase::fitLegendColumns() {
     QCPLegend* legend = m_plot->legend;
     std::vector<int> widths; // of the entries in fill order (a wrapped grid also has empty cells)
+    int entryHeight = 0;
     for (int i = 0; i < legend->itemCount(); ++i)
-        if (const QCPAbstractLegendItem* item = legend->item(i))
+        if (const QCPAbstractLegendItem* item = legend->item(i)) {
             widths.push_back(item->minimumOuterSizeHint().width());
+            entryHeight = std::max(entryHeight, item->minimumOuterSizeHint().height());
+        }
     const int n = int(widths.size());
     const int room = m_plot->viewport().width() - legend->margins().left() - legend->margins().right();
     // The most columns (filled row by row) whose widest entries, side by side, fit the chart's width.
@@ -287,6 +290,19 @@ void ChartBase::fitLegendColumns() {
         }
         if (total <= room)
             break;
+    }
+    // A legend that would take more than a quarter of a small chart's height leaves too little plot and gets
+    // squeezed into overlapping lines: it is hidden, its row collapsed, until the chart is tall enough (the
+    // tooltips still name every line; exports are drawn at a size where it fits).
+    const int rows = n > 0 ? (n + columns - 1) / columns : 0;
+    const int needed = rows * entryHeight + std::max(0, rows - 1) * legend->rowSpacing() +
+                       legend->margins().top() + legend->margins().bottom();
+    const bool fits = needed * 4 <= m_plot->height();
+    if (fits != legend->visible()) {
+        legend->setVisible(fits);
+        // A minimum of 1 overrides the entries' own size hint, so the hidden legend's row really collapses.
+        legend->setMinimumSize(fits ? QSize(0, 0) : QSize(1, 1));
+        legend->setMaximumSize(fits ? QSize(QWIDGETSIZE_MAX, QWIDGETSIZE_MAX) : QSize(QWIDGETSIZE_MAX, 1));
     }
     if (legend->wrap() == columns && legend->fillOrder() == QCPLayoutGrid::foColumnsFirst)
         return;
