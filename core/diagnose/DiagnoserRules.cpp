@@ -168,10 +168,8 @@ void initMismatch(const Diagnoser::State& s, Findings& out) {
             ranks.push_back(r);
             worst = std::max(worst, s.initDiffer[size_t(r)]);
         }
-    // A seed or broadcast problem changes every randomly initialised tensor, not one. Not half of them all:
-    // BatchNorm's weights and biases start as ones and zeros whatever the seed, and ResNet-18 has 40 of
-    // them beside its 22 conv and linear weights (a seed mismatch there differs in 22 of 62).
-    if (ranks.empty() || worst < std::max(1, s.P / 4))
+    // A seed or broadcast problem changes (nearly) every tensor, not one.
+    if (ranks.empty() || worst < std::max(1, s.P / 2))
         return;
     ranks.insert(ranks.begin(), 0);
     out.push_back(
