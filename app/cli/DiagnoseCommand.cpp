@@ -8,6 +8,7 @@
 #include "diagnose/Advice.h"
 #include "diagnose/Diagnoser.h"
 #include "store/RunReader.h"
+#include "store/RunSource.h"
 
 #include <cstdio>
 #include <fmt/format.h>
@@ -22,10 +23,13 @@ int diagnoseCommand(const Args& argv) {
     std::string figures;
     std::vector<CheckNotRun> notRun;
     std::vector<Advice> advice;
+    std::string header;
     try {
         const auto reader = RunReader::open(args.positionals().front());
         findings = diagnoseRun(*reader, {}, &figures, &notRun);
         advice = configAdvice(reader->meta());
+        header = fmt::format("{}: {}, {} steps\n\n", args.positionals().front(), describeRun(reader->meta()),
+                             reader->stepCount());
     } catch (const std::exception& e) {
         printError(fmt::format("diagnose: {}", e.what()));
         return 2;
@@ -37,6 +41,8 @@ int diagnoseCommand(const Args& argv) {
         for (const CheckNotRun& c : notRun)
             std::fputs(("  " + checkNotRunLine(c) + "\n").c_str(), stderr);
     }
+    if (!args.flag("json"))
+        std::fputs(header.c_str(), stdout);
     if (args.flag("json")) {
         std::fputs((findingsToJson(findings, notRun, advice) + "\n").c_str(), stdout);
     } else if (findings.empty()) {
@@ -54,6 +60,13 @@ int diagnoseCommand(const Args& argv) {
             std::fputs(findingText(findings[i]).c_str(), stdout);
         }
     }
+    if (!args.flag("json") && !findings.empty() && !notRun.empty())
+        std::fputs(
+            fmt::format("\n{} check(s) could not run: what they read was not recorded (--verbose lists "
+                        "them)\n",
+                        notRun.size())
+                .c_str(),
+            stdout);
     if (!args.flag("json") && !advice.empty()) {
         std::fputs("\nadvice (the configuration, not findings):\n", stdout);
         for (const Advice& a : advice)

@@ -351,8 +351,9 @@ RunMeta metaOf(const Tree& t, const std::vector<std::string>& absent, int64_t st
     for (int r = 0; r < m.worldSize; ++r) {
         CardInfo c;
         c.rank = r;
-        c.deviceId = r;
-        c.serverId = t.rankFolders[size_t(r)].filename().string();
+        c.deviceId = -1; // not recorded
+        // The monitor records no device and no server: the rank folders' names are in the config's
+        // rank_folders.
         m.cards.push_back(std::move(c));
     }
     return m;
@@ -423,13 +424,32 @@ MsprobeImportResult importMsprobe(const std::string& dir, const std::string& out
         "(equal to the csv's rounding)");
 
     // What the monitor cannot give, then what this tree did not record.
-    std::vector<std::string> absent = {
-        "/steps/epoch",         "/steps/lr",        "/steps/loss",           "/steps/accuracy",
-        "/steps/loss_scale",    "/steps/step_ms",   "/steps/compute_ms",     "/steps/comm_ms",
-        "/steps/overflow",      "/steps/skipped",   "/steps/state",          "/steps/sample_fp",
-        "/steps/sample_ids",    "/steps/buffer_fp", "/grads/overflow_count", "/grads/underflow_count",
-        "/grads/sketch",        "/grads/synced_fp", "/weights/fp",           "/weights/buffer_fp",
-        "/weights/buffer_drift"};
+    std::vector<std::string> absent = {"/steps/epoch",
+                                       "/steps/lr",
+                                       "/steps/loss",
+                                       "/steps/accuracy",
+                                       "/steps/loss_scale",
+                                       "/steps/step_ms",
+                                       "/steps/compute_ms",
+                                       "/steps/comm_ms",
+                                       "/steps/overflow",
+                                       "/steps/skipped",
+                                       "/steps/state",
+                                       "/steps/sample_fp",
+                                       "/steps/sample_ids",
+                                       "/steps/buffer_fp",
+                                       "/grads/overflow_count",
+                                       "/grads/underflow_count",
+                                       "/grads/sketch",
+                                       "/grads/synced_fp",
+                                       "/weights/fp",
+                                       "/weights/buffer_fp",
+                                       "/weights/buffer_drift",
+                                       "model",
+                                       "batch_per_rank",
+                                       "precision",
+                                       "loss_scale",
+                                       "seed"};
     if (!t.anyNormUnreduced)
         absent.emplace_back("/grads/local_norm");
     if (!(t.anyMin && t.anyMax))

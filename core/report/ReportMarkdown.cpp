@@ -6,6 +6,7 @@
 #include "store/RankMean.h"
 #include "store/RunReader.h"
 #include "store/RunSlice.h"
+#include "store/RunSource.h"
 #include "view/RankSpread.h"
 
 #include <algorithm>
@@ -44,11 +45,12 @@ public:
         , m_commMs(m_r) {
         m_f.ranks.resize(m_r);
         for (auto& rank : m_f.ranks)
-            rank.lossFirst = rank.lossLast = kNaN;
+            rank.lossFirst = rank.lossLast = rank.lossScaleLast = kNaN;
     }
 
     void add(std::span<const float> loss, std::span<const float> stepMs, std::span<const float> commMs,
-             std::span<const float> overflow, std::span<const float> skipped) {
+             std::span<const float> overflow, std::span<const float> skipped,
+             std::span<const float> lossScale) {
         if (m_r == 0)
             return;
         const size_t rows = loss.size() / m_r;
@@ -56,6 +58,8 @@ public:
             return row * m_r + r < c.size() ? c[row * m_r + r] : kNaN;
         };
         for (size_t row = 0; row < rows; ++row) {
+            if (!lossScale.empty())
+                addLossScales(lossScale.subspan(std::min(lossScale.size(), row * m_r)));
             bool anyOverflow = false, anySkipped = false;
             for (size_t r = 0; r < m_r; ++r) {
                 RankFigures& f = m_f.ranks[r];
@@ -74,6 +78,36 @@ public:
             m_f.overflowSteps += anyOverflow;
             m_f.skippedSteps += anySkipped;
             ++m_rows;
+        }
+    }
+
+    // One row's loss scales (the row starts the span): each rank's last one, and the steps where a rank used
+    // another scale than most ranks did.
+    void addLossScales(std::span<const float> row) {
+        m_scales.clear();
+        for (size_t r = 0; r < m_r && r < row.size(); ++r)
+            if (std::isfinite(row[r]) && row[r] > 0)
+                m_scales.push_back(row[r]);
+        std::sort(m_scales.begin(), m_scales.end());
+        float common = kNaN;
+        size_t best = 0;
+        for (size_t i = 0; i < m_scales.size();) {
+            size_t j = i;
+            while (j < m_scales.size() && m_scales[j] == m_scales[i])
+                ++j;
+            if (j - i > best) {
+                best = j - i;
+                common = m_scales[i];
+            }
+            i = j;
+        }
+        for (size_t r = 0; r < m_r && r < row.size(); ++r) {
+            RankFigures& f = m_f.ranks[r];
+            f.lossScaleLast = row[r];
+            if (std::isfinite(row[r]) && row[r] > 0 && row[r] != common) {
+                if (f.lossScaleDiffers++ == 0)
+                    f.lossScaleFirstDiffRow = m_rows;
+            }
         }
     }
 
@@ -98,6 +132,7 @@ private:
     int64_t m_rows = 0;
     StepFigures m_f;
     std::vector<std::vector<float>> m_stepMs, m_commMs; // [rank][row]: the medians need every value
+    std::vector<float> m_scales;                        // one row's finite loss scales, sorted
 };
 
 // --- markdown helpers
@@ -178,17 +213,41 @@ std::string joinRanks(const std::vector<Event>& events) {
 // --- sections
 // ------------------------------------------------------------------------------------------------
 
+bool stepRecorded(const RunMeta& m, runschema::StepCol c) {
+    return stepColumnRecorded(m, c);
+}
+
+// A root attribute's text, or "not recorded" when the source did not know it.
+std::string attr(const RunMeta& m, const char* name, const std::string& text) {
+    return attributeRecorded(m, name) ? text : kNotRecorded;
+}
+
+// "2^14" for powers of two (what loss scales are), else the number.
+std::string scaleText(float v) {
+    if (!std::isfinite(v))
+        return kNotRecorded;
+    const double e = std::log2(double(v));
+    if (v > 0 && e == std::round(e))
+        return fmt::format("2^{}", int(e));
+    return fmt::format("{}", v);
+}
+
 void runSection(std::string& md, const ReportInput& in) {
+    namespace rsc = runschema;
     const RunMeta& m = in.meta;
     int64_t elements = 0;
     for (const ParamInfo& p : m.params)
         elements += p.numel;
     md += "## Run\n\n| | |\n|---|---|\n";
-    md += fmt::format("| model | {} ({} parameter tensors, {} parameters) |\n", cell(m.model),
-                      m.params.size(), elements);
-    md += fmt::format("| cluster | {} ranks x batch {} per rank |\n", m.worldSize, m.batchPerRank);
-    md += fmt::format("| precision | {}, loss scale {} |\n", cell(m.precision), cell(m.lossScale));
-    md += fmt::format("| data | {} |\n| seed | {} |\n", cell(m.data), m.seed);
+    md += fmt::format("| source | {} |\n", cell(describeRun(m)));
+    md += fmt::format("| model | {} ({} parameter tensors, {} parameters) |\n",
+                      cell(attr(m, rsc::kAttrModel, m.model)), m.params.size(), elements);
+    md += fmt::format("| ranks | {} x batch {} per rank |\n", m.worldSize,
+                      attr(m, rsc::kAttrBatchPerRank, std::to_string(m.batchPerRank)));
+    md += fmt::format("| precision | {}, loss scale {} |\n", cell(attr(m, rsc::kAttrPrecision, m.precision)),
+                      cell(attr(m, rsc::kAttrLossScale, m.lossScale)));
+    md += fmt::format("| data | {} |\n| seed | {} |\n", cell(attr(m, rsc::kAttrData, m.data)),
+                      attr(m, rsc::kAttrSeed, std::to_string(m.seed)));
     if (in.stepCount > 0)
         md += fmt::format("| steps | {} recorded (steps {} to {}) of {} planned |\n", in.stepCount,
                           in.firstStep, in.lastStep, m.plannedSteps);
@@ -198,8 +257,22 @@ void runSection(std::string& md, const ReportInput& in) {
                       in.complete ? "complete: " + cell(in.stopReason)
                                   : "incomplete: the writer did not close the file (stop reason: " +
                                         cell(in.stopReason) + ")");
-    md += fmt::format("| weight fingerprints | step 0 and every {} steps |\n", m.weightEvery);
-    md += fmt::format("| sketch | {} components per parameter tensor |\n", m.sketchDim);
+    const bool fp = m.recorded(rsc::kWeightColumns[rsc::kWFp].path);
+    const bool norm = m.recorded(rsc::kWeightColumns[rsc::kWNorm].path);
+    md += fmt::format("| weight fingerprints | {} |\n",
+                      fp     ? fmt::format("step 0 and every {} steps", m.weightEvery)
+                      : norm ? fmt::format("not recorded (weight norms every {} steps)", m.weightEvery)
+                             : std::string(kNotRecorded));
+    md +=
+        fmt::format("| sketch | {} |\n", stepRecorded(m, rsc::kSketch) && m.sketchDim > 0
+                                             ? fmt::format("{} components per parameter tensor", m.sketchDim)
+                                             : std::string(kNotRecorded));
+    if (!m.absent.empty()) {
+        std::string list;
+        for (const std::string& a : m.absent)
+            list += (list.empty() ? "" : ", ") + codeSpan(a);
+        md += fmt::format("| not recorded by the source | {} |\n", list);
+    }
     md += fmt::format("| created | {} |\n", cell(m.createdUtc));
     md += fmt::format("| run file | `{}`, format version {} |\n\n", cell(in.sourcePath), in.formatVersion);
 }
@@ -245,8 +318,55 @@ std::vector<bool> ranksToList(const ReportInput& in) {
     return listed;
 }
 
+// Which of the summary's figures the source recorded.
+struct Recorded {
+    bool loss, overflow, skipped, stepMs, commMs, lossScale;
+    explicit Recorded(const RunMeta& m)
+        : loss(stepRecorded(m, runschema::kLoss))
+        , overflow(stepRecorded(m, runschema::kOverflow))
+        , skipped(stepRecorded(m, runschema::kSkipped))
+        , stepMs(stepRecorded(m, runschema::kStepMs))
+        , commMs(stepRecorded(m, runschema::kCommMs))
+        , lossScale(stepRecorded(m, runschema::kLossScale)) {}
+};
+
+std::string orNot(bool recorded, const std::string& text) {
+    return recorded ? text : kNotRecorded;
+}
+
+// The loss-scale lines: one value on every rank, or each rank that used another scale than most ranks did.
+void lossScaleLines(std::string& md, const ReportInput& in) {
+    const StepFigures& f = in.figures;
+    std::vector<size_t> differ;
+    for (size_t r = 0; r < f.ranks.size(); ++r)
+        if (f.ranks[r].lossScaleDiffers > 0)
+            differ.push_back(r);
+    if (differ.empty()) {
+        if (!f.ranks.empty())
+            md += fmt::format("- Loss scale: the same on every rank at every step ({} at the last step).\n",
+                              scaleText(f.ranks.front().lossScaleLast));
+        return;
+    }
+    md += fmt::format("- **Loss scales differ across ranks** on {} rank(s):", differ.size());
+    std::vector<float> lasts;
+    for (const RankFigures& x : f.ranks)
+        lasts.push_back(x.lossScaleLast);
+    constexpr size_t kShown = 8;
+    for (size_t i = 0; i < differ.size() && i < kShown; ++i) {
+        const RankFigures& x = f.ranks[differ[i]];
+        md += fmt::format("{} rank {} differs from most ranks at {} step(s) from step {} (last: {})",
+                          i ? ";" : "", differ[i], x.lossScaleDiffers, in.firstStep + x.lossScaleFirstDiffRow,
+                          scaleText(x.lossScaleLast));
+    }
+    if (differ.size() > kShown)
+        md += fmt::format("; and {} more ranks", differ.size() - kShown);
+    md += ". A rank whose loss scale differs from the others' skips and rescales on its own: ranks then "
+          "apply different updates.\n";
+}
+
 void summarySection(std::string& md, const ReportInput& in) {
     const StepFigures& f = in.figures;
+    const Recorded rec(in.meta);
     md += "## Summary\n\n";
     if (in.stepCount == 0) {
         md += "No steps were recorded.\n\n";
@@ -254,13 +374,15 @@ void summarySection(std::string& md, const ReportInput& in) {
     }
     const EvalRecord* eval = in.evals.empty() ? nullptr : &in.evals.back();
     auto evalAt = [&](size_t r) { return eval && r < eval->accuracy.size() ? eval->accuracy[r] : kNaN; };
-    md += "| rank | loss first | loss last | overflow steps | skipped steps | step ms (median) | comm ms "
-          "(median) |";
+    md += "| rank | loss first | loss last | overflow steps | skipped steps | loss scale (last) | step ms "
+          "(median) | comm ms (median) |";
     md += eval ? fmt::format(" eval accuracy (step {}) |\n", eval->step) : std::string("\n");
-    md += eval ? "|---:|---:|---:|---:|---:|---:|---:|---:|\n" : "|---:|---:|---:|---:|---:|---:|---:|\n";
+    md += eval ? "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+               : "|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     const std::vector<bool> listed = ranksToList(in);
     std::vector<size_t> others;
     double evalSum = 0;
+    auto count = [](int64_t v) { return fmt::format("{}", v); };
     for (size_t r = 0; r < f.ranks.size(); ++r) {
         evalSum += double(evalAt(r));
         if (!listed[r]) {
@@ -268,14 +390,20 @@ void summarySection(std::string& md, const ReportInput& in) {
             continue;
         }
         const RankFigures& x = f.ranks[r];
-        md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |", r, fixed(x.lossFirst, 4),
-                          fixed(x.lossLast, 4), x.overflowSteps, x.skippedSteps, fixed(x.stepMsMedian, 1),
-                          fixed(x.commMsMedian, 1));
+        md += fmt::format(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |", r, orNot(rec.loss, fixed(x.lossFirst, 4)),
+            orNot(rec.loss, fixed(x.lossLast, 4)), orNot(rec.overflow, count(x.overflowSteps)),
+            orNot(rec.skipped, count(x.skippedSteps)),
+            orNot(rec.lossScale, (x.lossScaleDiffers ? "**" : "") + scaleText(x.lossScaleLast) +
+                                     (x.lossScaleDiffers ? "**" : "")),
+            orNot(rec.stepMs, fixed(x.stepMsMedian, 1)), orNot(rec.commMs, fixed(x.commMsMedian, 1)));
         md += eval ? fmt::format(" {} |\n", percent(evalAt(r))) : std::string("\n");
     }
     if (!others.empty()) {
         // Ranges over the ranks without a row: lowest to highest, the same figure once when they agree.
-        auto range = [&](auto get, auto text) {
+        auto range = [&](bool recorded, auto get, auto text) {
+            if (!recorded)
+                return std::string(kNotRecorded);
             float lo = 0, hi = 0;
             bool any = false;
             for (size_t r : others) {
@@ -289,46 +417,114 @@ void summarySection(std::string& md, const ReportInput& in) {
             return !any ? std::string("nan") : lo == hi ? text(lo) : text(lo) + " to " + text(hi);
         };
         auto fx = [](int d) { return [d](float v) { return fixed(v, d); }; };
-        auto count = [](float v) { return fmt::format("{}", int64_t(v)); };
+        auto whole = [](float v) { return fmt::format("{}", int64_t(v)); };
         const auto& x = f.ranks;
-        md += fmt::format("| *the other {} ranks* | {} | {} | {} | {} | {} | {} |", others.size(),
-                          range([&](size_t r) { return x[r].lossFirst; }, fx(4)),
-                          range([&](size_t r) { return x[r].lossLast; }, fx(4)),
-                          range([&](size_t r) { return x[r].overflowSteps; }, count),
-                          range([&](size_t r) { return x[r].skippedSteps; }, count),
-                          range([&](size_t r) { return x[r].stepMsMedian; }, fx(1)),
-                          range([&](size_t r) { return x[r].commMsMedian; }, fx(1)));
-        md += eval ? fmt::format(" {} |\n", range(evalAt, percent)) : std::string("\n");
+        md += fmt::format("| *the other {} ranks* | {} | {} | {} | {} | {} | {} | {} |", others.size(),
+                          range(
+                              rec.loss, [&](size_t r) { return x[r].lossFirst; }, fx(4)),
+                          range(
+                              rec.loss, [&](size_t r) { return x[r].lossLast; }, fx(4)),
+                          range(
+                              rec.overflow, [&](size_t r) { return x[r].overflowSteps; }, whole),
+                          range(
+                              rec.skipped, [&](size_t r) { return x[r].skippedSteps; }, whole),
+                          range(
+                              rec.lossScale, [&](size_t r) { return x[r].lossScaleLast; }, scaleText),
+                          range(
+                              rec.stepMs, [&](size_t r) { return x[r].stepMsMedian; }, fx(1)),
+                          range(
+                              rec.commMs, [&](size_t r) { return x[r].commMsMedian; }, fx(1)));
+        md += eval ? fmt::format(" {} |\n", range(true, evalAt, percent)) : std::string("\n");
     }
     const float evalMean = float(evalSum / double(std::max<size_t>(1, f.ranks.size())));
-    md += fmt::format("| **all** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** |",
-                      fixed(f.lossFirstMean, 4), fixed(f.lossLastMean, 4), f.overflowSteps, f.skippedSteps,
-                      fixed(f.stepMsMedian, 1), fixed(f.commMsMedian, 1));
+    md +=
+        fmt::format("| **all** | **{}** | **{}** | **{}** | **{}** | | **{}** | **{}** |",
+                    orNot(rec.loss, fixed(f.lossFirstMean, 4)), orNot(rec.loss, fixed(f.lossLastMean, 4)),
+                    orNot(rec.overflow, count(f.overflowSteps)), orNot(rec.skipped, count(f.skippedSteps)),
+                    orNot(rec.stepMs, fixed(f.stepMsMedian, 1)), orNot(rec.commMs, fixed(f.commMsMedian, 1)));
     md += eval ? fmt::format(" **{}** |\n\n", percent(evalMean)) : std::string("\n\n");
     if (!others.empty())
         md += fmt::format("- {} ranks: the table lists the {} that the findings or warning and error events "
                           "name, or whose figures stand out from the others'; the other {} are one row of "
                           "ranges (lowest to highest). `steps.csv` has every rank.\n",
                           f.ranks.size(), f.ranks.size() - others.size(), others.size());
-    md += fmt::format("- Loss (mean over ranks): {} at the first step, {} at the last.\n",
-                      fixed(f.lossFirstMean, 4), fixed(f.lossLastMean, 4));
+    if (rec.loss)
+        md += fmt::format("- Loss (mean over ranks): {} at the first step, {} at the last.\n",
+                          fixed(f.lossFirstMean, 4), fixed(f.lossLastMean, 4));
+    else
+        md += "- Loss: not recorded by the source.\n";
     if (eval)
         md += fmt::format("- Final held-out accuracy (step {}, mean over ranks): {}.\n", eval->step,
                           percent(evalMean));
     else
         md += "- No held-out evaluation was recorded.\n";
-    md += fmt::format("- Overflow on at least one rank in {} of {} steps; updates skipped in {} steps.\n",
-                      f.overflowSteps, in.stepCount, f.skippedSteps);
+    if (rec.overflow)
+        md += fmt::format("- Overflow on at least one rank in {} of {} steps.\n", f.overflowSteps,
+                          in.stepCount);
+    else
+        md += "- Overflow flags: not recorded by the source (not the same as no overflow).\n";
+    if (rec.skipped)
+        md += fmt::format("- Updates skipped on at least one rank in {} steps.\n", f.skippedSteps);
+    else
+        md += "- Skipped updates: not recorded by the source.\n";
+    if (rec.lossScale)
+        lossScaleLines(md, in);
+    else
+        md += "- Loss scale: not recorded by the source.\n";
     md += "- The \"all\" row: loss means over ranks, step counts where any rank was flagged, medians of the "
           "per-rank medians.\n\n";
+}
+
+std::string joinInts(const std::vector<int>& v) {
+    std::string out;
+    for (int x : v)
+        out += (out.empty() ? "" : ", ") + std::to_string(x);
+    return out;
+}
+
+// The earliest finding tied to a step, or null.
+const Finding* earliestFinding(const std::vector<Finding>& findings) {
+    const Finding* first = nullptr;
+    for (const Finding& f : findings)
+        if (f.firstStep >= 0 && (!first || f.firstStep < first->firstStep))
+            first = &f;
+    return first;
+}
+
+// No GRADIENT_SYNC or WEIGHT_SYNC event: what that does and does not mean for this file.
+void noMismatchEvent(std::string& md, const ReportInput& in) {
+    namespace rsc = runschema;
+    if (const Finding* f = earliestFinding(in.diagnosis)) {
+        md +=
+            fmt::format("The event log has no GRADIENT_SYNC or WEIGHT_SYNC event, but diagnosis names **{}** "
+                        "on rank(s) {} from step **{}** (see Findings): no event is not no mismatch.\n",
+                        f->cause, joinInts(f->ranks), f->firstStep);
+        if (in.chartStep == f->firstStep)
+            md += "The charts below show this step.\n";
+        md += "\n";
+        return;
+    }
+    const bool syncedFp = in.meta.recorded(rsc::kStepColumns[rsc::kSyncedFp].path);
+    const bool weightFp = in.meta.recorded(rsc::kWeightColumns[rsc::kWFp].path);
+    if (!syncedFp || !weightFp) {
+        md +=
+            fmt::format("Not recorded: the source recorded no {}, so ranks were not compared bit for bit "
+                        "there; the event log has no GRADIENT_SYNC or WEIGHT_SYNC event and diagnosis names "
+                        "no cause in what was recorded.\n\n",
+                        !syncedFp && !weightFp ? "synced gradient or weight fingerprints"
+                        : !syncedFp            ? "synced gradient fingerprints"
+                                               : "weight fingerprints");
+        return;
+    }
+    md += "None: the event log has no GRADIENT_SYNC or WEIGHT_SYNC event (synced gradients and weight "
+          "fingerprints agreed across ranks wherever they were compared).\n\n";
 }
 
 void mismatchSection(std::string& md, const ReportInput& in) {
     md += "## First mismatch\n\n";
     const auto first = firstMismatch(in.events);
     if (first.empty()) {
-        md += "None: the event log has no GRADIENT_SYNC or WEIGHT_SYNC event (synced gradients and weight "
-              "fingerprints agreed across ranks wherever they were compared).\n\n";
+        noMismatchEvent(md, in);
         return;
     }
     const Event& e = first.front();
@@ -349,6 +545,10 @@ void mismatchSection(std::string& md, const ReportInput& in) {
         md += fmt::format("First {} at step {} (rank(s) {}).\n", firstOther.front().code,
                           firstOther.front().step, joinRanks(firstOther));
     }
+    if (const Finding* f = earliestFinding(in.diagnosis); f && f->firstStep < e.step)
+        md += fmt::format("Diagnosis names an earlier step: **{}** on rank(s) {} from step {} (see "
+                          "Findings).\n",
+                          f->cause, joinInts(f->ranks), f->firstStep);
     if (in.chartStep == e.step)
         md += "The charts below show this step.\n";
     md += "\n";
@@ -371,13 +571,9 @@ void chartsSection(std::string& md, const ReportInput& in) {
     if (in.charts.empty())
         return;
     md += "## Charts\n\n";
-    if (in.chartStep >= 0) {
-        const int64_t anomaly = firstAnomalyStep(in.events);
+    if (in.chartStep >= 0)
         md += fmt::format("Cursor and heatmaps at step {}{}.\n\n", in.chartStep,
-                          anomaly == in.chartStep ? " (the first anomaly)"
-                          : anomaly < 0           ? " (the last step: the run has no anomaly)"
-                                                  : "");
-    }
+                          in.chartStepReason.empty() ? "" : " (" + in.chartStepReason + ")");
     for (const ReportChart& c : in.charts) {
         md += fmt::format("### {}\n\n", c.title);
         if (!c.png.empty())
@@ -437,11 +633,24 @@ void environmentSection(std::string& md, const ReportInput& in) {
         md += "The run has no card table.\n\n";
         return;
     }
-    md += "| rank | device id | device IP | server | HBM used / total (GiB) |\n|---:|---:|---|---|---|\n";
+    const std::vector<int> nodes = nodeOfRank(m);
+    md +=
+        nodes.empty()
+            ? "| rank | device id | device IP | server | HBM used / total (GiB) |\n|---:|---:|---|---|---|\n"
+            : "| rank | node | device id | device IP | server | HBM used / total (GiB) |\n"
+              "|---:|---:|---:|---|---|---|\n";
     constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    auto text = [](const std::string& v) { return v.empty() ? std::string(kNotRecorded) : cell(v); };
     for (const CardInfo& c : m.cards)
-        md += fmt::format("| {} | {} | {} | {} | {:.2f} / {:.0f} |\n", c.rank, c.deviceId, cell(c.deviceIp),
-                          cell(c.serverId), double(c.hbmUsedBytes) / kGiB, double(c.hbmTotalBytes) / kGiB);
+        md += fmt::format("| {}{} | {} | {} | {} | {} |\n", c.rank,
+                          nodes.empty() || size_t(c.rank) >= nodes.size() || c.rank < 0
+                              ? std::string()
+                              : fmt::format(" | {}", nodes[size_t(c.rank)]),
+                          c.deviceId < 0 ? std::string(kNotRecorded) : std::to_string(c.deviceId),
+                          text(c.deviceIp), text(c.serverId),
+                          c.hbmTotalBytes > 0 ? fmt::format("{:.2f} / {:.0f}", double(c.hbmUsedBytes) / kGiB,
+                                                            double(c.hbmTotalBytes) / kGiB)
+                                              : std::string(kNotRecorded));
     md += "\n";
 }
 
@@ -458,9 +667,9 @@ void filesSection(std::string& md, const ReportInput& in) {
 
 StepFigures summarizeSteps(int worldSize, std::span<const float> loss, std::span<const float> stepMs,
                            std::span<const float> commMs, std::span<const float> overflow,
-                           std::span<const float> skipped) {
+                           std::span<const float> skipped, std::span<const float> lossScale) {
     FiguresBuilder b(worldSize);
-    b.add(loss, stepMs, commMs, overflow, skipped);
+    b.add(loss, stepMs, commMs, overflow, skipped, lossScale);
     return b.finish();
 }
 
@@ -487,7 +696,8 @@ ReportInput readReportInput(const RunReader& reader) {
         b.add(reader.readStepScalar(rsc::kLoss, begin, end), reader.readStepScalar(rsc::kStepMs, begin, end),
               reader.readStepScalar(rsc::kCommMs, begin, end),
               reader.readStepScalar(rsc::kOverflow, begin, end),
-              reader.readStepScalar(rsc::kSkipped, begin, end));
+              reader.readStepScalar(rsc::kSkipped, begin, end),
+              reader.readStepScalar(rsc::kLossScale, begin, end));
     }
     in.figures = b.finish();
     in.evals = reader.readEvals();
@@ -518,10 +728,10 @@ std::vector<Event> firstMismatch(const std::vector<Event>& events) {
 std::string buildReportMarkdown(const ReportInput& in) {
     std::string md;
     md += fmt::format("# RankSight report: {}\n\n", in.runName.empty() ? std::string("run") : in.runName);
-    md += fmt::format("Generated {} by RankSight from `{}`: {} on {} emulated Ascend 910 cards, {} steps "
-                      "recorded.\n\n",
-                      in.generatedUtc.empty() ? nowUtc() : in.generatedUtc, in.sourcePath, in.meta.model,
-                      in.meta.worldSize, in.stepCount);
+    const std::string model = attributeRecorded(in.meta, runschema::kAttrModel) ? in.meta.model + ", " : "";
+    md += fmt::format("Generated {} by RankSight from `{}`: {}{}, {} steps recorded.\n\n",
+                      in.generatedUtc.empty() ? nowUtc() : in.generatedUtc, in.sourcePath, model,
+                      describeRun(in.meta), in.stepCount);
     runSection(md, in);
     summarySection(md, in);
     mismatchSection(md, in);

@@ -4,6 +4,7 @@
 // figures computed from the per-step scalar columns, so a 100k-step run costs a few megabytes here.
 #pragma once
 
+#include "diagnose/Finding.h"
 #include "store/RunRecords.h"
 
 #include <cstdint>
@@ -20,6 +21,9 @@ struct RankFigures {
     float lossFirst = 0, lossLast = 0;           // loss of the first and the last recorded step
     float stepMsMedian = 0, commMsMedian = 0;    // medians over the steps with a finite time
     int64_t overflowSteps = 0, skippedSteps = 0; // steps this rank flagged
+    float lossScaleLast = 0;                     // the loss scale of the last recorded step (NaN: none)
+    int64_t lossScaleDiffers = 0; // steps where this rank's loss scale differs from the one most ranks used
+    int64_t lossScaleFirstDiffRow = -1; // the first such step's row; -1: none
 };
 
 // Figures of the whole run, from the per-rank step columns.
@@ -31,10 +35,10 @@ struct StepFigures {
 };
 
 // Columns are row-major, rows x worldSize, as RunReader::readStepScalar and RunModel::column give them.
-// Flags (overflow, skipped) count as set when nonzero.
+// Flags (overflow, skipped) count as set when nonzero. lossScale may be empty (then no loss-scale figures).
 StepFigures summarizeSteps(int worldSize, std::span<const float> loss, std::span<const float> stepMs,
                            std::span<const float> commMs, std::span<const float> overflow,
-                           std::span<const float> skipped);
+                           std::span<const float> skipped, std::span<const float> lossScale = {});
 
 struct ReportChart {
     std::string title; // "Loss and accuracy"
@@ -60,13 +64,17 @@ struct ReportInput {
     StepFigures figures;
     std::vector<EvalRecord> evals;
     std::vector<Event> events;
-    int64_t chartStep = -1; // the step the charts' cursor and heatmaps show; -1: not stated
+    int64_t chartStep = -1;      // the step the charts' cursor and heatmaps show; -1: not stated
+    std::string chartStepReason; // why that step: "the first finding, eval-mode", "the window's cursor"...
     std::vector<ReportChart> charts;
     std::vector<ReportFile> files;
     // Diagnosis lines (one finding each, markdown allowed). Empty: the report says diagnosis is not there
     // yet.
     std::vector<std::string> findings;
     std::vector<int> findingRanks; // the ranks the findings name (listed in the summary at any rank count)
+    // The findings themselves, most certain first: "First mismatch" agrees with them (a log without a
+    // GRADIENT_SYNC event does not mean no mismatch when a finding names one).
+    std::vector<Finding> diagnosis;
 };
 
 // The summary lists every rank up to this many; past it, the ranks that findings or warning and error

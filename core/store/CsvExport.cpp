@@ -1,6 +1,7 @@
 #include "store/CsvExport.h"
 
 #include "store/RunReader.h"
+#include "store/RunSchema.h"
 
 #include <filesystem>
 #include <fmt/format.h>
@@ -22,9 +23,29 @@ std::string csvField(const std::string& text) {
     return out + "\"";
 }
 
-void appendCsvRow(std::string& out, const StepsCsvRow& r) {
-    fmt::format_to(std::back_inserter(out), "{},{},{},{},{},{},{},{:.3f},{:.3f}\n", r.step, r.rank, r.loss,
-                   r.accuracy, r.lossScale, int(r.overflow), int(r.skipped), r.stepMs, r.commMs);
+StepsCsvRecorded stepsCsvRecorded(const RunMeta& meta) {
+    namespace rsc = runschema;
+    auto rec = [&](rsc::StepCol c) { return meta.recorded(rsc::kStepColumns[c].path); };
+    return {rec(rsc::kLoss),    rec(rsc::kAccuracy), rec(rsc::kLossScale), rec(rsc::kOverflow),
+            rec(rsc::kSkipped), rec(rsc::kStepMs),   rec(rsc::kCommMs)};
+}
+
+void appendCsvRow(std::string& out, const StepsCsvRow& r, const StepsCsvRecorded& rec) {
+    auto it = std::back_inserter(out);
+    fmt::format_to(it, "{},{}", r.step, r.rank);
+    auto value = [&](bool recorded, auto v, const char* spec) {
+        out += ',';
+        if (recorded)
+            fmt::format_to(it, fmt::runtime(spec), v);
+    };
+    value(rec.loss, r.loss, "{}");
+    value(rec.accuracy, r.accuracy, "{}");
+    value(rec.lossScale, r.lossScale, "{}");
+    value(rec.overflow, int(r.overflow), "{}");
+    value(rec.skipped, int(r.skipped), "{}");
+    value(rec.stepMs, r.stepMs, "{:.3f}");
+    value(rec.commMs, r.commMs, "{:.3f}");
+    out += '\n';
 }
 
 void appendCsvRow(std::string& out, const Event& e) {
@@ -66,6 +87,12 @@ std::vector<std::string> exportCsv(const RunReader& reader, const std::string& d
 
     steps << kStepsCsvHeader;
     grads << "step,rank,parameter,local_norm,synced_norm,nonfinite\n";
+    const StepsCsvRecorded recorded = stepsCsvRecorded(meta);
+    namespace rsc = runschema;
+    const bool localNorm = meta.recorded(rsc::kStepColumns[rsc::kLocalNorm].path);
+    const bool syncedNorm = meta.recorded(rsc::kStepColumns[rsc::kSyncedNorm].path);
+    const bool nonfinite = meta.recorded(rsc::kStepColumns[rsc::kNonfinite].path);
+    auto cellOf = [](bool rec, auto v) { return rec ? fmt::format("{}", v) : std::string(); };
     const int64_t n = reader.stepCount();
     constexpr int64_t kBlock = 1024;
     std::string row;
@@ -74,13 +101,18 @@ std::vector<std::string> exportCsv(const RunReader& reader, const std::string& d
             for (size_t r = 0; r < s.ranks.size(); ++r) {
                 const auto& rs = s.ranks[r];
                 row.clear();
-                appendCsvRow(row, StepsCsvRow{s.step, int(r), rs.loss, rs.accuracy, rs.lossScale,
-                                              rs.overflow != 0, rs.skipped != 0, rs.stepMs, rs.commMs});
+                appendCsvRow(row,
+                             StepsCsvRow{s.step, int(r), rs.loss, rs.accuracy, rs.lossScale, rs.overflow != 0,
+                                         rs.skipped != 0, rs.stepMs, rs.commMs},
+                             recorded);
                 steps << row;
                 for (size_t p = 0; p < rs.localNorm.size() && p < meta.params.size(); ++p)
                     grads << fmt::format("{},{},{},{},{},{}\n", s.step, r, csvField(meta.params[p].name),
-                                         rs.localNorm[p], p < rs.syncedNorm.size() ? rs.syncedNorm[p] : 0.f,
-                                         p < rs.nonfinite.size() ? rs.nonfinite[p] : 0u);
+                                         cellOf(localNorm, rs.localNorm[p]),
+                                         cellOf(syncedNorm && p < rs.syncedNorm.size(),
+                                                p < rs.syncedNorm.size() ? rs.syncedNorm[p] : 0.f),
+                                         cellOf(nonfinite && p < rs.nonfinite.size(),
+                                                p < rs.nonfinite.size() ? rs.nonfinite[p] : 0u));
             }
         }
     }

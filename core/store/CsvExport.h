@@ -1,4 +1,5 @@
-// Plain CSV views of a run for spreadsheets and bug tickets: steps.csv, gradients.csv, events.csv.
+// Plain CSV views of a run for spreadsheets and bug tickets: steps.csv, gradients.csv, events.csv. A value
+// the source did not record (RunMeta::absent) is an empty cell.
 #pragma once
 
 #include "store/RunRecords.h"
@@ -29,7 +30,14 @@ struct StepsCsvRow {
     bool overflow = false, skipped = false;
     float stepMs = 0, commMs = 0;
 };
-void appendCsvRow(std::string& out, const StepsCsvRow& row);
+// Which of steps.csv's value columns the run's source recorded: a column it did not record is written as an
+// empty cell on every row, never as the file's fill (0, 1, NaN).
+struct StepsCsvRecorded {
+    bool loss = true, accuracy = true, lossScale = true, overflow = true, skipped = true, stepMs = true,
+         commMs = true;
+};
+StepsCsvRecorded stepsCsvRecorded(const RunMeta& meta);
+void appendCsvRow(std::string& out, const StepsCsvRow& row, const StepsCsvRecorded& recorded = {});
 inline constexpr const char* kEventsCsvHeader = "step,rank,severity,code,message\n";
 void appendCsvRow(std::string& out, const Event& event);
 

@@ -4,6 +4,7 @@
 #include "store/Hdf5Lock.h"
 #include "store/Hdf5RunReader.h"
 #include "store/ReaderTrace.h"
+#include "store/RunSource.h"
 
 #include <H5Cpp.h>
 #include <algorithm>
@@ -239,6 +240,7 @@ void Hdf5RunReader::Impl::readRoot() {
         meta.source = file.attrExists(rsc::kAttrSource) ? stringAttr(rsc::kAttrSource) : rsc::kDefaultSource;
         if (file.attrExists(rsc::kAttrAbsent))
             meta.absent = rsc::splitAbsent(stringAttr(rsc::kAttrAbsent));
+        addImpliedAbsences(meta);
     } catch (const H5::Exception& e) {
         fail("reading the root attributes", e);
     }

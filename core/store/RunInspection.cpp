@@ -3,6 +3,7 @@
 #include "store/RankMean.h"
 #include "store/RunReader.h"
 #include "store/RunSchema.h"
+#include "store/RunSource.h"
 
 #include <algorithm>
 #include <cmath>
@@ -24,6 +25,7 @@ RunInspection inspectRun(const RunReader& reader) {
     in.format = std::string(runschema::kFormatName);
     in.formatVersion = reader.formatVersion();
     in.source = m.source;
+    in.description = describeRun(m);
     in.absent = m.absent;
     in.model = m.model;
     in.worldSize = m.worldSize;
@@ -82,17 +84,27 @@ RunInspection inspectRun(const RunReader& reader) {
     return in;
 }
 
+bool RunInspection::recorded(const std::string& name) const {
+    return std::find(absent.begin(), absent.end(), name) == absent.end();
+}
+
 std::string RunInspection::toJson() const {
+    namespace rsc = runschema;
     nlohmann::json j;
+    auto orNull = [&](const std::string& name, auto v) {
+        return recorded(name) ? nlohmann::json(v) : nlohmann::json(nullptr);
+    };
+    auto step = [](rsc::StepCol c) { return std::string(rsc::kStepColumns[c].path); };
     j["format"] = format;
     j["format_version"] = formatVersion;
     j["source"] = source;
+    j["description"] = description;
     j["absent"] = absent;
-    j["model"] = model;
+    j["model"] = orNull(rsc::kAttrModel, model);
     j["world_size"] = worldSize;
-    j["batch_per_rank"] = batchPerRank;
-    j["precision"] = precision;
-    j["loss_scale"] = lossScale;
+    j["batch_per_rank"] = orNull(rsc::kAttrBatchPerRank, batchPerRank);
+    j["precision"] = orNull(rsc::kAttrPrecision, precision);
+    j["loss_scale"] = orNull(rsc::kAttrLossScale, lossScale);
     j["planned_steps"] = plannedSteps;
     j["steps_recorded"] = stepsRecorded;
     j["parameter_tensors"] = parameterTensors;
@@ -100,12 +112,12 @@ std::string RunInspection::toJson() const {
     auto num = [](float v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
     j["loss_first"] = stepsRecorded ? num(lossFirst) : nlohmann::json(nullptr);
     j["loss_last"] = stepsRecorded ? num(lossLast) : nlohmann::json(nullptr);
-    j["weights_identical"] = weightsIdentical;
+    j["weights_identical"] = orNull(rsc::kWeightColumns[rsc::kWFp].path, weightsIdentical);
     j["first_grad_mismatch_step"] = firstGradMismatchStep ? nlohmann::json(*firstGradMismatchStep) : nullptr;
     j["first_weight_mismatch_step"] =
         firstWeightMismatchStep ? nlohmann::json(*firstWeightMismatchStep) : nullptr;
-    j["overflow_steps"] = overflowSteps;
-    j["skipped_steps"] = skippedSteps;
+    j["overflow_steps"] = orNull(step(rsc::kOverflow), overflowSteps);
+    j["skipped_steps"] = orNull(step(rsc::kSkipped), skippedSteps);
     j["events"] = events;
     j["eval_accuracy"] = evalAccuracy ? num(*evalAccuracy) : nlohmann::json(nullptr);
     j["complete"] = complete;
@@ -116,16 +128,21 @@ std::string RunInspection::toJson() const {
 }
 
 std::string RunInspection::toText() const {
+    namespace rsc = runschema;
     auto opt = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : std::string("none"); };
+    auto attr = [&](const char* name, const std::string& v) { return recorded(name) ? v : kNotRecorded; };
+    auto step = [](rsc::StepCol c) { return std::string(rsc::kStepColumns[c].path); };
     std::string s;
     s += fmt::format("format          {} v{} (written by {})\n", format, formatVersion, source);
-    s += fmt::format("model           {} ({} tensors, {} parameters)\n", model, parameterTensors, parameters);
-    s += fmt::format("cluster         {} ranks x batch {}, {}, loss scale {}\n", worldSize, batchPerRank,
-                     precision, lossScale);
+    s += fmt::format("source          {}\n", description);
+    s += fmt::format("model           {} ({} tensors, {} parameters)\n", attr(rsc::kAttrModel, model),
+                     parameterTensors, parameters);
+    s += fmt::format("cluster         {} ranks x batch {}, {}, loss scale {}\n", worldSize,
+                     attr(rsc::kAttrBatchPerRank, std::to_string(batchPerRank)),
+                     attr(rsc::kAttrPrecision, precision), attr(rsc::kAttrLossScale, lossScale));
     s += fmt::format("steps           {} of {} recorded ({})\n", stepsRecorded, plannedSteps,
                      complete ? "complete: " + stopReason : "incomplete: the writer did not close the file");
-    if (std::find(absent.begin(), absent.end(), runschema::kStepColumns[runschema::kLoss].path) !=
-        absent.end())
+    if (!recorded(step(rsc::kLoss)))
         s += "loss            not recorded by the source\n";
     else
         s += fmt::format("loss            {:.4f} -> {:.4f} (mean over ranks)\n", lossFirst, lossLast);
@@ -137,14 +154,19 @@ std::string RunInspection::toText() const {
             list += (list.empty() ? "" : ", ") + a;
         s += fmt::format("not recorded    {}\n", list);
     }
-    const bool noWeights = std::find(absent.begin(), absent.end(),
-                                     runschema::kWeightColumns[runschema::kWFp].path) != absent.end();
-    s += fmt::format("weights         {}\n", noWeights          ? "no fingerprints recorded"
+    const bool weightFp = recorded(rsc::kWeightColumns[rsc::kWFp].path);
+    s += fmt::format("weights         {}\n", !weightFp          ? "fingerprints not recorded"
                                              : weightsIdentical ? "identical across ranks"
                                                                 : "DIFFER across ranks");
-    s += fmt::format("first mismatch  gradient step {}, weight step {}\n", opt(firstGradMismatchStep),
-                     opt(firstWeightMismatchStep));
-    s += fmt::format("overflow        {} steps ({} skipped)\n", overflowSteps, skippedSteps);
+    const bool syncedFp = recorded(step(rsc::kSyncedFp));
+    s += fmt::format("first mismatch  gradient step {}, weight step {}\n",
+                     syncedFp ? opt(firstGradMismatchStep) : std::string(kNotRecorded),
+                     weightFp ? opt(firstWeightMismatchStep) : std::string(kNotRecorded));
+    const bool overflow = recorded(step(rsc::kOverflow)), skipped = recorded(step(rsc::kSkipped));
+    s += fmt::format("overflow        {}; {}\n",
+                     overflow ? fmt::format("{} steps", overflowSteps) : std::string(kNotRecorded),
+                     skipped ? fmt::format("updates skipped in {} steps", skippedSteps)
+                             : "skipped updates " + std::string(kNotRecorded));
     s += fmt::format("events          {}\n", events);
     return s;
 }

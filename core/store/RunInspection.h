@@ -14,7 +14,8 @@ struct RunInspection {
     std::string format;
     int formatVersion = 0;
     std::string source;              // who wrote the file
-    std::vector<std::string> absent; // datasets the source could not record
+    std::string description;         // describeRun: "a PyTorch DDP job: 4 processes (gloo) on host h"
+    std::vector<std::string> absent; // datasets and attributes the source could not record
     std::string model;
     int worldSize = 0;
     int batchPerRank = 0;
@@ -36,7 +37,10 @@ struct RunInspection {
     bool complete = false;
     std::string stopReason;
 
-    std::string toJson() const;
+    bool recorded(const std::string& name) const; // not in absent
+
+    std::string toJson() const; // null where the source recorded nothing
+    // Text for a terminal; "not recorded" where the source recorded nothing.
     std::string toText() const;
 };
 

@@ -201,8 +201,18 @@ inline constexpr Column kEntryColumns[kEntryColCount] = {
     {"/flight/entries/dump", Dtype::I64, Row::Scalar},
 };
 
-// The columns a file may declare absent (kAttrAbsent): every step and weight column except the key columns.
+// Root attributes a file may declare absent (kAttrAbsent) when its source cannot know them (an msprobe tree
+// names no model, batch, precision, loss scale or seed): the attribute then holds a placeholder that no view
+// shows. Readers of files that predate this list drop these names (splitAbsent), as for any unknown name.
+inline constexpr const char* kAbsentAttributes[] = {kAttrModel,     kAttrBatchPerRank, kAttrPrecision,
+                                                    kAttrLossScale, kAttrData,         kAttrSeed};
+
+// What a file may declare absent (kAttrAbsent): every step and weight column except the key columns, and the
+// root attributes above.
 inline bool mayBeAbsent(std::string_view path) {
+    for (const char* a : kAbsentAttributes)
+        if (path == a)
+            return true;
     for (int c = 0; c < kStepColCount; ++c)
         if (c != kStep && path == kStepColumns[c].path)
             return true;

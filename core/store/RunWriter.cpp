@@ -142,7 +142,9 @@ void RunWriter::Impl::validateMeta() const {
             invalid(fmt::format("parameter '{}' has numel {} at offset {}", p.name, p.numel, p.offset));
     for (const std::string& a : meta.absent)
         if (!rsc::mayBeAbsent(a))
-            invalid(fmt::format("meta.absent names '{}', which is not a step or weight column", a));
+            invalid(fmt::format(
+                "meta.absent names '{}', which is not a step or weight column nor an optional root attribute",
+                a));
     if (!meta.cards.empty() && int(meta.cards.size()) != meta.worldSize)
         invalid(fmt::format("meta has {} cards, expected 0 or {} (worldSize)", meta.cards.size(),
                             meta.worldSize));

@@ -273,7 +273,7 @@ class Recorder:
         n = max(self.steps, 1)
         return {k: v * 1000.0 / n for k, v in self.cost_s.items()}
 
-    def step(self, loss, accuracy=0.0, sample_ids=None, lr=None, epoch=0):
+    def step(self, loss, accuracy=None, sample_ids=None, lr=None, epoch=0):
         now = time.perf_counter()
         step_ms = (now - self._last) * 1000.0
         self._last = now
@@ -298,7 +298,9 @@ class Recorder:
             ids[: s.size] = s
         sample_fp = fingerprint(torch.from_numpy(ids)) if sample_ids is not None else 0
 
-        floats = [float(loss), float(accuracy), scale, step_ms, compute_ms, comm_ms, float(self.steps)]
+        # What the job did not pass is NaN in the file (not recorded), never an invented 0.
+        floats = [float(loss), float("nan") if accuracy is None else float(accuracy), scale, step_ms, compute_ms,
+                  comm_ms, float(self.steps)]
         # The buffer chain after this step's forward: /steps/buffer_fp (it stays put on a rank in eval mode).
         ints = [_signed64(sample_fp), skipped, _signed64(self._buffer_chain)] + [_signed64(x) for x in self._synced_fp]
         wnorm, wfp, bnorm, bfp = [], [], 0.0, 0
@@ -346,7 +348,7 @@ class Recorder:
         synced_fp = np.stack([u64(i[3:3 + P]) for i in ints])
         step = self.steps
         self.writer.append_step(dict(
-            step=step, epoch=epoch, lr=lr if lr is not None else 0.0,
+            step=step, epoch=epoch, lr=lr if lr is not None else float("nan"),
             loss=[r[0] for r in rows], accuracy=[r[1] for r in rows], loss_scale=[r[2] for r in rows],
             step_ms=[r[3] for r in rows], compute_ms=[r[4] for r in rows], comm_ms=[r[5] for r in rows],
             skipped=[i[1] for i in ints], sample_fp=[u64(i[0]) for i in ints], buffer_fp=[u64(i[2]) for i in ints],
@@ -391,11 +393,14 @@ class Recorder:
 
     def _absent(self):
         """What this job cannot record (docs/run-file.md, "absent"): fp16 counts and overflow flags need a
-        GradScaler (a float32 job has none), sample ids need batch_size; DDP broadcasts BatchNorm buffers, so
+        GradScaler (a float32 job has none), and so do the loss scale and skipped updates; sample ids need
+        batch_size; DDP broadcasts BatchNorm buffers, so
         /weights/buffer_fp holds each rank's own forwards' chain (see __init__), not a plain fingerprint."""
-        absent = []
+        absent = ["data"]  # the job's data set is the user's; the recorder is not told which
         if self.scaler is None:
-            absent += ["/steps/overflow", "/grads/overflow_count", "/grads/underflow_count"]
+            # Without a GradScaler nothing scales the loss or skips an update: the recorder sees neither.
+            absent += ["/steps/overflow", "/steps/loss_scale", "/steps/skipped", "/grads/overflow_count",
+                       "/grads/underflow_count"]
         if not self.B:
             absent += ["/steps/sample_fp", "/steps/sample_ids"]
         return absent
@@ -411,7 +416,7 @@ class Recorder:
             environment={"source": "pytorch-ddp", "torch": torch.__version__, "python": platform.python_version(),
                          "host": host, "backend": dist.get_backend(), "pid": os.getpid()},
             params=[(n, tuple(p.shape)) for n, p in self.params], buffer_names=[n for n, _ in self.buffers],
-            cards=[dict(rank=r, device_id=r, device_ip="", server_id=host) for r in range(self.world)])
+            cards=[dict(rank=r, device_id=-1, device_ip="", server_id=host) for r in range(self.world)])
 
 
 __all__ = ["Recorder", "fingerprint"]

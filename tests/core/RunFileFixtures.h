@@ -136,6 +136,40 @@ inline StepRecord makeStep(const RunMeta& m, int64_t step) {
     return s;
 }
 
+// Makes a makeStep record healthy for diagnosis: gradients alike across ranks, finite, nothing flushed to
+// zero in fp16, every rank's synced values equal, no flags, cards ok. What a test then changes is the only
+// cause.
+inline void makeHealthy(StepRecord& s) {
+    for (size_t r = 0; r < s.ranks.size(); ++r) {
+        RankStep& x = s.ranks[r];
+        x.state = 0;
+        x.overflow = x.skipped = 0;
+        x.lossScale = 65536.0f;
+        x.stepMs = 20.0f;
+        x.computeMs = 14.0f;
+        x.commMs = 5.0f;
+        for (size_t p = 0; p < x.localNorm.size(); ++p) {
+            x.localNorm[p] = 1.0f + 0.01f * float(r);
+            x.localMax[p] = 0.5f;
+            x.localSum[p] = x.syncedSum[p] = 0.25;
+            x.nonfinite[p] = x.overflowCount[p] = x.underflowCount[p] = 0;
+            x.syncedNorm[p] = 1.0f;
+        }
+        for (size_t k = 0; k < x.sketch.size(); ++k)
+            x.sketch[k] = 1.0f + 0.001f * float(k * (k + r) % 7);
+        x.syncedFp = s.ranks[0].syncedFp;
+    }
+}
+
+// Healthy weights: equal on every rank (the buffers drift alike).
+inline void makeHealthy(WeightRecord& w) {
+    for (size_t r = 0; r < w.fp.size(); ++r) {
+        w.fp[r] = w.fp[0];
+        w.norm[r] = w.norm[0];
+        w.bufferDrift[r] = 0.0f;
+    }
+}
+
 inline WeightRecord makeWeights(const RunMeta& m, int64_t step) {
     WeightRecord w;
     w.step = step;

@@ -52,12 +52,14 @@ ReportInput smallInput() {
     const std::vector<float> commMs = {1, 2, 3, 4, 5, 6, 7, 8};
     const std::vector<float> overflow = {0, 0, 1, 0, 1, 1, 0, 0};
     const std::vector<float> skipped = {0, 0, 1, 1, 0, 0, 0, 0};
-    in.figures = summarizeSteps(2, loss, stepMs, commMs, overflow, skipped);
+    const std::vector<float> scale(8, 65536.0f);
+    in.figures = summarizeSteps(2, loss, stepMs, commMs, overflow, skipped, scale);
     in.evals = {EvalRecord{3, {0.75f, 0.25f}, {0.5f, 0.6f}}};
     in.events = {ev(1, -1, Severity::Info, "OVERFLOW", "Gradient overflow at step 1"),
                  ev(2, 1, Severity::Error, "GRADIENT_SYNC",
                     "GRADIENT_SYNC: Rank 0 and Rank 1 parameter gradient mismatch at step 2 | piped")};
     in.chartStep = 2;
+    in.chartStepReason = "the first anomaly";
     in.charts = {{"Loss and accuracy", "loss.png", "loss.svg"}};
     in.files = {{"steps.csv", "per-step, per-rank scalars"}, {"slice.h5", "steps 0 to 3"}};
     return in;
@@ -144,12 +146,16 @@ void TestReportMarkdown::sectionsPresent() {
     QVERIFY(run.find("O2, loss scale dynamic") != std::string::npos);
 
     const std::string summary = section(md, "## Summary");
-    QVERIFY2(summary.find("| 0 | 2.0000 | 0.5000 | 2 | 1 | 40.0 | 4.0 | 75.0% |") != std::string::npos,
+    QVERIFY2(summary.find("| 0 | 2.0000 | 0.5000 | 2 | 1 | 2^16 | 40.0 | 4.0 | 75.0% |") != std::string::npos,
              summary.c_str());
-    QVERIFY(summary.find("| 1 | 2.2000 | 0.7000 | 1 | 1 | 50.0 | 5.0 | 25.0% |") != std::string::npos);
+    QVERIFY(summary.find("| 1 | 2.2000 | 0.7000 | 1 | 1 | 2^16 | 50.0 | 5.0 | 25.0% |") != std::string::npos);
     QVERIFY(summary.find("**2.1000**") != std::string::npos);
     QVERIFY(summary.find("Final held-out accuracy (step 3, mean over ranks): 50.0%") != std::string::npos);
-    QVERIFY(summary.find("Overflow on at least one rank in 2 of 4 steps; updates skipped in 1 steps") !=
+    QVERIFY(summary.find("Overflow on at least one rank in 2 of 4 steps.") != std::string::npos);
+    QVERIFY(summary.find("Updates skipped on at least one rank in 1 steps.") != std::string::npos);
+    QVERIFY(summary.find("Loss scale: the same on every rank at every step (2^16 at the last step).") !=
+            std::string::npos);
+    QVERIFY(section(md, "## Run").find("| source | 2 emulated Ascend 910 cards on 1 server |") !=
             std::string::npos);
 
     const std::string mismatch = section(md, "## First mismatch");
@@ -196,7 +202,8 @@ void TestReportMarkdown::manyRanksListTheOnesThatMatter() {
     loss[size_t(R + 41)] = std::nanf("");                 // rank 41's loss went non-finite
     loss[size_t(R + 3)] = 0.9f;                           // one noisy batch: no row for that alone
     stepMs[size_t(50)] = stepMs[size_t(R + 50)] = 400.0f; // rank 50 is slow
-    in.figures = summarizeSteps(R, loss, stepMs, commMs, overflow, skipped);
+    const std::vector<float> scale(2 * R, 1024.0f);
+    in.figures = summarizeSteps(R, loss, stepMs, commMs, overflow, skipped, scale);
     in.evals.clear();
     in.events = {ev(1, 12, Severity::Error, "GRADIENT_SYNC", "Rank 0 and Rank 12 ..."),
                  ev(1, 30, Severity::Info, "OVERFLOW", "info events name no rank worth a row")};
@@ -208,9 +215,10 @@ void TestReportMarkdown::manyRanksListTheOnesThatMatter() {
     QCOMPARE(countOf(summary, "\n| "), 1 + 4 + 1 + 1); // header, 4 ranks, others, all
     QVERIFY(summary.find("\n| 30 | ") == std::string::npos);
     QVERIFY(summary.find("\n| 3 | ") == std::string::npos);
-    QVERIFY2(summary.find("| *the other 60 ranks* | 2.0000 to 2.0630 | 0.5000 to 0.9000 | 0 | 0 | 100.0 to "
-                          "104.0 | 20.0 to 22.0 |") != std::string::npos,
-             summary.c_str());
+    QVERIFY2(
+        summary.find("| *the other 60 ranks* | 2.0000 to 2.0630 | 0.5000 to 0.9000 | 0 | 0 | 2^10 | 100.0 "
+                     "to 104.0 | 20.0 to 22.0 |") != std::string::npos,
+        summary.c_str());
     QVERIFY(summary.find("- 64 ranks: the table lists the 4 that") != std::string::npos);
     QVERIFY(summary.find("| **all** |") != std::string::npos);
 
@@ -245,10 +253,13 @@ void TestReportMarkdown::noMismatchNoEvents() {
     auto in = smallInput();
     in.events.clear();
     in.chartStep = 3;
+    in.chartStepReason = "the last step: no finding and no anomaly";
     const std::string md = buildReportMarkdown(in);
     QVERIFY(section(md, "## First mismatch").find("None:") != std::string::npos);
     QVERIFY(section(md, "## Events").find("The event log is empty.") != std::string::npos);
-    QVERIFY(section(md, "## Charts").find("the run has no anomaly") != std::string::npos);
+    QVERIFY(section(md, "## Charts")
+                .find("Cursor and heatmaps at step 3 (the last step: no finding and no "
+                      "anomaly).") != std::string::npos);
 }
 
 void TestReportMarkdown::readsRunFile() {

@@ -63,6 +63,41 @@ class MsprobeImportTest(unittest.TestCase):
         self.assertEqual(sorted(c["check"] for c in d["not_run"]),
                          ["BatchNorm statistics", "fp16 underflow", "loss scaling", "step timing"])
 
+    def test_the_bug_report_says_only_what_the_tree_recorded(self):
+        """An msprobe tree records gradient and parameter statistics, no loss, no card state, no seed: the
+        report, steps.csv and inspect say "not recorded" there, name the tree as what it is, and open on the
+        finding (the synced norms that part, though the tree has no event log)."""
+        path, _ = self.imported("report-tree", "--mistake", "param-not-synced")
+        f = self.diagnosis(path)["findings"]
+        self.assertEqual(f[0]["cause"], "param-not-synced")
+        out = os.path.join(self.dir.name, "report-tree-report")
+        p = self.cli("report", path, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(out, "report.md"), encoding="utf-8") as fh:
+            md = fh.read()
+        self.assertIn("an msprobe Monitor tree: 4 ranks", md)
+        self.assertNotIn("emulated Ascend", md)
+        for row in ("| seed | not recorded |", "| ranks | 4 x batch not recorded per rank |",
+                    "| precision | not recorded, loss scale not recorded |",
+                    "| weight fingerprints | not recorded (weight norms every 1 steps) |",
+                    "| sketch | not recorded |"):
+            self.assertIn(row, md)
+        summary = md.split("## Summary")[1].split("\n## ")[0]
+        self.assertNotIn("nan", summary)
+        self.assertIn("Loss: not recorded by the source.", summary)
+        self.assertIn("Overflow flags: not recorded by the source", summary)
+        self.assertIn("**param-not-synced** on rank(s)", md.split("## First mismatch")[1].split("\n## ")[0])
+        self.assertIn("Cursor and heatmaps at step %d (the first finding, param-not-synced)." % f[0]["first_step"],
+                      md)
+        with open(os.path.join(out, "steps.csv"), encoding="utf-8") as fh:
+            rows = fh.read().splitlines()
+        for row in rows[1:]:
+            self.assertEqual(row.split(",")[2:], [""] * 7, row)  # nothing per step but the statistics
+        inspect = self.cli("inspect", path).stdout
+        self.assertIn("model           not recorded", inspect)
+        self.assertIn("cluster         4 ranks x batch not recorded, not recorded, loss scale not recorded", inspect)
+        self.assertIn("first mismatch  gradient step not recorded, weight step not recorded", inspect)
+
     def test_older_header_and_micro_steps_import_alike(self):
         for name, options in (("legacy", ("--legacy-header",)), ("micro", ("--micro-steps", "3"))):
             path, out = self.imported(name, *options)

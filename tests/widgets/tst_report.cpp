@@ -31,13 +31,17 @@ void writeFixture(const QString& path, int steps, bool mismatch, const std::stri
     auto w = RunWriter::create(path.toStdString(), meta);
     for (int s = 0; s < steps; ++s) {
         StepRecord rec = runfile_fixtures::makeStep(meta, s);
+        runfile_fixtures::makeHealthy(rec);
         for (auto& r : rec.ranks)
             r.loss = 2.5f * std::exp(-float(s) / 80.f) + 0.1f + 0.01f * float(&r - rec.ranks.data());
         if (mismatch && s >= kMismatchStep)
             rec.ranks[2].syncedFp[0] ^= 1;
         w->appendStep(rec);
-        if (s % 10 == 0)
-            w->appendWeights(runfile_fixtures::makeWeights(meta, s));
+        if (s % 10 == 0) {
+            WeightRecord weights = runfile_fixtures::makeWeights(meta, s);
+            runfile_fixtures::makeHealthy(weights);
+            w->appendWeights(weights);
+        }
         if (s % 100 == 99)
             w->appendEval(runfile_fixtures::makeEval(meta, s));
         if (s == 5 || s == 60)
@@ -157,7 +161,7 @@ void TestReport::writesTheWholeFolder() {
     QVERIFY(md.startsWith("# RankSight report: fixture"));
     QVERIFY2(md.contains("**GRADIENT_SYNC** at step **120**"), qPrintable(md));
     QVERIFY(md.contains("rank(s) **2**"));
-    QVERIFY(md.contains("Cursor and heatmaps at step 120 (the first anomaly)."));
+    QVERIFY2(md.contains("Cursor and heatmaps at step 120 (the first finding, "), qPrintable(md));
     QVERIFY(md.contains("## Findings"));
     QVERIFY(md.contains("| steps | 300 recorded (steps 0 to 299) of 1000 planned |"));
     for (const char* image : {"(loss.png)", "(overflow.png)", "(rank-heatmap.png)", "(param-heatmap.png)",
@@ -179,7 +183,7 @@ void TestReport::noAnomalySlicesTheWholeRun() {
     const auto slice = RunReader::open(QDir(dir).filePath("slice.h5").toStdString());
     QCOMPARE(slice->stepCount(), int64_t(40));
     const QString md = QString::fromUtf8(readAll(QDir(dir).filePath("report.md")));
-    QVERIFY(md.contains("Cursor and heatmaps at step 39 (the last step: the run has no anomaly)."));
+    QVERIFY(md.contains("Cursor and heatmaps at step 39 (the last step: no finding and no anomaly)."));
     QVERIFY(md.contains("## First mismatch\n\nNone:"));
 
     // The same run without a loss scale: the report carries the setting as advice, not as a finding.

@@ -249,6 +249,27 @@ void ChartBase::onMouseMove(QMouseEvent* event) {
         QToolTip::showText(m_plot->mapToGlobal(event->position().toPoint()), text, m_plot);
 }
 
+QCPItemText* ChartBase::addNote(QCPAxisRect* rect) {
+    auto* note = new QCPItemText(rect->parentPlot());
+    note->setClipAxisRect(rect);
+    note->setClipToAxisRect(true);
+    note->position->setType(QCPItemPosition::ptAxisRectRatio);
+    note->position->setAxisRect(rect);
+    note->position->setCoords(0.5, 0.5);
+    note->setPositionAlignment(Qt::AlignCenter);
+    note->setTextAlignment(Qt::AlignCenter);
+    note->setColor(QColor(90, 90, 90));
+    note->setBrush(QBrush(QColor(255, 255, 255, 220)));
+    note->setPadding(QMargins(8, 4, 8, 4));
+    note->setVisible(false);
+    return note;
+}
+
+void ChartBase::setNote(QCPItemText* note, const QString& text) {
+    note->setText(text);
+    note->setVisible(!text.isEmpty());
+}
+
 void ChartBase::placeLegendBelow() {
     QCPLegend* legend = m_plot->legend;
     legend->setVisible(true);

@@ -15,7 +15,9 @@
 #include <optional>
 
 class QCPAxis;
+class QCPAxisRect;
 class QCPAxisTickerFixed;
+class QCPItemText;
 class QCPColorMap;
 class QCPRange;
 class QHBoxLayout;
@@ -67,6 +69,10 @@ protected:
     static void fitIntegerTicks(QCPAxis* axis, int count);
     static QSharedPointer<QCPAxisTickerFixed> integerTicker();
     QHBoxLayout* header() const { return m_header; }
+    // A line of text centred in rect, for what the chart cannot draw there and why ("loss not recorded: an
+    // msprobe Monitor tree records no loss"). Hidden until setNote gives it text; an empty text hides it.
+    static QCPItemText* addNote(QCPAxisRect* rect);
+    static void setNote(QCPItemText* note, const QString& text);
     // Moves the plot's legend into a row below the axis rects, filled row by row (fitLegendColumns).
     void placeLegendBelow();
     // As many legend entries per row as fit the chart's width side by side (call after entries change).

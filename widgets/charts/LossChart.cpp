@@ -6,6 +6,7 @@
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
 #include "store/RankMean.h"
+#include "store/RunSource.h"
 #include "view/Decimate.h"
 #include "view/RankSpread.h"
 
@@ -101,6 +102,7 @@ LossChart::LossChart(RunModel* model, StepCursor* cursor, QWidget* parent)
 
     addStepRect(p->axisRect());
     placeLegendBelow();
+    m_note = addNote(p->axisRect());
     connect(model, &RunModel::runReset, this, [this] {
         for (auto* v : {&m_meanLoss, &m_meanAccuracy, &m_lowLoss, &m_highLoss})
             v->clear();
@@ -234,7 +236,21 @@ void LossChart::rebuild() {
     m_eval->setData(ex, ey, true);
     rebuildMarkers(v);
     fitLossAxis();
+    setNote(m_note, note());
     fitLegendColumns();
+}
+
+QString LossChart::note() const {
+    if (!model()->hasRun())
+        return {};
+    const bool loss = model()->recorded(StepColumn::Loss), accuracy = model()->recorded(StepColumn::Accuracy);
+    if (loss && accuracy)
+        return {};
+    const QString what = !loss && !accuracy ? tr("loss and accuracy")
+                         : !loss            ? tr("loss")
+                                            : tr("batch accuracy");
+    return tr("%1 not recorded by this run's source\n(%2)")
+        .arg(what, QString::fromStdString(describeRun(model()->meta())));
 }
 
 void LossChart::rebuildMarkers(const View& v) {

@@ -13,6 +13,7 @@
 class QCheckBox;
 class QCPGraph;
 class QCPItemLine;
+class QCPItemText;
 
 namespace rs {
 
@@ -39,6 +40,7 @@ public:
     QCPGraph* evalGraph() const { return m_eval; }         // mean eval accuracy, percent, on yAxis2
     int eventMarkerCount() const { return int(m_markers.size()); }
     QString toolTipAt(const QPointF& pos) const override;
+    QString note() const; // what the chart cannot draw because the source did not record it; empty: none
 
 public slots:
     void setLogScale(bool on);
@@ -68,6 +70,7 @@ private:
     QCPGraph* m_bandLow;
     QCPGraph* m_bandHigh;
     QCPGraph* m_hover;
+    QCPItemText* m_note;
     std::vector<QCPGraph*> m_standoutGraphs;
     std::vector<int> m_standoutRanks;
     bool m_summarised = false;

@@ -4,7 +4,7 @@
 #include "charts/ChartPalette.h"
 #include "charts/DenseLineGraph.h"
 #include "model/RunModel.h"
-#include "store/RunSchema.h"
+#include "store/RunSource.h"
 #include "view/Decimate.h"
 
 #include <cmath>
@@ -43,15 +43,17 @@ protected:
 
 } // namespace
 
-OverflowCell overflowCell(const RunModel& model, int64_t row, int rank, bool lossRecorded) {
+OverflowCell overflowCell(const RunModel& model, int64_t row, int rank) {
     // A source that records no loss (msprobe) stores NaN fill: that is not a non-finite loss.
-    if (lossRecorded && !std::isfinite(model.value(StepColumn::Loss, row, rank)))
+    if (model.recorded(StepColumn::Loss) && !std::isfinite(model.value(StepColumn::Loss, row, rank)))
         return OverflowCell::NonFiniteLoss;
-    if (model.value(StepColumn::Skipped, row, rank) != 0)
+    const bool skippedKnown = model.recorded(StepColumn::Skipped);
+    const bool overflowKnown = model.recorded(StepColumn::Overflow);
+    if (skippedKnown && model.value(StepColumn::Skipped, row, rank) != 0)
         return OverflowCell::Skipped;
-    if (model.value(StepColumn::Overflow, row, rank) != 0)
+    if (overflowKnown && model.value(StepColumn::Overflow, row, rank) != 0)
         return OverflowCell::Overflow;
-    return OverflowCell::Clean;
+    return skippedKnown && overflowKnown ? OverflowCell::Clean : OverflowCell::NotRecorded;
 }
 
 OverflowRaster overflowRaster(const RunModel& model, int64_t begin, int64_t end, int buckets) {
@@ -62,16 +64,22 @@ OverflowRaster overflowRaster(const RunModel& model, int64_t begin, int64_t end,
         return r;
     r.columns = int(buckets > 0 ? std::min<int64_t>(n, buckets) : n);
     r.cells.assign(size_t(r.columns) * size_t(r.ranks), 0);
-    const bool lossRecorded = model.meta().recorded(runschema::kStepColumns[runschema::kLoss].path);
+    // What is recorded is the same for every row (RunMeta::absent is per file), so NotRecorded never meets
+    // Clean in one bucket: the worst of the others, by their order, is the bucket's cell.
+    auto rankOf = [](uint8_t c) { return c == uint8_t(OverflowCell::NotRecorded) ? -1 : int(c); };
     for (int c = 0; c < r.columns; ++c) {
         const int64_t b = begin + n * c / r.columns, e = begin + n * (c + 1) / r.columns;
         r.rowBegin.push_back(b);
         r.rowEnd.push_back(e);
-        for (int64_t row = b; row < e; ++row)
-            for (int rank = 0; rank < r.ranks; ++rank) {
-                uint8_t& cell = r.cells[size_t(c) * size_t(r.ranks) + size_t(rank)];
-                cell = std::max(cell, uint8_t(overflowCell(model, row, rank, lossRecorded)));
+        for (int rank = 0; rank < r.ranks; ++rank) {
+            uint8_t& cell = r.cells[size_t(c) * size_t(r.ranks) + size_t(rank)];
+            cell = uint8_t(overflowCell(model, b, rank));
+            for (int64_t row = b + 1; row < e; ++row) {
+                const auto next = uint8_t(overflowCell(model, row, rank));
+                if (rankOf(next) > rankOf(cell))
+                    cell = next;
             }
+        }
     }
     return r;
 }
@@ -84,8 +92,54 @@ QString overflowCellName(OverflowCell cell) {
         return QObject::tr("skipped update");
     case OverflowCell::NonFiniteLoss:
         return QObject::tr("non-finite loss");
+    case OverflowCell::NotRecorded:
+        return QObject::tr("not recorded");
     default:
         return QObject::tr("clean");
+    }
+}
+
+std::vector<int> LossScaleLines::standoutRanks() const {
+    std::vector<int> ranks;
+    for (int r = 0; r < int(rankDiffers.size()); ++r)
+        if (rankDiffers[size_t(r)] > 0)
+            ranks.push_back(r);
+    std::stable_sort(ranks.begin(), ranks.end(),
+                     [&](int a, int b) { return rankDiffers[size_t(a)] > rankDiffers[size_t(b)]; });
+    if (ranks.size() > size_t(kMaxRanks))
+        ranks.resize(size_t(kMaxRanks));
+    return ranks;
+}
+
+void LossScaleLines::extend(const RunModel& model) {
+    const int R = model.worldSize();
+    rankDiffers.resize(size_t(std::max(R, 0)), 0);
+    std::vector<float> values;
+    for (int64_t row = int64_t(common.size()); row < model.stepCount(); ++row) {
+        values.clear();
+        for (int r = 0; r < R; ++r)
+            if (const float s = model.value(StepColumn::LossScale, row, r); std::isfinite(s) && s > 0)
+                values.push_back(s);
+        // The value most ranks used (the smallest of equally common ones): with the ranks sorted, the longest
+        // run of one value.
+        std::sort(values.begin(), values.end());
+        float best = std::nanf("");
+        size_t bestCount = 0;
+        for (size_t i = 0; i < values.size();) {
+            size_t j = i;
+            while (j < values.size() && values[j] == values[i])
+                ++j;
+            if (j - i > bestCount) {
+                bestCount = j - i;
+                best = values[i];
+            }
+            i = j;
+        }
+        common.push_back(best);
+        for (int r = 0; r < R; ++r)
+            if (const float s = model.value(StepColumn::LossScale, row, r);
+                std::isfinite(s) && s > 0 && s != best)
+                ++rankDiffers[size_t(r)];
     }
 }
 
@@ -97,7 +151,7 @@ OverflowTimeline::OverflowTimeline(RunModel* model, StepCursor* cursor, QWidget*
     addStepRect(m_scaleRect);
     setupLegend();
     connect(model, &RunModel::runReset, this, [this] {
-        m_meanScale.clear();
+        m_lines = {};
         m_skippedScale.clear();
     });
 }
@@ -112,11 +166,12 @@ void OverflowTimeline::setupRaster() {
     p->yAxis->grid()->setVisible(false);
     p->xAxis->grid()->setVisible(false);
     m_map = new QCPColorMap(p->xAxis, p->yAxis);
-    m_map->setGradient(palette::overflowGradient());
+    m_map->setGradient(palette::overflowGradient()); // NaN (not recorded) cells are grey
     m_map->setDataRange(QCPRange(0, 3));
     m_map->setInterpolate(false);
     m_map->setTightBoundary(false);
     m_map->removeFromLegend();
+    m_rasterNote = addNote(p->axisRect());
 }
 
 void OverflowTimeline::setupScale() {
@@ -139,53 +194,91 @@ void OverflowTimeline::setupScale() {
         a->grid()->setLayer(QStringLiteral("grid"));
 
     m_scale = addDenseLineGraph(x, y);
-    m_scale->setName(tr("loss scale (mean over ranks)"));
+    m_scale->setName(tr("loss scale (all ranks)"));
     m_scale->setPen(QPen(palette::meanColor(), 1.5));
+    for (int i = 0; i < LossScaleLines::kMaxRanks; ++i) {
+        QCPGraph* g = addDenseLineGraph(x, y);
+        g->removeFromLegend(); // named and added when a rank stands out
+        m_rankScales.push_back(g);
+    }
+    // The skipped steps on the scale line; the raster's "skipped update" entry names them in the legend.
     m_skipped = p->addGraph(x, y);
-    m_skipped->setName(tr("skipped step"));
+    m_skipped->setName(tr("skipped update"));
     m_skipped->setLineStyle(QCPGraph::lsNone);
     m_skipped->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangleInverted,
                                                palette::overflowCategoryColor(2),
                                                palette::overflowCategoryColor(2), 7));
+    m_skipped->removeFromLegend();
+    m_scaleNote = addNote(m_scaleRect);
 }
 
 void OverflowTimeline::setupLegend() {
     // Empty graphs with a square marker give the raster's categories legend entries.
-    for (int c = 0; c < 4; ++c) {
+    auto square = [&](const QString& name, const QColor& fill) {
         QCPGraph* g =
             plot()->addGraph(m_scaleRect->axis(QCPAxis::atBottom), m_scaleRect->axis(QCPAxis::atLeft));
-        g->setName(overflowCellName(OverflowCell(c)));
+        g->setName(name);
         g->setLineStyle(QCPGraph::lsNone);
-        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssSquare, QColor(120, 120, 120),
-                                           palette::overflowCategoryColor(c), 10));
-    }
+        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssSquare, QColor(120, 120, 120), fill, 10));
+        return g;
+    };
+    for (int c = 0; c < 4; ++c)
+        square(overflowCellName(OverflowCell(c)), palette::overflowCategoryColor(c));
+    m_notRecordedLegend = square(overflowCellName(OverflowCell::NotRecorded), palette::nanColor());
+    m_notRecordedLegend->removeFromLegend(); // only for a source that did not record the flags
     placeLegendBelow();
     QCPLayoutGrid* layout = plot()->plotLayout();
     layout->setRowStretchFactors({1.2, 1.0, 0.001});
 }
 
 void OverflowTimeline::extendScale() {
+    m_lines.extend(*model());
     const int R = model()->worldSize();
-    for (int64_t row = int64_t(m_meanScale.size()); row < model()->stepCount(); ++row) {
-        double sum = 0;
-        int n = 0;
+    for (int64_t row = int64_t(m_skippedScale.size()); row < model()->stepCount(); ++row) {
         bool skipped = false;
-        for (int r = 0; r < R; ++r) {
-            const float s = model()->value(StepColumn::LossScale, row, r);
-            if (std::isfinite(s) && s > 0) {
-                sum += s;
-                ++n;
-            }
+        for (int r = 0; r < R && model()->recorded(StepColumn::Skipped); ++r)
             skipped = skipped || model()->value(StepColumn::Skipped, row, r) != 0;
-        }
-        const float mean = n ? float(sum / n) : std::nanf("");
-        m_meanScale.push_back(mean);
-        m_skippedScale.push_back(skipped ? mean : std::nanf(""));
+        m_skippedScale.push_back(skipped ? m_lines.common[size_t(row)] : std::nanf(""));
+    }
+}
+
+QString OverflowTimeline::rasterNote() const {
+    if (!model()->hasRun())
+        return {};
+    QStringList missing;
+    if (!model()->recorded(StepColumn::Overflow))
+        missing << tr("overflow flags");
+    if (!model()->recorded(StepColumn::Skipped))
+        missing << tr("skipped updates");
+    if (missing.isEmpty())
+        return {};
+    return tr("%1 not recorded by this run's source\n(%2): grey cells are unknown, not clean")
+        .arg(missing.join(tr(" and ")), QString::fromStdString(describeRun(model()->meta())));
+}
+
+QString OverflowTimeline::scaleNote() const {
+    if (!model()->hasRun() || model()->recorded(StepColumn::LossScale))
+        return {};
+    return tr("loss scale not recorded by this run's source (%1)")
+        .arg(QString::fromStdString(describeRun(model()->meta())));
+}
+
+void OverflowTimeline::updateNotes() {
+    setNote(m_rasterNote, rasterNote());
+    setNote(m_scaleNote, scaleNote());
+    const bool grey = model()->hasRun() &&
+                      (!model()->recorded(StepColumn::Overflow) || !model()->recorded(StepColumn::Skipped));
+    if (grey != plot()->legend->hasItemWithPlottable(m_notRecordedLegend)) {
+        if (grey)
+            m_notRecordedLegend->addToLegend();
+        else
+            m_notRecordedLegend->removeFromLegend();
     }
 }
 
 void OverflowTimeline::rebuild() {
     extendScale();
+    updateNotes();
     const View v = prepareView();
     const auto& steps = model()->stepNumbers();
     m_raster = overflowRaster(*model(), v.begin, v.end, v.buckets);
@@ -196,7 +289,10 @@ void OverflowTimeline::rebuild() {
                                 steps[size_t(m_raster.rowEnd[size_t(c)] - 1)]);
         };
         fillColorMap(m_map, m_raster.columns, R, QCPRange(center(0), center(m_raster.columns - 1)),
-                     QCPRange(0, R - 1), [this](int c, int r) { return double(m_raster.at(c, r)); });
+                     QCPRange(0, R - 1), [this](int c, int r) {
+                         const auto cell = OverflowCell(m_raster.at(c, r));
+                         return cell == OverflowCell::NotRecorded ? std::nan("") : double(cell);
+                     });
     } else {
         fillColorMap(m_map, 0, 0, QCPRange(), QCPRange(), {});
     }
@@ -207,15 +303,58 @@ void OverflowTimeline::rebuild() {
         g->setData(QVector<double>(xy.x.begin(), xy.x.end()), QVector<double>(xy.y.begin(), xy.y.end()),
                    true);
     };
-    set(m_scale, view::minMaxDecimate(steps, m_meanScale, v.begin, v.end, v.buckets));
-    set(m_skipped, view::minMaxDecimate(steps, m_skippedScale, v.begin, v.end, v.buckets));
+    const bool scaleKnown = model()->recorded(StepColumn::LossScale);
+    set(m_scale,
+        scaleKnown ? view::minMaxDecimate(steps, m_lines.common, v.begin, v.end, v.buckets) : view::XY{});
+    set(m_skipped,
+        scaleKnown ? view::minMaxDecimate(steps, m_skippedScale, v.begin, v.end, v.buckets) : view::XY{});
+    rebuildRankScales(v);
     fitScaleAxis();
     fitLegendColumns();
 }
 
+// A line for each rank whose loss scale differs from the others' somewhere in the run, named in the legend.
+void OverflowTimeline::rebuildRankScales(const View& v) {
+    const std::vector<int> standouts =
+        model()->recorded(StepColumn::LossScale) ? m_lines.standoutRanks() : std::vector<int>{};
+    const bool renamed = standouts != m_standouts;
+    m_standouts = standouts;
+    m_scale->setName(m_standouts.empty() ? tr("loss scale (all ranks)") : tr("loss scale (most ranks)"));
+    const auto& steps = model()->stepNumbers();
+    const int R = model()->worldSize();
+    for (size_t i = 0; i < m_rankScales.size(); ++i) {
+        QCPGraph* g = m_rankScales[i];
+        if (i >= m_standouts.size()) {
+            g->data()->clear();
+            if (renamed)
+                g->removeFromLegend();
+            continue;
+        }
+        const int rank = m_standouts[i];
+        const view::XY xy = view::minMaxDecimate(steps, model()->column(StepColumn::LossScale), v.begin,
+                                                 v.end, v.buckets, R, rank);
+        g->setData(QVector<double>(xy.x.begin(), xy.x.end()), QVector<double>(xy.y.begin(), xy.y.end()),
+                   true);
+        if (renamed) {
+            g->setPen(QPen(palette::rankColor(rank), 2.0, Qt::DashLine));
+            g->setName(tr("rank %1 (differs from the others at %2 step(s))")
+                           .arg(rank)
+                           .arg(m_lines.rankDiffers[size_t(rank)]));
+            g->addToLegend();
+        }
+    }
+}
+
 void OverflowTimeline::fitScaleAxis() {
     bool found = false;
-    const QCPRange r = m_scale->getValueRange(found, QCP::sdPositive);
+    QCPRange r = m_scale->getValueRange(found, QCP::sdPositive);
+    for (size_t i = 0; i < m_standouts.size(); ++i) {
+        bool any = false;
+        const QCPRange ri = m_rankScales[i]->getValueRange(any, QCP::sdPositive);
+        if (any)
+            r = found ? QCPRange(std::min(r.lower, ri.lower), std::max(r.upper, ri.upper)) : ri;
+        found = found || any;
+    }
     QCPAxis* y = m_scaleRect->axis(QCPAxis::atLeft);
     if (!found) {
         y->setRange(0.5, 2);
@@ -249,12 +388,23 @@ QString OverflowTimeline::toolTipAt(const QPointF& pos) const {
         return {};
     const int64_t step = nearestStep(m_scaleRect->axis(QCPAxis::atBottom)->pixelToCoord(pos.x()));
     const int64_t row = model()->rowOf(step);
-    QStringList skipped;
-    for (int r = 0; r < model()->worldSize(); ++r)
-        if (model()->value(StepColumn::Skipped, row, r) != 0)
+    if (!model()->recorded(StepColumn::LossScale))
+        return tr("step %1: %2").arg(step).arg(scaleNote());
+    QStringList skipped, differing;
+    const float common = size_t(row) < m_lines.common.size() ? m_lines.common[size_t(row)] : std::nanf("");
+    for (int r = 0; r < model()->worldSize(); ++r) {
+        if (model()->recorded(StepColumn::Skipped) && model()->value(StepColumn::Skipped, row, r) != 0)
             skipped << QString::number(r);
-    const double scale = size_t(row) < m_meanScale.size() ? double(m_meanScale[size_t(row)]) : std::nan("");
-    QString text = tr("step %1: loss scale %2").arg(step).arg(scale, 0, 'g', 6);
+        const float s = model()->value(StepColumn::LossScale, row, r);
+        if (std::isfinite(s) && s > 0 && s != common)
+            differing << tr("rank %1: %2").arg(r).arg(double(s), 0, 'g', 6);
+    }
+    QString text = differing.isEmpty()
+                       ? tr("step %1: loss scale %2 on every rank").arg(step).arg(double(common), 0, 'g', 6)
+                       : tr("step %1: loss scale %2 on most ranks; %3")
+                             .arg(step)
+                             .arg(double(common), 0, 'g', 6)
+                             .arg(differing.join(QStringLiteral(", ")));
     if (!skipped.isEmpty())
         text += tr("\nupdate skipped on ranks %1").arg(skipped.join(QStringLiteral(", ")));
     return text;

@@ -1,7 +1,9 @@
 // "Overflow timeline": where fp16 numerics went wrong, rank by rank. The top panel is a step x rank raster
-// (clean, overflow, skipped update, non-finite loss; on long runs a column is a pixel-wide bucket of steps
-// holding its worst cell); below it, on the same linked step axis, the loss scale (mean over ranks, log2
-// axis) with the skipped steps marked, so a scale that keeps halving shows up next to its cause.
+// (clean, overflow, skipped update, non-finite loss, or not recorded where the source kept no overflow flags
+// or skipped updates; on long runs a column is a pixel-wide bucket of steps holding its worst cell); below
+// it, on the same linked step axis, the loss scale on a log2 axis with the skipped steps marked, so a scale
+// that keeps halving shows up next to its cause. Ranks whose loss scale differs from the others' are drawn a
+// line each: a rank at 2^24 among ranks at 2^14 is the bug, and a mean would hide it.
 #pragma once
 
 #include "charts/StepChart.h"
@@ -13,10 +15,19 @@ class QCPAxisRect;
 class QCPColorMap;
 class QCPColorScale;
 class QCPGraph;
+class QCPItemText;
 
 namespace rs {
 
-enum class OverflowCell : uint8_t { Clean = 0, Overflow = 1, Skipped = 2, NonFiniteLoss = 3 };
+// NotRecorded: the source recorded neither overflow flags nor skipped updates for a cell nothing else marks
+// (drawn grey, never as clean).
+enum class OverflowCell : uint8_t {
+    Clean = 0,
+    Overflow = 1,
+    Skipped = 2,
+    NonFiniteLoss = 3,
+    NotRecorded = 4
+};
 
 // The raster's cells for rows [begin, end) of a model, in at most `buckets` columns (one per row when they
 // fit). Column c covers rows [rowBegin[c], rowEnd[c]).
@@ -27,10 +38,21 @@ struct OverflowRaster {
     uint8_t at(int column, int rank) const { return cells[size_t(column) * size_t(ranks) + size_t(rank)]; }
 };
 
-// The worst of what happened to one rank in one row: a non-finite loss, a skipped update, an overflow.
-OverflowCell overflowCell(const RunModel& model, int64_t row, int rank, bool lossRecorded = true);
+// The worst of what happened to one rank in one row: a non-finite loss, a skipped update, an overflow; clean
+// only where the source recorded both flags, else NotRecorded.
+OverflowCell overflowCell(const RunModel& model, int64_t row, int rank);
 OverflowRaster overflowRaster(const RunModel& model, int64_t begin, int64_t end, int buckets);
 QString overflowCellName(OverflowCell cell);
+
+// The loss scale per row: the value most ranks used, and the ranks that used another at some step.
+struct LossScaleLines {
+    std::vector<float> common;        // per row: the value most ranks used (NaN where none is finite)
+    std::vector<int64_t> rankDiffers; // per rank: rows where the rank's finite scale differs from common
+    // The ranks drawn a line each: those that differ at some row, most rows first, at most kMaxRanks.
+    static constexpr int kMaxRanks = 4;
+    std::vector<int> standoutRanks() const;
+    void extend(const RunModel& model); // adds the rows the model gained
+};
 
 class OverflowTimeline : public StepChart {
     Q_OBJECT
@@ -40,8 +62,13 @@ public:
     const OverflowRaster& raster() const { return m_raster; } // what the raster shows now
     QCPColorMap* rasterMap() const { return m_map; }
     QCPAxisRect* scaleRect() const { return m_scaleRect; }
-    QCPGraph* scaleGraph() const { return m_scale; }     // mean loss scale over ranks
+    QCPGraph* scaleGraph() const { return m_scale; }     // the loss scale most ranks used
     QCPGraph* skippedGraph() const { return m_skipped; } // marks at skipped steps
+    // Ranks whose loss scale differs from the others', a line each (rankScaleGraph(i) is standoutRanks()[i]).
+    const std::vector<int>& standoutRanks() const { return m_standouts; }
+    QCPGraph* rankScaleGraph(int i) const { return m_rankScales.at(size_t(i)); }
+    QString rasterNote() const; // what the raster cannot show and why; empty when it shows everything
+    QString scaleNote() const;  // the same for the loss scale panel
     QString toolTipAt(const QPointF& pos) const override;
 
 protected:
@@ -52,15 +79,23 @@ private:
     void setupScale();
     void setupLegend();
     void extendScale();
+    void rebuildRankScales(const View& v);
     void fitScaleAxis();
+    void updateNotes();
 
     QCPColorMap* m_map = nullptr;
     QCPAxisRect* m_scaleRect = nullptr;
     QCPGraph* m_scale = nullptr;
     QCPGraph* m_skipped = nullptr;
+    QCPGraph* m_notRecordedLegend = nullptr; // no data: the grey cells' legend entry
+    std::vector<QCPGraph*> m_rankScales;     // kMaxRanks graphs, the first standouts.size() used
+    std::vector<int> m_standouts;
+    QCPItemText* m_rasterNote = nullptr;
+    QCPItemText* m_scaleNote = nullptr;
     OverflowRaster m_raster;
-    // Per row: the mean loss scale over ranks, and the same where any rank skipped the update (else NaN).
-    std::vector<float> m_meanScale, m_skippedScale;
+    LossScaleLines m_lines;
+    std::vector<float>
+        m_skippedScale; // per row: the common scale where any rank skipped the update, else NaN
 };
 
 } // namespace rs

@@ -30,6 +30,10 @@ RunModel::~RunModel() {
     delete m_loader;
 }
 
+bool RunModel::recorded(StepColumn c) const {
+    return m_meta.recorded(runschema::kStepColumns[schemaColumn(c)].path);
+}
+
 void RunModel::clearData() {
     m_hasRun = false;
     m_complete = false;

@@ -40,6 +40,9 @@ public:
     QString path() const { return m_path; }
     QString runName() const; // the file name without folder and extension
     const RunMeta& meta() const { return m_meta; }
+    // False when the run's source did not record the column (RunMeta::absent): its values are fill, and a
+    // view says "not recorded" instead of showing them.
+    bool recorded(StepColumn c) const;
     int worldSize() const { return m_meta.worldSize; }
     int paramCount() const { return int(m_meta.params.size()); }
     int formatVersion() const { return m_formatVersion; }

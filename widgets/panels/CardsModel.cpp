@@ -5,10 +5,12 @@
 #include "model/StepColumn.h"
 #include "model/StepCursor.h"
 #include "store/RunRecords.h"
+#include "store/RunSource.h"
 
 #include <QBrush>
 #include <QColor>
 #include <QFont>
+#include <algorithm>
 #include <cmath>
 
 namespace rs {
@@ -24,6 +26,10 @@ const QColor kWarningColor(0xb2, 0x6a, 0x00); // amber, dark enough to read on w
 
 QString ms(float v) {
     return std::isfinite(v) ? QString::number(double(v), 'f', 1) : QStringLiteral("-");
+}
+
+QString notRecorded() {
+    return QString::fromLatin1(kNotRecorded);
 }
 
 bool isBad(CardActivity a) {
@@ -65,6 +71,7 @@ void CardsModel::onRunReset() {
     m_refreshTimer.stop();
     beginResetModel();
     m_rows.clear();
+    m_nodeOfRank.clear();
     m_shownStep = -1;
     endResetModel();
     scheduleRefresh();
@@ -72,6 +79,8 @@ void CardsModel::onRunReset() {
 
 void CardsModel::refreshNow() {
     m_refreshTimer.stop();
+    if (m_rows.empty())
+        readNodes(); // a new run (or none)
     int64_t step = -1;
     std::vector<Row> rows = buildRows(&step);
     m_shownStep = step;
@@ -85,6 +94,20 @@ void CardsModel::refreshNow() {
             emit dataChanged(index(0, 0), index(int(m_rows.size()) - 1, ColumnCount - 1));
     }
     emit refreshed();
+}
+
+void CardsModel::readNodes() {
+    m_nodeOfRank = m_model->hasRun() ? nodeOfRank(m_model->meta()) : std::vector<int>{};
+}
+
+bool CardsModel::hasNodes() const {
+    return !m_nodeOfRank.empty();
+}
+
+bool CardsModel::hasServers() const {
+    return m_model->hasRun() && serverCount(m_model->meta()) > 0 &&
+           std::any_of(m_model->meta().cards.begin(), m_model->meta().cards.end(),
+                       [](const CardInfo& c) { return !c.serverId.empty(); });
 }
 
 std::vector<CardsModel::Row> CardsModel::buildRows(int64_t* shownStep) const {
@@ -111,8 +134,15 @@ CardsModel::Row CardsModel::buildRow(int rank, int64_t row) const {
         r.hbmUsedBytes = c.hbmUsedBytes;
         r.hbmTotalBytes = c.hbmTotalBytes;
     }
+    if (rank < int(m_nodeOfRank.size()))
+        r.node = m_nodeOfRank[size_t(rank)];
     if (row < 0)
         return r; // waiting for data
+    if (!m_model->recorded(StepColumn::State)) {
+        r.stepMs = r.computeMs = r.commMs = std::nanf("");
+        r.activity = CardActivity::Imported;
+        return r;
+    }
     r.stepMs = m_model->value(StepColumn::StepMs, row, rank);
     r.computeMs = m_model->value(StepColumn::ComputeMs, row, rank);
     r.commMs = m_model->value(StepColumn::CommMs, row, rank);
@@ -184,6 +214,8 @@ QString CardsModel::activityName(CardActivity a) {
         return tr("dead");
     case CardActivity::TimedOut:
         return tr("timed out");
+    case CardActivity::Imported:
+        return tr("imported");
     }
     return {};
 }
@@ -196,6 +228,8 @@ QString CardsModel::healthName(CardActivity a) {
         return QStringLiteral("Alarm");
     case CardActivity::TimedOut:
         return QStringLiteral("Warning");
+    case CardActivity::Imported:
+        return notRecorded();
     default:
         return QStringLiteral("OK");
     }
@@ -214,8 +248,8 @@ QVariant CardsModel::data(const QModelIndex& index, int role) const {
     case Qt::ToolTipRole:
         return cellToolTip(r, column);
     case Qt::TextAlignmentRole: {
-        const bool number =
-            column == Npu || column == Rank || column == Hbm || column == StepTime || column == CommWait;
+        const bool number = column == Npu || column == Rank || column == Node || column == Hbm ||
+                            column == StepTime || column == CommWait;
         return QVariant::fromValue(Qt::AlignVCenter | (number ? Qt::AlignRight : Qt::AlignLeft));
     }
     case Qt::ForegroundRole:
@@ -238,22 +272,30 @@ QVariant CardsModel::displayText(const Row& r, int column) const {
     const bool hasStep = r.activity != CardActivity::WaitingForData;
     switch (column) {
     case Npu:
-        return r.deviceId;
+        return r.deviceId < 0 ? QVariant(notRecorded()) : QVariant(r.deviceId);
     case Rank:
         return r.rank;
+    case Node:
+        return r.node < 0 ? notRecorded() : QString::number(r.node);
+    case Server:
+        return r.serverId.isEmpty() ? notRecorded() : r.serverId;
     case DeviceIp:
-        return r.deviceIp.isEmpty() ? QStringLiteral("-") : r.deviceIp;
+        return r.deviceIp.isEmpty() ? notRecorded() : r.deviceIp;
     case Health:
         return healthName(r.activity);
     case Hbm:
         if (r.hbmTotalBytes <= 0)
-            return QStringLiteral("-");
+            return notRecorded();
         return QStringLiteral("%1 / %2 MB")
             .arg(std::llround(double(r.hbmUsedBytes) / kMiB))
             .arg(std::llround(double(r.hbmTotalBytes) / kMiB));
     case StepTime:
+        if (hasStep && !m_model->recorded(StepColumn::StepMs))
+            return notRecorded();
         return hasStep ? ms(r.stepMs) : QStringLiteral("-");
     case CommWait:
+        if (hasStep && !m_model->recorded(StepColumn::CommMs))
+            return notRecorded();
         return hasStep ? ms(r.commMs) : QStringLiteral("-");
     case State:
         return activityName(r.activity);
@@ -268,6 +310,10 @@ QVariant CardsModel::rawValue(const Row& r, int column) const {
         return r.deviceId;
     case Rank:
         return r.rank;
+    case Node:
+        return r.node;
+    case Server:
+        return r.serverId;
     case DeviceIp:
         return r.deviceIp;
     case Hbm:
@@ -285,11 +331,17 @@ QVariant CardsModel::rawValue(const Row& r, int column) const {
 }
 
 QString CardsModel::cellToolTip(const Row& r, int column) const {
-    QString where = tr("NPU %1, rank %2").arg(r.deviceId).arg(r.rank);
+    QString where =
+        r.deviceId < 0 ? tr("Rank %1").arg(r.rank) : tr("NPU %1, rank %2").arg(r.deviceId).arg(r.rank);
     if (!r.deviceIp.isEmpty())
         where += tr(", device IP %1 on server %2").arg(r.deviceIp, r.serverId);
     if (r.activity == CardActivity::WaitingForData)
         return where + tr("\nNo step recorded yet.");
+    if (r.activity == CardActivity::Imported)
+        return where + tr("\nStep %1: imported from %2, which records no card state, step or communication "
+                          "time")
+                           .arg(m_shownStep)
+                           .arg(QString::fromStdString(describeRun(m_model->meta())));
     QString text = where + tr("\nStep %1: %2").arg(m_shownStep).arg(activityName(r.activity));
     if (isBad(r.activity))
         text += tr(" since step %1 (health %2)").arg(r.badSince).arg(healthName(r.activity));
@@ -315,11 +367,15 @@ QVariant CardsModel::headerData(int section, Qt::Orientation orientation, int ro
     if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount)
         return QAbstractTableModel::headerData(section, orientation, role);
     static const char* const titles[ColumnCount] = {
-        QT_TR_NOOP("NPU"),       QT_TR_NOOP("Rank"),      QT_TR_NOOP("Device IP"),      QT_TR_NOOP("Health"),
-        QT_TR_NOOP("HBM Usage"), QT_TR_NOOP("Step (ms)"), QT_TR_NOOP("Comm wait (ms)"), QT_TR_NOOP("State")};
+        QT_TR_NOOP("NPU"),       QT_TR_NOOP("Rank"),      QT_TR_NOOP("Node"),
+        QT_TR_NOOP("Server"),    QT_TR_NOOP("Device IP"), QT_TR_NOOP("Health"),
+        QT_TR_NOOP("HBM Usage"), QT_TR_NOOP("Step (ms)"), QT_TR_NOOP("Comm wait (ms)"),
+        QT_TR_NOOP("State")};
     static const char* const tips[ColumnCount] = {
         QT_TR_NOOP("device_id: the card's index within its server (0..7), as in the rank table and npu-smi"),
         QT_TR_NOOP("rank_id: the card's place in the data-parallel group (RANK_ID)"),
+        QT_TR_NOOP("The node process that hosted the card (one per server of the rank table)"),
+        QT_TR_NOOP("server_id: the card's server in the rank table, or the host of a PyTorch DDP job"),
         QT_TR_NOOP("device_ip: the card's address for HCCL, from the rank table"),
         QT_TR_NOOP("npu-smi's health words: OK; Warning when the card timed out in a collective; Alarm when "
                    "it died"),
@@ -331,16 +387,17 @@ QVariant CardsModel::headerData(int section, Qt::Orientation orientation, int ro
             "Time the card spent inside collectives at the cursor's step, including waiting for slower "
             "peers: one card with little wait while the others wait long is the straggler"),
         QT_TR_NOOP(
-            "What the card was doing at the cursor's step: running, finished, stopped, dead, timed out, or "
-            "waiting for data")};
+            "What the card was doing at the cursor's step: running, finished, stopped, dead, timed out, "
+            "waiting for data, or imported (a source that records no card state)")};
     if (role == Qt::DisplayRole)
         return tr(titles[section]);
     if (role == Qt::ToolTipRole)
         return tr(tips[section]);
     if (role == Qt::TextAlignmentRole)
-        return QVariant::fromValue(
-            Qt::AlignVCenter |
-            (section == DeviceIp || section == Health || section == State ? Qt::AlignLeft : Qt::AlignRight));
+        return QVariant::fromValue(Qt::AlignVCenter | (section == Server || section == DeviceIp ||
+                                                               section == Health || section == State
+                                                           ? Qt::AlignLeft
+                                                           : Qt::AlignRight));
     return {};
 }
 

@@ -17,13 +17,16 @@ namespace rs {
 class RunModel;
 class StepCursor;
 
-// What the State column says of a card at a step.
-enum class CardActivity { WaitingForData, Running, Finished, Stopped, Dead, TimedOut };
+// What the State column says of a card at a step. Imported: the source records no card state (an msprobe
+// tree), so the card is neither running nor stopped, only imported.
+enum class CardActivity { WaitingForData, Running, Finished, Stopped, Dead, TimedOut, Imported };
 
 class CardsModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { Npu, Rank, DeviceIp, Health, Hbm, StepTime, CommWait, State, ColumnCount };
+    // Node: the node process hosting the card (multi-node engine runs); Server: the rank table's server, or
+    // the host of a PyTorch DDP job. CardsPanel hides the two where the run has one node or names no server.
+    enum Column { Npu, Rank, Node, Server, DeviceIp, Health, Hbm, StepTime, CommWait, State, ColumnCount };
     // Qt::UserRole gives the raw value of a cell: ints for ids, float ms, int64 bytes, CardActivity as int.
     static constexpr int RawRole = Qt::UserRole;
 
@@ -39,6 +42,8 @@ public:
     // Rebuilds from the run model now instead of at the next coalesced update.
     void refreshNow();
 
+    bool hasNodes() const;   // the run spans more than one node process
+    bool hasServers() const; // the card table names servers (hosts)
     static QString activityName(CardActivity a);
     static QString healthName(CardActivity a); // npu-smi's words: OK, Warning, Alarm
 
@@ -49,6 +54,7 @@ private:
     struct Row {
         int rank = 0;
         int deviceId = 0;
+        int node = -1; // -1: not recorded
         QString deviceIp, serverId;
         int64_t hbmUsedBytes = 0, hbmTotalBytes = 0;
         float stepMs = 0, computeMs = 0, commMs = 0;
@@ -66,8 +72,11 @@ private:
     QVariant rawValue(const Row& r, int column) const;
     QString cellToolTip(const Row& r, int column) const;
 
+    void readNodes(); // m_nodeOfRank from the run's meta
+
     RunModel* m_model;
     StepCursor* m_cursor;
+    std::vector<int> m_nodeOfRank; // empty: one node, or not recorded
     QTimer m_refreshTimer;
     std::vector<Row> m_rows;
     int64_t m_shownStep = -1;

@@ -1,7 +1,9 @@
 // The cards panel: see CardsPanel.h.
 #include "panels/CardsPanel.h"
 
+#include "model/RunModel.h"
 #include "panels/CardsModel.h"
+#include "store/RunSource.h"
 
 #include <QFontDatabase>
 #include <QHeaderView>
@@ -13,15 +15,19 @@ namespace rs {
 
 namespace {
 
-// "1 card", "4 cards": English plurals without shipping a translation file for them.
+// "1 card", "4 cards", "4 processes": English plurals without shipping a translation file for them.
 QString counted(int n, const char* noun) {
-    return QStringLiteral("%1 %2%3").arg(n).arg(QLatin1String(noun)).arg(n == 1 ? "" : "s");
+    const QString word = QLatin1String(noun);
+    return QStringLiteral("%1 %2%3").arg(n).arg(word).arg(n == 1                            ? ""
+                                                          : word.endsWith(QLatin1Char('s')) ? "es"
+                                                                                            : "s");
 }
 
 } // namespace
 
 CardsPanel::CardsPanel(RunModel* model, StepCursor* cursor, QWidget* parent)
     : QWidget(parent)
+    , m_model(model)
     , m_cards(new CardsModel(model, cursor, this))
     , m_view(new QTableView(this))
     , m_caption(new QLabel(this)) {
@@ -60,10 +66,13 @@ QString CardsPanel::caption() const {
 }
 
 void CardsPanel::updateCaption() {
+    m_view->setColumnHidden(CardsModel::Node, !m_cards->hasNodes());
+    m_view->setColumnHidden(CardsModel::Server, !m_cards->hasServers());
     const int cards = m_cards->rowCount();
+    const std::string noun = m_model->hasRun() ? rankNoun(m_model->meta()) : std::string("card");
     if (m_cards->shownStep() < 0) {
         m_caption->setText(cards == 0 ? tr("No run")
-                                      : tr("%1, waiting for data").arg(counted(cards, "card")));
+                                      : tr("%1, waiting for data").arg(counted(cards, noun.c_str())));
         return;
     }
     int alarms = 0, warnings = 0;
@@ -71,7 +80,7 @@ void CardsPanel::updateCaption() {
         alarms += m_cards->activity(row) == CardActivity::Dead;
         warnings += m_cards->activity(row) == CardActivity::TimedOut;
     }
-    QString text = tr("Step %1 · %2").arg(m_cards->shownStep()).arg(counted(cards, "card"));
+    QString text = tr("Step %1 · %2").arg(m_cards->shownStep()).arg(counted(cards, noun.c_str()));
     if (alarms > 0)
         text += QStringLiteral(" · ") + counted(alarms, "alarm");
     if (warnings > 0)

@@ -28,6 +28,7 @@ signals:
 private:
     void updateCaption();
 
+    RunModel* m_model;
     CardsModel* m_cards;
     QTableView* m_view;
     QLabel* m_caption;

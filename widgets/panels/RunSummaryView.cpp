@@ -1,6 +1,9 @@
 // See RunSummaryView.h.
 #include "panels/RunSummaryView.h"
 
+#include "store/RunSchema.h"
+#include "store/RunSource.h"
+
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -12,18 +15,13 @@ namespace rs {
 
 namespace {
 
-QString sourceText(const std::string& source) {
-    if (source == "ranksight-engine")
-        return QObject::tr("RankSight's engine (emulated cards)");
-    if (source == "pytorch-ddp")
-        return QObject::tr("a PyTorch DDP job (ranksight.ddp recorder)");
-    if (source == "msprobe")
-        return QObject::tr("msprobe monitor output (imported)");
-    return QString::fromStdString(source);
+QString notRecorded() {
+    return QString::fromLatin1(kNotRecorded);
 }
 
-QString orUnknown(const std::string& s) {
-    return s.empty() ? QObject::tr("not recorded") : QString::fromStdString(s);
+// An attribute's text, or "not recorded" when the source did not know it (or left it empty).
+QString attr(const RunMeta& meta, const char* name, const std::string& text) {
+    return attributeRecorded(meta, name) && !text.empty() ? QString::fromStdString(text) : notRecorded();
 }
 
 } // namespace
@@ -67,18 +65,26 @@ void RunSummaryView::showRun(const RunMeta& meta, const QString& path) {
     m_title->setText(tr("<b>%1</b><br>The settings this run was recorded with (read-only).")
                          .arg(QFileInfo(path).fileName().toHtmlEscaped()));
     m_title->setToolTip(path);
-    addRow(tr("Source"), sourceText(meta.source));
-    addRow(tr("Model"), orUnknown(meta.model));
-    addRow(tr("Cards"), QString::number(meta.worldSize), tr("Ranks (devices) in the run"));
-    addRow(tr("Batch per card"),
-           meta.batchPerRank > 0 ? QString::number(meta.batchPerRank) : tr("not recorded"));
-    addRow(tr("Steps planned"),
-           meta.plannedSteps > 0 ? QString::number(meta.plannedSteps) : tr("not recorded"));
-    addRow(tr("Precision"), orUnknown(meta.precision), tr("amp_level"));
-    addRow(tr("Loss scale"), orUnknown(meta.lossScale));
-    addRow(tr("Data"), orUnknown(meta.data));
-    addRow(tr("Seed"), QString::number(meta.seed));
-    addRow(tr("Recorded"), orUnknown(meta.createdUtc));
+    namespace rsc = runschema;
+    addRow(tr("Source"), QString::fromStdString(describeRun(meta)), QString::fromStdString(meta.source));
+    addRow(tr("Model"), attr(meta, rsc::kAttrModel, meta.model));
+    const QString noun = QString::fromStdString(rankNoun(meta));
+    addRow(tr("Ranks"), QString::number(meta.worldSize), tr("Ranks in the run (one per %1)").arg(noun));
+    addRow(tr("Batch per rank"), attr(meta, rsc::kAttrBatchPerRank,
+                                      meta.batchPerRank > 0 ? std::to_string(meta.batchPerRank) : ""));
+    addRow(tr("Steps planned"), meta.plannedSteps > 0 ? QString::number(meta.plannedSteps) : notRecorded());
+    addRow(tr("Precision"), attr(meta, rsc::kAttrPrecision, meta.precision), tr("amp_level"));
+    addRow(tr("Loss scale"), attr(meta, rsc::kAttrLossScale, meta.lossScale));
+    addRow(tr("Data"), attr(meta, rsc::kAttrData, meta.data));
+    addRow(tr("Seed"), attr(meta, rsc::kAttrSeed, std::to_string(meta.seed)));
+    if (!meta.absent.empty()) {
+        QStringList absent;
+        for (const std::string& a : meta.absent)
+            absent << QString::fromStdString(a);
+        addRow(tr("Not recorded"), absent.join(QStringLiteral(", ")),
+               tr("What this run's source could not record: every view shows \"not recorded\" there"));
+    }
+    addRow(tr("Recorded"), meta.createdUtc.empty() ? notRecorded() : QString::fromStdString(meta.createdUtc));
 }
 
 QString RunSummaryView::fieldText(const QString& name) const {

@@ -1,8 +1,8 @@
-// ReportExporter: see ReportExporter.h. The charts are the window's own chart classes, built offscreen on the
-// same RunModel with a private cursor at the first anomaly (the last step when there is none), so the report
-// shows exactly what the app shows. Every file is created new (QIODevice::NewOnly, exportChart without
-// overwrite, sliceRun without overwrite) inside a folder this call created; if anything fails, that folder is
-// removed again so a retry starts clean.
+// ReportExporter: see ReportExporter.h. Diagnosis runs first, so the report can open on the first finding.
+// The charts are the window's own chart classes, built offscreen on the same RunModel with a private cursor
+// at that step, so the report shows exactly what the app shows there. Every file is created new
+// (QIODevice::NewOnly, exportChart without overwrite, sliceRun without overwrite) inside a folder this call
+// created; if anything fails, that folder is removed again so a retry starts clean.
 #include "report/ReportExporter.h"
 
 #include "charts/ChartExport.h"
@@ -18,6 +18,7 @@
 #include "store/CsvExport.h"
 #include "store/RunReader.h"
 #include "store/RunSlice.h"
+#include "view/EvidenceView.h"
 
 #include <QDir>
 #include <QEventLoop>
@@ -28,6 +29,7 @@
 #include <QtConcurrent>
 #include <fmt/format.h>
 #include <memory>
+#include <optional>
 
 namespace rs {
 namespace {
@@ -99,15 +101,18 @@ void writeStepsCsv(const RunModel& model, const QString& path) {
         buf.clear();
     };
     const int R = model.worldSize();
+    const StepsCsvRecorded recorded = stepsCsvRecorded(model.meta());
     for (int64_t row = 0; row < model.stepCount(); ++row) {
         for (int r = 0; r < R; ++r)
-            appendCsvRow(buf, StepsCsvRow{model.stepAt(row), r, model.value(StepColumn::Loss, row, r),
-                                          model.value(StepColumn::Accuracy, row, r),
-                                          model.value(StepColumn::LossScale, row, r),
-                                          model.value(StepColumn::Overflow, row, r) != 0,
-                                          model.value(StepColumn::Skipped, row, r) != 0,
-                                          model.value(StepColumn::StepMs, row, r),
-                                          model.value(StepColumn::CommMs, row, r)});
+            appendCsvRow(buf,
+                         StepsCsvRow{model.stepAt(row), r, model.value(StepColumn::Loss, row, r),
+                                     model.value(StepColumn::Accuracy, row, r),
+                                     model.value(StepColumn::LossScale, row, r),
+                                     model.value(StepColumn::Overflow, row, r) != 0,
+                                     model.value(StepColumn::Skipped, row, r) != 0,
+                                     model.value(StepColumn::StepMs, row, r),
+                                     model.value(StepColumn::CommMs, row, r)},
+                         recorded);
         if (buf.size() > (1 << 20))
             flush();
     }
@@ -124,34 +129,117 @@ void writeEventsCsv(const RunModel& model, const QString& path) {
     out.close();
 }
 
+// What diagnosis said of the file: findings (most certain first), the checks that could not run, advice.
+struct Diagnosis {
+    std::vector<Finding> findings;
+    std::vector<CheckNotRun> notRun;
+    std::vector<Advice> advice;
+    std::string error; // diagnosis could not read the run
+};
+
+// The report's lines for the Findings section.
+std::vector<std::string> findingLines(const Diagnosis& d) {
+    std::vector<std::string> lines;
+    if (!d.error.empty())
+        return {"Diagnosis could not read the run: " + d.error};
+    for (const Finding& f : d.findings)
+        lines.push_back(fmt::format(
+            "**{}** ({}, confidence {:.2f}{}): {}. Fix: {}", f.cause, f.dimension, f.confidence,
+            f.firstStep >= 0 ? fmt::format(", from step {}", f.firstStep) : "", f.evidence, f.fix));
+    if (lines.empty())
+        lines.emplace_back(d.notRun.empty()
+                               ? "No findings: every diagnosis rule found the ranks in agreement."
+                               : "No findings in what this file records: the rules that ran found "
+                                 "the ranks in agreement.");
+    for (const CheckNotRun& c : d.notRun)
+        lines.push_back("*Could not run:* " + checkNotRunLine(c));
+    for (const Advice& a : d.advice)
+        lines.push_back("*Advice (configuration, not a finding):* `" + a.key + "=" + a.value +
+                        "`: " + a.text);
+    return lines;
+}
+
 // The rest of write(), throwing ReportError.
 class ReportJob {
 public:
-    ReportJob(RunModel* model, const QDir& dir, ReportExporter* exporter)
+    ReportJob(RunModel* model, const QDir& dir, ReportExporter* exporter, const ReportExporter::View& view)
         : m_model(model)
         , m_dir(dir)
-        , m_exporter(exporter) {}
+        , m_exporter(exporter)
+        , m_view(view) {}
 
     void run() {
-        const int64_t anomaly = firstAnomalyStep(m_model->events());
-        const int64_t wanted = anomaly >= 0 ? anomaly : m_model->lastStep();
-        m_chartStep =
-            m_model->stepCount() ? m_model->stepAt(std::max<int64_t>(0, m_model->rowOf(wanted))) : -1;
-        emit m_exporter->progress(2);
+        diagnose();
+        emit m_exporter->progress(5);
+        chooseFocus();
         renderCharts();
         m_input.files.push_back({"steps.csv", "per-step, per-rank scalars (loss, accuracy, loss scale, "
-                                              "overflow, skipped, step and communication time)"});
+                                              "overflow, skipped, step and communication time; an empty "
+                                              "cell: not recorded by the source)"});
         writeStepsCsv(*m_model, m_dir.filePath(QStringLiteral("steps.csv")));
         m_input.files.push_back({"events.csv", "the whole event log"});
         writeEventsCsv(*m_model, m_dir.filePath(QStringLiteral("events.csv")));
         emit m_exporter->progress(65);
-        writeSlice(anomaly);
+        writeSlice();
         emit m_exporter->progress(95);
         writeMarkdown();
         emit m_exporter->progress(100);
     }
 
 private:
+    // Diagnosis reads the whole file's per-parameter data: in a worker, like the slice, so the event loop
+    // (and a progress dialog) stays alive on a large run.
+    void diagnose() {
+        QFutureWatcher<Diagnosis> watcher;
+        QEventLoop loop;
+        QObject::connect(&watcher, &QFutureWatcher<Diagnosis>::finished, &loop, &QEventLoop::quit);
+        watcher.setFuture(QtConcurrent::run([src = m_model->path().toStdString()] {
+            Diagnosis d;
+            try {
+                const auto reader = RunReader::open(src);
+                d.findings = diagnoseRun(*reader, {}, nullptr, &d.notRun);
+                d.advice = configAdvice(reader->meta());
+            } catch (const std::exception& e) {
+                d.error = e.what();
+            }
+            return d;
+        }));
+        if (!watcher.isFinished())
+            loop.exec();
+        m_diagnosis = watcher.result();
+    }
+
+    // Where the report looks: the window's view when exported from there, else the first finding's step and
+    // evidence, else the first anomaly, else the last step.
+    void chooseFocus() {
+        const Finding* first = m_diagnosis.findings.empty() ? nullptr : &m_diagnosis.findings.front();
+        if (first) {
+            const view::EvidenceView evidence = view::evidenceView(*first, m_model->meta());
+            m_metric = evidence.metric;
+            m_param = evidence.param;
+        }
+        const int64_t anomaly = firstAnomalyStep(m_model->events());
+        int64_t wanted = m_model->lastStep();
+        if (m_view.step >= 0) {
+            wanted = m_view.step;
+            m_focus = m_view.step;
+            m_input.chartStepReason = "the window's cursor";
+            m_metric =
+                m_view.rankMetric >= 0 ? std::optional(view::RankMetric(m_view.rankMetric)) : std::nullopt;
+            m_param = m_view.param;
+        } else if (first && first->firstStep >= 0) {
+            wanted = m_focus = first->firstStep;
+            m_input.chartStepReason = "the first finding, " + first->cause;
+        } else if (anomaly >= 0) {
+            wanted = m_focus = anomaly;
+            m_input.chartStepReason = "the first anomaly";
+        } else {
+            m_input.chartStepReason = "the last step: no finding and no anomaly";
+        }
+        m_chartStep =
+            m_model->stepCount() ? m_model->stepAt(std::max<int64_t>(0, m_model->rowOf(wanted))) : -1;
+    }
+
     void renderCharts() {
         StepCursor cursor;
         cursor.setStep(std::max<int64_t>(0, m_chartStep));
@@ -164,7 +252,11 @@ private:
         std::vector<std::unique_ptr<ChartWidget>> charts;
         charts.push_back(std::make_unique<LossChart>(m_model, &cursor));
         charts.push_back(std::make_unique<OverflowTimeline>(m_model, &cursor));
-        charts.push_back(std::make_unique<RankHeatmap>(m_model, &cursor));
+        auto rank = std::make_unique<RankHeatmap>(m_model, &cursor);
+        if (m_metric)
+            rank->setMetric(*m_metric);
+        rank->setParam(m_param);
+        charts.push_back(std::move(rank));
         charts.push_back(std::make_unique<ParamRankHeatmap>(m_model, &cursor));
         int done = 0;
         for (const auto& chart : charts) {
@@ -175,6 +267,14 @@ private:
             chart->show();
             chart->refreshNow();
             ReportChart entry{chart->chartTitle().toStdString(), {}, {}};
+            if (const auto* heatmap = dynamic_cast<const RankHeatmap*>(chart.get())) {
+                const auto& params = m_model->meta().params;
+                const int p = heatmap->param();
+                entry.title +=
+                    fmt::format(" ({}, {})", view::rankMetricName(heatmap->rankMetric()),
+                                p >= 0 && size_t(p) < params.size() ? params[size_t(p)].name
+                                                                    : std::string("all parameters"));
+            }
             for (ImageFormat format : {ImageFormat::Png, ImageFormat::Svg}) {
                 const QString name = chart->chartId() + QLatin1Char('.') + imageFormatSuffix(format);
                 QString error;
@@ -188,12 +288,12 @@ private:
         }
     }
 
-    // Runs in a worker thread while this one keeps the event loop (and a progress dialog) alive: without an
-    // anomaly the slice is the whole run, which can be gigabytes.
-    void writeSlice(int64_t anomaly) {
+    // Runs in a worker thread while this one keeps the event loop (and a progress dialog) alive: without a
+    // step to cut around the slice is the whole run, which can be gigabytes.
+    void writeSlice() {
         const QString path = m_dir.filePath(QStringLiteral("slice.h5"));
         const auto [first, last] =
-            sliceWindow(anomaly, m_model->firstStep(), m_model->lastStep(), kSliceHalfWidth);
+            sliceWindow(m_focus, m_model->firstStep(), m_model->lastStep(), kSliceHalfWidth);
         const std::string src = m_model->path().toStdString(), dst = path.toStdString();
         QFutureWatcher<QString> watcher;
         QEventLoop loop;
@@ -211,11 +311,13 @@ private:
         if (const QString error = watcher.result(); !error.isEmpty())
             throw ReportError{QStringLiteral("%1: cannot write the slice: %2").arg(path, error)};
         const std::string what =
-            anomaly >= 0
-                ? fmt::format("the run file cut to steps {} to {} (+-{} steps around the first anomaly, "
-                              "step {}): open it in RankSight or h5py",
-                              first, last, kSliceHalfWidth, anomaly)
-                : fmt::format("the whole run (steps {} to {}): it has no anomaly to cut around", first, last);
+            m_focus >= 0
+                ? fmt::format(
+                      "the run file cut to steps {} to {} (+-{} steps around step {}, {}): open it in "
+                      "RankSight or h5py",
+                      first, last, kSliceHalfWidth, m_focus, m_input.chartStepReason)
+                : fmt::format("the whole run (steps {} to {}): it has no finding or anomaly to cut around",
+                              first, last);
         m_input.files.push_back({"slice.h5", what});
     }
 
@@ -230,51 +332,17 @@ private:
         in.stepCount = m_model->stepCount();
         in.firstStep = m_model->firstStep();
         in.lastStep = m_model->stepCount() ? m_model->lastStep() : -1;
-        in.figures =
-            summarizeSteps(m_model->worldSize(), m_model->column(StepColumn::Loss),
-                           m_model->column(StepColumn::StepMs), m_model->column(StepColumn::CommMs),
-                           m_model->column(StepColumn::Overflow), m_model->column(StepColumn::Skipped));
+        in.figures = summarizeSteps(
+            m_model->worldSize(), m_model->column(StepColumn::Loss), m_model->column(StepColumn::StepMs),
+            m_model->column(StepColumn::CommMs), m_model->column(StepColumn::Overflow),
+            m_model->column(StepColumn::Skipped), m_model->column(StepColumn::LossScale));
         in.evals = m_model->evals();
         in.events = m_model->events();
         in.chartStep = m_chartStep;
-        // Diagnosis reads the whole file's per-parameter data: in a worker, like the slice, so the event loop
-        // (and a progress dialog) stays alive on a large run.
-        using Diagnosis = std::pair<std::vector<std::string>, std::vector<int>>; // lines, ranks named
-        QFutureWatcher<Diagnosis> diagnosis;
-        QEventLoop diagnosisLoop;
-        QObject::connect(&diagnosis, &QFutureWatcher<Diagnosis>::finished, &diagnosisLoop, &QEventLoop::quit);
-        diagnosis.setFuture(QtConcurrent::run([src = m_model->path().toStdString()] {
-            std::vector<std::string> lines;
-            std::vector<int> ranks;
-            try {
-                std::vector<CheckNotRun> notRun;
-                const auto reader = RunReader::open(src);
-                for (const Finding& f : diagnoseRun(*reader, {}, nullptr, &notRun)) {
-                    ranks.insert(ranks.end(), f.ranks.begin(), f.ranks.end());
-                    lines.push_back(fmt::format(
-                        "**{}** ({}, confidence {:.2f}{}): {}. Fix: {}", f.cause, f.dimension, f.confidence,
-                        f.firstStep >= 0 ? fmt::format(", from step {}", f.firstStep) : "", f.evidence,
-                        f.fix));
-                }
-                if (lines.empty())
-                    lines.emplace_back(
-                        notRun.empty()
-                            ? "No findings: every diagnosis rule found the ranks in agreement."
-                            : "No findings in what this file records: the rules that ran found the "
-                              "ranks in agreement.");
-                for (const CheckNotRun& c : notRun)
-                    lines.push_back("*Could not run:* " + checkNotRunLine(c));
-                for (const Advice& a : configAdvice(reader->meta()))
-                    lines.push_back("*Advice (configuration, not a finding):* `" + a.key + "=" + a.value +
-                                    "`: " + a.text);
-            } catch (const std::exception& e) {
-                lines.push_back(std::string("Diagnosis could not read the run: ") + e.what());
-            }
-            return Diagnosis{lines, ranks};
-        }));
-        if (!diagnosis.isFinished())
-            diagnosisLoop.exec();
-        std::tie(in.findings, in.findingRanks) = diagnosis.result();
+        in.findings = findingLines(m_diagnosis);
+        in.diagnosis = m_diagnosis.findings;
+        for (const Finding& f : m_diagnosis.findings)
+            in.findingRanks.insert(in.findingRanks.end(), f.ranks.begin(), f.ranks.end());
         NewFile out(m_dir.filePath(QStringLiteral("report.md")));
         out.write(buildReportMarkdown(in));
         out.close();
@@ -283,7 +351,12 @@ private:
     RunModel* m_model;
     QDir m_dir;
     ReportExporter* m_exporter;
+    ReportExporter::View m_view;
+    Diagnosis m_diagnosis;
     int64_t m_chartStep = -1;
+    int64_t m_focus = -1; // the step the slice is cut around; -1: the whole run
+    std::optional<view::RankMetric> m_metric;
+    int m_param = -1;
     ReportInput m_input;
 };
 
@@ -292,6 +365,10 @@ private:
 ReportExporter::ReportExporter(RunModel* model, QObject* parent)
     : QObject(parent)
     , m_model(model) {}
+
+void ReportExporter::setView(int64_t step, int rankMetric, int param) {
+    m_view = View{step, rankMetric, param};
+}
 
 bool ReportExporter::write(const QString& dir, QString* error) {
     auto fail = [&](const QString& message) {
@@ -314,7 +391,7 @@ bool ReportExporter::write(const QString& dir, QString* error) {
         return fail(QStringLiteral("%1: cannot create the folder").arg(dir));
     emit progress(0);
     try {
-        ReportJob(m_model, QDir(info.absoluteFilePath()), this).run();
+        ReportJob(m_model, QDir(info.absoluteFilePath()), this, m_view).run();
     } catch (const ReportError& e) {
         QDir(info.absoluteFilePath()).removeRecursively();
         return fail(e.message);

@@ -1,10 +1,13 @@
 // File > Export bug report and `ranksight-cli report`: a folder with report.md (environment and config, rank
-// table, summary figures, first mismatch, events, findings once diagnosis exists), every chart as PNG and
-// SVG, steps.csv, and slice.h5 (the run cut to +-50 steps around the first anomaly; the whole run if none).
+// table, summary figures, first mismatch, findings, events), every chart as PNG and SVG, steps.csv, and
+// slice.h5. The report opens on the evidence: its cursor, heatmaps and slice are at the first finding's step,
+// metric and parameter (else the first anomaly; else the last step, the slice then the whole run), or where
+// the window's user had them when exported from the window (setView).
 #pragma once
 
 #include <QObject>
 #include <QString>
+#include <cstdint>
 
 namespace rs {
 
@@ -15,6 +18,14 @@ class ReportExporter : public QObject {
 public:
     // model: a run that finished loading (its path is the source file).
     explicit ReportExporter(RunModel* model, QObject* parent = nullptr);
+    struct View {
+        int64_t step = -1; // -1: from the findings
+        int rankMetric = -1;
+        int param = -1;
+    };
+    // What the window shows, to report from there instead of from the first finding: the cursor's step, the
+    // rank x rank heatmap's metric (view::RankMetric as int) and parameter (-1: all).
+    void setView(int64_t step, int rankMetric, int param);
     // dir must not exist (it is created; nothing is ever overwritten). False with *error naming what failed.
     bool write(const QString& dir, QString* error);
 
@@ -23,6 +34,7 @@ signals:
 
 private:
     RunModel* m_model;
+    View m_view;
 };
 
 } // namespace rs

@@ -1,0 +1,136 @@
+// RunSource: see RunSource.h.
+#include "store/RunSource.h"
+
+#include "store/RunSchema.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace rs {
+namespace {
+
+// A string field of the environment JSON; empty when the JSON or the field is missing.
+std::string environmentField(const RunMeta& meta, const char* key) {
+    const auto env = nlohmann::json::parse(meta.environment, nullptr, false);
+    if (!env.is_object() || !env.contains(key) || !env[key].is_string())
+        return {};
+    return env[key].get<std::string>();
+}
+
+std::string plural(int n, const char* one, const char* many) {
+    return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+void addAbsent(RunMeta& meta, const std::string& name) {
+    if (meta.recorded(name))
+        meta.absent.push_back(name);
+}
+
+} // namespace
+
+SourceKind sourceKind(const RunMeta& meta) {
+    if (meta.source.empty() || meta.source == runschema::kDefaultSource)
+        return SourceKind::Engine;
+    if (meta.source == "pytorch-ddp")
+        return SourceKind::PytorchDdp;
+    if (meta.source == "msprobe")
+        return SourceKind::Msprobe;
+    return SourceKind::Other;
+}
+
+int serverCount(const RunMeta& meta) {
+    std::set<std::string> servers;
+    for (const CardInfo& c : meta.cards)
+        servers.insert(c.serverId);
+    return int(servers.size());
+}
+
+std::vector<int> nodeOfRank(const RunMeta& meta) {
+    std::vector<int> nodes;
+    if (sourceKind(meta) != SourceKind::Engine || serverCount(meta) < 2)
+        return nodes;
+    const auto env = nlohmann::json::parse(meta.environment, nullptr, false);
+    if (!env.is_object() || !env.contains("nodes") || !env["nodes"].is_number_integer() ||
+        env["nodes"].get<int64_t>() < 2)
+        return nodes;
+    std::vector<std::string> servers;
+    for (const CardInfo& c : meta.cards) {
+        auto it = std::find(servers.begin(), servers.end(), c.serverId);
+        if (it == servers.end())
+            it = servers.insert(servers.end(), c.serverId);
+        nodes.push_back(int(it - servers.begin()));
+    }
+    return nodes;
+}
+
+std::string describeRun(const RunMeta& meta) {
+    const int R = meta.worldSize;
+    switch (sourceKind(meta)) {
+    case SourceKind::Engine: {
+        std::string text = plural(R, "emulated Ascend 910 card", "emulated Ascend 910 cards");
+        if (const int servers = serverCount(meta); servers > 0)
+            text += " on " + plural(servers, "server", "servers");
+        if (const auto nodes = nodeOfRank(meta); !nodes.empty())
+            text += fmt::format(" ({} node processes)", *std::max_element(nodes.begin(), nodes.end()) + 1);
+        return text;
+    }
+    case SourceKind::PytorchDdp: {
+        std::string text = "a PyTorch DDP job: " + plural(R, "process", "processes");
+        if (const std::string backend = environmentField(meta, "backend"); !backend.empty())
+            text += " (" + backend + ")";
+        if (const std::string host = environmentField(meta, "host"); !host.empty())
+            text += " on host " + host;
+        return text;
+    }
+    case SourceKind::Msprobe:
+        return "an msprobe Monitor tree: " + plural(R, "rank", "ranks");
+    case SourceKind::Other:
+        break;
+    }
+    return fmt::format("{} written by '{}'", plural(R, "rank", "ranks"), meta.source);
+}
+
+std::string rankNoun(const RunMeta& meta) {
+    switch (sourceKind(meta)) {
+    case SourceKind::Engine:
+        return "card";
+    case SourceKind::PytorchDdp:
+        return "process";
+    default:
+        return "rank";
+    }
+}
+
+bool stepColumnRecorded(const RunMeta& meta, int stepCol) {
+    return stepCol < 0 || stepCol >= runschema::kStepColCount ||
+           meta.recorded(runschema::kStepColumns[stepCol].path);
+}
+
+bool attributeRecorded(const RunMeta& meta, const char* attribute) {
+    return meta.recorded(attribute);
+}
+
+void addImpliedAbsences(RunMeta& meta) {
+    namespace rsc = runschema;
+    switch (sourceKind(meta)) {
+    case SourceKind::Msprobe:
+        for (const char* a : {rsc::kAttrModel, rsc::kAttrBatchPerRank, rsc::kAttrPrecision,
+                              rsc::kAttrLossScale, rsc::kAttrSeed})
+            addAbsent(meta, a);
+        break;
+    case SourceKind::PytorchDdp:
+        if (meta.data.empty())
+            addAbsent(meta, rsc::kAttrData);
+        if (meta.lossScale == "none") {
+            addAbsent(meta, rsc::kStepColumns[rsc::kLossScale].path);
+            addAbsent(meta, rsc::kStepColumns[rsc::kSkipped].path);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+} // namespace rs

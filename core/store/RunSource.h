@@ -1,0 +1,41 @@
+// Who wrote a run and what it could not record, in the words every view uses. A run is named by its source
+// ("4 emulated Ascend 910 cards on 2 servers", "a PyTorch DDP job: 4 processes (gloo) on host h", "an msprobe
+// Monitor tree: 8 ranks") wherever it is named, and a value its source did not record is shown as
+// kNotRecorded: never a zero, a default or "clean" (docs/run-file.md, "absent").
+#pragma once
+
+#include "store/RunRecords.h"
+
+#include <string>
+#include <vector>
+
+namespace rs {
+
+inline constexpr const char* kNotRecorded = "not recorded";
+
+enum class SourceKind { Engine, PytorchDdp, Msprobe, Other };
+SourceKind sourceKind(const RunMeta& meta);
+
+// "4 emulated Ascend 910 cards on 2 servers", "a PyTorch DDP job: 4 processes (gloo) on host h",
+// "an msprobe Monitor tree: 8 ranks".
+std::string describeRun(const RunMeta& meta);
+// What the rank is called in this source's words: "card", "process", "rank".
+std::string rankNoun(const RunMeta& meta);
+// The number of distinct servers (hosts) the card table names; 0 without a card table.
+int serverCount(const RunMeta& meta);
+// The node process that hosted each rank, for an engine run over several node processes (one per server of
+// the rank table, in order); empty for a one-process run or a source that records no nodes.
+std::vector<int> nodeOfRank(const RunMeta& meta);
+
+// The step column (runschema::StepCol) or weight column path the source recorded.
+bool stepColumnRecorded(const RunMeta& meta, int stepCol);
+// A root attribute the source knew (runschema::kAbsentAttributes may be declared absent).
+bool attributeRecorded(const RunMeta& meta, const char* attribute);
+
+// Files written before their source listed all it could not record: an msprobe import never knew the model,
+// batch, precision, loss scale or seed; a PyTorch DDP job without a GradScaler (loss_scale "none") recorded
+// no loss scale and no skipped updates (its 1 and 0 were fill), and such a job names no data. Adds those
+// names to meta.absent (the reader calls it on every file; a no-op for files that list them).
+void addImpliedAbsences(RunMeta& meta);
+
+} // namespace rs
