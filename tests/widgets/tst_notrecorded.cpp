@@ -10,11 +10,13 @@
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
 #include "panels/CardsModel.h"
+#include "panels/CardsPanel.h"
 #include "report/ReportExporter.h"
 #include "store/RunSource.h"
 #include "store/RunWriter.h"
 
 #include <QFile>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <qcustomplot.h>
@@ -81,6 +83,9 @@ void writeRun(const QString& path, const Source& src,
     meta.source = src.source;
     meta.absent = src.absent;
     meta.environment = src.environment;
+    if (src.source != "ranksight-engine") // cards as the recorder and the importer describe them
+        for (CardInfo& c : meta.cards)
+            c = CardInfo{c.rank, -1, "", src.source == "pytorch-ddp" ? "box" : "", 0, 0};
     auto w = RunWriter::create(path.toStdString(), meta);
     for (int s = 0; s < kSteps; ++s) {
         StepRecord rec = runfile_fixtures::makeStep(meta, s);
@@ -185,12 +190,16 @@ void TestNotRecorded::timeline() {
     if (!flags)
         QVERIFY2(chart.rasterNote().contains(QString::fromStdString(describeRun(model.meta()))),
                  qPrintable(chart.rasterNote()));
-    // One name for a skipped update in the legend (the raster's), not a second one for the scale marks.
+    // Legend entries only for what the run can show: one "skipped update" (the raster's, none for the scale
+    // marks) where skipped updates were recorded; no "clean" and no loss-scale line where they were not.
     int skippedEntries = 0;
     for (int i = 0; i < chart.plot()->legend->itemCount(); ++i)
         if (auto* item = qobject_cast<QCPPlottableLegendItem*>(chart.plot()->legend->item(i)))
             skippedEntries += item->plottable()->name().startsWith("skipped");
-    QCOMPARE(skippedEntries, 1);
+    QCOMPARE(skippedEntries, flags ? 1 : 0);
+    QCOMPARE(legendHas(chart.plot(), "clean"), flags);
+    QCOMPARE(legendHas(chart.plot(), "loss scale (all ranks)"), scale);
+    QCOMPARE(legendHas(chart.plot(), "non-finite loss"), source != "msprobe");
 }
 
 void TestNotRecorded::lossChartSaysWhyItIsEmpty() {
@@ -291,6 +300,15 @@ void TestNotRecorded::cardsOfAnImportedRun() {
         QCOMPARE(cards.data(cards.index(r, CardsModel::Health)).toString(), QString("not recorded"));
     }
     QVERIFY(!cards.hasNodes());
+    // In the panel, the columns no card recorded are named in the caption instead of filling the table.
+    CardsPanel panel(&model, &cursor);
+    panel.cardsModel()->refreshNow();
+    QVERIFY2(panel.caption().contains(
+                 "not recorded: NPU, Device IP, Health, HBM Usage, Step (ms), Comm wait (ms)"),
+             qPrintable(panel.caption()));
+    QVERIFY(panel.caption().contains("4 ranks"));
+    QVERIFY(panel.view()->isColumnHidden(CardsModel::StepTime));
+    QVERIFY(!panel.view()->isColumnHidden(CardsModel::State));
 
     // An engine run over 2 node processes: node and server per card.
     const QString engine = m_dir.filePath("cards-nodes.h5");

@@ -237,6 +237,17 @@ void LossChart::rebuild() {
     rebuildMarkers(v);
     fitLossAxis();
     setNote(m_note, note());
+    // Legend entries only for lines the run can have.
+    auto inLegend = [this](QCPGraph* g, bool on) {
+        if (on != plot()->legend->hasItemWithPlottable(g))
+            on ? g->addToLegend() : g->removeFromLegend();
+    };
+    const bool loss = !model()->hasRun() || model()->recorded(StepColumn::Loss);
+    inLegend(m_mean, loss);
+    for (QCPGraph* g : m_rankGraphs)
+        inLegend(g, loss);
+    inLegend(m_accuracy, !model()->hasRun() || model()->recorded(StepColumn::Accuracy));
+    inLegend(m_eval, !model()->evals().empty());
     fitLegendColumns();
 }
 

@@ -223,9 +223,10 @@ void OverflowTimeline::setupLegend() {
         return g;
     };
     for (int c = 0; c < 4; ++c)
-        square(overflowCellName(OverflowCell(c)), palette::overflowCategoryColor(c));
-    m_notRecordedLegend = square(overflowCellName(OverflowCell::NotRecorded), palette::nanColor());
-    m_notRecordedLegend->removeFromLegend(); // only for a source that did not record the flags
+        m_categoryLegend.push_back(
+            square(overflowCellName(OverflowCell(c)), palette::overflowCategoryColor(c)));
+    m_categoryLegend.push_back(square(overflowCellName(OverflowCell::NotRecorded), palette::nanColor()));
+    m_categoryLegend.back()->removeFromLegend(); // only for a source that did not record the flags
     placeLegendBelow();
     QCPLayoutGrid* layout = plot()->plotLayout();
     layout->setRowStretchFactors({1.2, 1.0, 0.001});
@@ -259,21 +260,44 @@ QString OverflowTimeline::rasterNote() const {
 QString OverflowTimeline::scaleNote() const {
     if (!model()->hasRun() || model()->recorded(StepColumn::LossScale))
         return {};
-    return tr("loss scale not recorded by this run's source (%1)")
+    return tr("loss scale not recorded by this run's source\n(%1)")
         .arg(QString::fromStdString(describeRun(model()->meta())));
 }
 
+// The notes, and legend entries only for what this run can show: no "clean" square where the flags were not
+// recorded, no loss-scale line where the scale was not.
 void OverflowTimeline::updateNotes() {
     setNote(m_rasterNote, rasterNote());
     setNote(m_scaleNote, scaleNote());
-    const bool grey = model()->hasRun() &&
-                      (!model()->recorded(StepColumn::Overflow) || !model()->recorded(StepColumn::Skipped));
-    if (grey != plot()->legend->hasItemWithPlottable(m_notRecordedLegend)) {
-        if (grey)
-            m_notRecordedLegend->addToLegend();
+    const bool none = !model()->hasRun();
+    const bool overflow = none || model()->recorded(StepColumn::Overflow);
+    const bool skipped = none || model()->recorded(StepColumn::Skipped);
+    const bool loss = none || model()->recorded(StepColumn::Loss);
+    const bool scale = none || model()->recorded(StepColumn::LossScale);
+    const bool shown[] = {overflow && skipped, overflow, skipped, loss, !(overflow && skipped), scale};
+    QCPGraph* const graphs[] = {m_categoryLegend[0], m_categoryLegend[1], m_categoryLegend[2],
+                                m_categoryLegend[3], m_categoryLegend[4], m_scale};
+    bool changed = false;
+    for (size_t i = 0; i < std::size(graphs); ++i) {
+        if (shown[i] == plot()->legend->hasItemWithPlottable(graphs[i]))
+            continue;
+        changed = true;
+        if (shown[i])
+            graphs[i]->addToLegend();
         else
-            m_notRecordedLegend->removeFromLegend();
+            graphs[i]->removeFromLegend();
     }
+    if (changed) { // the legend in the order the graphs were made, whatever came and went
+        std::vector<QCPGraph*> inLegend;
+        for (int i = 0; i < plot()->graphCount(); ++i)
+            if (plot()->legend->hasItemWithPlottable(plot()->graph(i))) {
+                inLegend.push_back(plot()->graph(i));
+                plot()->graph(i)->removeFromLegend();
+            }
+        for (QCPGraph* g : inLegend)
+            g->addToLegend();
+    }
+    m_scaleRect->axis(QCPAxis::atLeft)->setTickLabels(scale);
 }
 
 void OverflowTimeline::rebuild() {

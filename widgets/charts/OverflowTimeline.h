@@ -87,8 +87,9 @@ private:
     QCPAxisRect* m_scaleRect = nullptr;
     QCPGraph* m_scale = nullptr;
     QCPGraph* m_skipped = nullptr;
-    QCPGraph* m_notRecordedLegend = nullptr; // no data: the grey cells' legend entry
-    std::vector<QCPGraph*> m_rankScales;     // kMaxRanks graphs, the first standouts.size() used
+    // No data: the raster's legend entries, OverflowCell order (clean .. non-finite loss, then not recorded).
+    std::vector<QCPGraph*> m_categoryLegend;
+    std::vector<QCPGraph*> m_rankScales; // kMaxRanks graphs, the first standouts.size() used
     std::vector<int> m_standouts;
     QCPItemText* m_rasterNote = nullptr;
     QCPItemText* m_scaleNote = nullptr;

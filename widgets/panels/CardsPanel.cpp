@@ -68,6 +68,18 @@ QString CardsPanel::caption() const {
 void CardsPanel::updateCaption() {
     m_view->setColumnHidden(CardsModel::Node, !m_cards->hasNodes());
     m_view->setColumnHidden(CardsModel::Server, !m_cards->hasServers());
+    // A column that says "not recorded" on every card is named once in the caption instead of taking the
+    // table's width (an msprobe tree records no device, health, memory or times).
+    QStringList notRecorded;
+    for (int c : {CardsModel::Npu, CardsModel::DeviceIp, CardsModel::Health, CardsModel::Hbm,
+                  CardsModel::StepTime, CardsModel::CommWait}) {
+        bool none = m_cards->rowCount() > 0;
+        for (int row = 0; row < m_cards->rowCount() && none; ++row)
+            none = m_cards->data(m_cards->index(row, c)).toString() == QLatin1String(kNotRecorded);
+        m_view->setColumnHidden(c, none);
+        if (none)
+            notRecorded << m_cards->headerData(c, Qt::Horizontal).toString();
+    }
     const int cards = m_cards->rowCount();
     const std::string noun = m_model->hasRun() ? rankNoun(m_model->meta()) : std::string("card");
     if (m_cards->shownStep() < 0) {
@@ -85,6 +97,8 @@ void CardsPanel::updateCaption() {
         text += QStringLiteral(" · ") + counted(alarms, "alarm");
     if (warnings > 0)
         text += QStringLiteral(" · ") + counted(warnings, "warning");
+    if (!notRecorded.isEmpty())
+        text += tr(" · not recorded: %1").arg(notRecorded.join(QStringLiteral(", ")));
     m_caption->setText(text);
 }
 
