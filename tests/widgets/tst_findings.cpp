@@ -1,6 +1,6 @@
 // The Findings panel: the table model (QAbstractItemModelTester), the detail text, clicking a finding moves
 // the cursor, and the background diagnosis of real run files (a clean run: no findings; a saved run with a
-// finding opens on it).
+// finding opens on it); what the panel shows is readable in a dock's size (columns, evidence, notes).
 #include "core/RunFileFixtures.h"
 #include "diagnose/Finding.h"
 #include "model/DiagnosisRunner.h"
@@ -11,10 +11,15 @@
 #include "store/RunWriter.h"
 
 #include <QAbstractItemModelTester>
+#include <QHeaderView>
+#include <QLabel>
 #include <QProcess>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QTextBrowser>
 #include <QtTest>
 
 using namespace rs;
@@ -39,6 +44,18 @@ std::vector<Finding> twoFindings() {
     b.evidence = "rank 3 computes 4.1x longer";
     b.fix = "read rank 3's log";
     return {a, b};
+}
+
+// A file whose source recorded less (msprobe: no weights, no timing): the panel lists the checks that could
+// not run.
+void writePartialRun(const std::string& path) {
+    RunMeta meta = runfile_fixtures::makeMeta(2, 3, 2, 4);
+    meta.source = "msprobe";
+    meta.absent = {"/weights/fp", "/weights/norm", "/steps/compute_ms"};
+    auto w = RunWriter::create(path, meta);
+    for (int s = 0; s < 3; ++s)
+        w->appendStep(runfile_fixtures::makeStep(meta, s));
+    w->close();
 }
 
 } // namespace
@@ -154,15 +171,7 @@ private slots:
     void checksThatCouldNotRunAreListed() {
         QTemporaryDir dir;
         const std::string path = dir.filePath("partial.h5").toStdString();
-        RunMeta meta = runfile_fixtures::makeMeta(2, 3, 2, 4);
-        meta.source = "msprobe";
-        meta.absent = {"/weights/fp", "/weights/norm", "/steps/compute_ms"};
-        {
-            auto w = RunWriter::create(path, meta);
-            for (int s = 0; s < 3; ++s)
-                w->appendStep(runfile_fixtures::makeStep(meta, s));
-            w->close();
-        }
+        writePartialRun(path);
         RunModel model;
         StepCursor cursor;
         FindingsPanel panel(&model, &cursor);
@@ -180,6 +189,87 @@ private slots:
                      qPrintable(panel.statusText()));
         model.close();
         QCOMPARE(panel.notRunText(), QString());
+    }
+
+    // In a bottom dock's size: the short columns as wide as their longest text (a cause id is never cut),
+    // Parameters the rest with every tensor in its tooltip; the evidence with room for five lines and more;
+    // the checks that could not run wrapped whole, in a pane that scrolls rather than clipping them.
+    void everythingIsReadableInADock() {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("partial.h5").toStdString();
+        writePartialRun(path);
+        RunModel model;
+        StepCursor cursor;
+        FindingsPanel panel(&model, &cursor);
+        panel.resize(640, 300);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        model.open(QString::fromStdString(path));
+        QTRY_VERIFY_WITH_TIMEOUT(panel.runner()->hasResult(), 30000);
+        QVERIFY(!panel.notRunText().isEmpty());
+
+        std::vector<Finding> findings = twoFindings();
+        findings[0].cause = "loss-scale-not-restored";
+        findings[0].dimension = "numerics";
+        findings[0].parameters = {"layer1.0.conv1.weight", "layer1.0.bn1.weight", "layer1.0.conv2.weight",
+                                  "fc.weight", "fc.bias"};
+        findings[0].evidence =
+            "rank 1's loss scale fell from 65536 to 1 at step 1200 while ranks 0, 2 and 3 "
+            "kept theirs. The synced gradients of ranks 0 and 1 differ from step 1200 on, in "
+            "every parameter. Rank 1 skipped no step; the others skipped 3. The loss climbs "
+            "from 0.41 to 2.3 within 150 steps.";
+        findings[1].cause = "init-mismatch";
+        panel.findingsModel()->setFindings(findings);
+        panel.activate(0);
+        QTest::qWait(50); // the layout settles
+
+        QTableView* view = panel.view();
+        const QFontMetrics fm(view->font());
+        for (int c : {FindingsModel::ConfidenceCol, FindingsModel::CauseCol, FindingsModel::DimensionCol,
+                      FindingsModel::StepCol})
+            for (int row = 0; row < 2; ++row) {
+                const QString text = panel.findingsModel()->index(row, c).data().toString();
+                QVERIFY2(view->columnWidth(c) >= fm.horizontalAdvance(text),
+                         qPrintable(QString("column %1 is %2 px for '%3' (%4 px)")
+                                        .arg(c)
+                                        .arg(view->columnWidth(c))
+                                        .arg(text)
+                                        .arg(fm.horizontalAdvance(text))));
+            }
+        int total = 0;
+        for (int c = 0; c < FindingsModel::ColumnCount; ++c)
+            total += view->columnWidth(c);
+        QVERIFY2(total <= view->viewport()->width(),
+                 qPrintable(QString("%1 px of columns in %2 px").arg(total).arg(view->viewport()->width())));
+        QVERIFY(view->columnWidth(FindingsModel::ParamsCol) > 0);
+        const QModelIndex params = panel.findingsModel()->index(0, FindingsModel::ParamsCol);
+        QVERIFY(!params.data().toString().contains("fc.bias")); // three names and a count
+        QVERIFY2(params.data(Qt::ToolTipRole).toString().contains("fc.weight, fc.bias"),
+                 qPrintable(params.data(Qt::ToolTipRole).toString()));
+
+        auto* detail = panel.findChild<QTextBrowser*>("detail");
+        QVERIFY(detail);
+        QVERIFY(detail->toPlainText().contains("within 150 steps"));
+        const int line = detail->fontMetrics().lineSpacing();
+        QVERIFY2(detail->viewport()->height() >= 5 * line,
+                 qPrintable(QString("%1 px, lines of %2 px").arg(detail->viewport()->height()).arg(line)));
+
+        auto* notes = panel.findChild<QScrollArea*>("notes");
+        auto* notRun = panel.findChild<QLabel*>("notRun");
+        QVERIFY(notes && notRun);
+        QVERIFY(notes->isVisible() && notRun->isVisible());
+        QVERIFY(notes->height() >= 2 * notRun->fontMetrics().lineSpacing());
+        QVERIFY2(notRun->width() <= notes->viewport()->width(),
+                 qPrintable(QString("%1 px in %2 px").arg(notRun->width()).arg(notes->viewport()->width())));
+        QVERIFY2(notRun->height() >= notRun->heightForWidth(notRun->width()),
+                 qPrintable(QString("%1 px for %2 px of text")
+                                .arg(notRun->height())
+                                .arg(notRun->heightForWidth(notRun->width()))));
+        // What does not fit the pane is a scroll away.
+        if (notes->widget()->height() > notes->viewport()->height())
+            QVERIFY(notes->verticalScrollBar()->isVisible());
+        if (qEnvironmentVariableIsSet("RANKSIGHT_GRAB_DIR"))
+            QVERIFY(panel.grab().save(qEnvironmentVariable("RANKSIGHT_GRAB_DIR") + "/findings.png"));
     }
 };
 

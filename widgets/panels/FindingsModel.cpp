@@ -44,6 +44,13 @@ QString FindingsModel::paramsText(const Finding& f) {
     return out.join(QStringLiteral(", "));
 }
 
+QString FindingsModel::allParamsText(const Finding& f) {
+    QStringList out;
+    for (const auto& p : f.parameters)
+        out << QString::fromStdString(p);
+    return out.join(QStringLiteral(", "));
+}
+
 QVariant FindingsModel::data(const QModelIndex& index, int role) const {
     const Finding* f = index.isValid() ? findingAt(index.row()) : nullptr;
     if (!f || index.column() >= ColumnCount)
@@ -64,11 +71,18 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const {
             return paramsText(*f);
         }
     }
-    if (role == Qt::ToolTipRole)
-        return tr("<b>%1</b><p>%2</p><p><b>Fix:</b> %3</p>")
-            .arg(QString::fromStdString(f->cause).toHtmlEscaped(),
-                 QString::fromStdString(f->evidence).toHtmlEscaped(),
-                 QString::fromStdString(f->fix).toHtmlEscaped());
+    if (role == Qt::ToolTipRole) {
+        // The two list columns are cut to fit the table: their tooltip starts with the whole list.
+        QString list;
+        if (index.column() == RanksCol)
+            list = tr("<p><b>Ranks:</b> %1</p>").arg(ranksText(*f).toHtmlEscaped());
+        else if (index.column() == ParamsCol && !f->parameters.empty())
+            list = tr("<p><b>Parameters:</b> %1</p>").arg(allParamsText(*f).toHtmlEscaped());
+        return list + tr("<b>%1</b><p>%2</p><p><b>Fix:</b> %3</p>")
+                          .arg(QString::fromStdString(f->cause).toHtmlEscaped(),
+                               QString::fromStdString(f->evidence).toHtmlEscaped(),
+                               QString::fromStdString(f->fix).toHtmlEscaped());
+    }
     if (role == Qt::TextAlignmentRole && (index.column() == ConfidenceCol || index.column() == StepCol))
         return int(Qt::AlignRight | Qt::AlignVCenter);
     if (role == Qt::ForegroundRole && index.column() == ConfidenceCol && f->confidence >= 0.8)

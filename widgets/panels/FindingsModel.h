@@ -1,5 +1,6 @@
 // Diagnosis findings as a table: confidence, cause, dimension, first step, ranks, parameters; the evidence
-// and the fix are in the tooltip and in FindingsPanel's detail view.
+// and the fix are in the tooltip and in FindingsPanel's detail view. The Ranks and Parameters cells may be
+// cut to the table's width: their tooltip starts with the whole list.
 #pragma once
 
 #include "diagnose/Finding.h"
@@ -25,7 +26,8 @@ public:
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
     static QString ranksText(const Finding& f);
-    static QString paramsText(const Finding& f);
+    static QString paramsText(const Finding& f);    // the first three, and how many there are
+    static QString allParamsText(const Finding& f); // every one
 
 private:
     std::vector<Finding> m_findings;

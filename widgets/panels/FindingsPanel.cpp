@@ -9,6 +9,7 @@
 
 #include <QHeaderView>
 #include <QLabel>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QTableView>
 #include <QTextBrowser>
@@ -16,6 +17,12 @@
 #include <cmath>
 
 namespace rs {
+
+namespace {
+constexpr int kDetailLines = 6; // the evidence box's least height, in lines of text
+constexpr int kNotesLines = 2;  // the notes' least height (they scroll past it)
+constexpr int kRanksChars = 16; // the Ranks column's widest (64 ranks would take the whole table)
+} // namespace
 
 FindingsPanel::FindingsPanel(RunModel* model, StepCursor* cursor, QWidget* parent)
     : QWidget(parent)
@@ -27,41 +34,28 @@ FindingsPanel::FindingsPanel(RunModel* model, StepCursor* cursor, QWidget* paren
     , m_detail(new QTextBrowser)
     , m_status(new QLabel)
     , m_notRun(new QLabel)
-    , m_advice(new QLabel) {
-    m_advice->setWordWrap(true);
-    m_advice->setTextFormat(Qt::PlainText);
-    m_advice->setToolTip(tr("Settings of this run that make such jobs fragile or their diagnosis weaker. "
-                            "Advice is read from the configuration; findings above rest on what the training "
-                            "did."));
-    m_advice->hide();
-    m_notRun->setWordWrap(true);
-    m_notRun->setTextFormat(Qt::PlainText);
-    m_notRun->setToolTip(tr("This file's source did not record what these checks read (or the run lacks it), "
-                            "so the causes they name were not looked for."));
-    m_notRun->hide();
-    m_view->setModel(m_findings);
-    m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
-    m_view->setSelectionMode(QAbstractItemView::SingleSelection);
-    m_view->verticalHeader()->hide();
-    m_view->horizontalHeader()->setStretchLastSection(true);
-    m_view->setWordWrap(false);
-    m_view->setToolTip(tr("Likely causes of cross-rank disagreement, most certain first. Click one to go to "
-                          "its first step."));
-    m_detail->setOpenLinks(false);
-    m_detail->setPlaceholderText(tr("Select a finding to read its evidence and the fix."));
-
-    auto* split = new QSplitter(Qt::Vertical);
-    split->addWidget(m_view);
-    split->addWidget(m_detail);
-    split->setStretchFactor(0, 1);
-    split->setStretchFactor(1, 1);
+    , m_advice(new QLabel)
+    , m_notes(new QScrollArea) {
+    setupTable();
+    setupDetail();
+    setupNotes();
+    m_split = new QSplitter(Qt::Vertical);
+    m_split->setObjectName(QStringLiteral("findingsSplitter"));
+    m_split->setChildrenCollapsible(false); // a pane dragged to nothing looks like a missing feature
+    m_split->addWidget(m_view);
+    m_split->addWidget(m_detail);
+    m_split->addWidget(m_notes); // below the findings: what was found comes first
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
     layout->addWidget(m_status);
-    layout->addWidget(split, 1);
-    layout->addWidget(m_notRun); // below the findings: what was found comes first
-    layout->addWidget(m_advice);
+    layout->addWidget(m_split, 1);
+    fitPanes();
 
+    connect(m_findings, &QAbstractItemModel::modelReset, this, [this] {
+        fitColumns();
+        if (m_findings->rowCount() != m_paneRows) // a live run's diagnosis repeats: keep a dragged height
+            fitPanes();
+    });
     // After the runner's own reset (connected first), which reports the emptied findings.
     connect(model, &RunModel::runReset, this, [this] { m_diagnosedOnce = false; });
     connect(m_runner, &DiagnosisRunner::findingsChanged, this, [this] {
@@ -88,6 +82,69 @@ FindingsPanel::FindingsPanel(RunModel* model, StepCursor* cursor, QWidget* paren
     connect(m_view, &QTableView::clicked, this, [this](const QModelIndex& i) { activate(i.row()); });
     connect(m_view, &QTableView::activated, this, [this](const QModelIndex& i) { activate(i.row()); });
     update();
+}
+
+void FindingsPanel::setupTable() {
+    m_view->setModel(m_findings);
+    m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_view->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_view->setHorizontalScrollMode(QAbstractItemView::ScrollPerPixel);
+    m_view->verticalHeader()->hide();
+    m_view->setWordWrap(false);
+    m_view->setToolTip(tr("Likely causes of cross-rank disagreement, most certain first. Click one to go to "
+                          "its first step."));
+    // Short columns as wide as their longest text (a cause id cut to "loss-scale-no…" names nothing);
+    // Parameters, a list of any length, takes the rest and is elided (its tooltip names every tensor).
+    QHeaderView* header = m_view->horizontalHeader();
+    for (int c : {FindingsModel::ConfidenceCol, FindingsModel::CauseCol, FindingsModel::DimensionCol,
+                  FindingsModel::StepCol})
+        header->setSectionResizeMode(c, QHeaderView::ResizeToContents);
+    header->setSectionResizeMode(FindingsModel::ParamsCol, QHeaderView::Stretch);
+    m_view->setMinimumHeight(header->sizeHint().height() + m_view->verticalHeader()->defaultSectionSize() +
+                             2 * m_view->frameWidth());
+}
+
+void FindingsPanel::setupDetail() {
+    m_detail->setObjectName(QStringLiteral("detail"));
+    m_detail->setOpenLinks(false);
+    m_detail->setPlaceholderText(tr("Select a finding to read its evidence and the fix."));
+    // Rich text's default paragraph margins (12 px) would take a line's height between every part.
+    m_detail->document()->setDefaultStyleSheet(
+        QStringLiteral("h3 { margin-top: 0; margin-bottom: 4px; } p { margin-top: 0; margin-bottom: 4px; }"));
+    const int line = m_detail->fontMetrics().lineSpacing();
+    const int chrome =
+        2 * m_detail->frameWidth() + 2 * int(std::ceil(m_detail->document()->documentMargin()));
+    m_detail->setMinimumHeight(kDetailLines * line + chrome); // the title, then evidence and fix to read
+}
+
+void FindingsPanel::setupNotes() {
+    m_notRun->setObjectName(QStringLiteral("notRun"));
+    m_advice->setObjectName(QStringLiteral("advice"));
+    m_notes->setObjectName(QStringLiteral("notes"));
+    for (QLabel* l : {m_notRun, m_advice}) {
+        l->setWordWrap(true);
+        l->setTextFormat(Qt::PlainText);
+        l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        l->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+        l->hide();
+    }
+    m_advice->setToolTip(tr("Settings of this run that make such jobs fragile or their diagnosis weaker. "
+                            "Advice is read from the configuration; findings above rest on what the training "
+                            "did."));
+    m_notRun->setToolTip(tr("This file's source did not record what these checks read (or the run lacks it), "
+                            "so the causes they name were not looked for."));
+    auto* notes = new QWidget;
+    auto* layout = new QVBoxLayout(notes);
+    layout->setContentsMargins(4, 2, 4, 2);
+    layout->addWidget(m_notRun);
+    layout->addWidget(m_advice);
+    layout->addStretch(1);
+    m_notes->setWidget(notes);
+    m_notes->setWidgetResizable(true);
+    m_notes->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff); // lines wrap to the width instead
+    m_notes->setFrameShape(QFrame::NoFrame);
+    m_notes->setMinimumHeight(kNotesLines * m_notRun->fontMetrics().lineSpacing() + 4);
+    m_notes->hide();
 }
 
 QString FindingsPanel::statusText() const {
@@ -131,6 +188,7 @@ void FindingsPanel::update() {
     if (m_model->hasRun() && m_runner->hasResult())
         for (const CheckNotRun& c : m_runner->checksNotRun())
             lines << QStringLiteral("• ") + QString::fromStdString(checkNotRunLine(c));
+    const QString notes = m_notRun->text() + m_advice->text();
     m_notRun->setText(lines.isEmpty() ? QString()
                                       : tr("Could not run on this file:") + "\n" + lines.join("\n"));
     m_notRun->setVisible(!lines.isEmpty());
@@ -143,6 +201,35 @@ void FindingsPanel::update() {
                           ? QString()
                           : tr("Advice (the configuration, not findings):") + "\n" + advice.join("\n"));
     m_advice->setVisible(!advice.isEmpty());
+    m_notes->setVisible(!lines.isEmpty() || !advice.isEmpty());
+    if (m_notRun->text() + m_advice->text() != notes)
+        fitPanes();
+}
+
+// The panes' heights, when what they hold changes (not on every update: a height the user dragged stays):
+// the table as tall as its rows and the notes as their text, each up to a third; the evidence the rest.
+// Given as weights, which the splitter also keeps while the panel is hidden (a tab behind another).
+void FindingsPanel::fitPanes() {
+    const int total = std::max(m_split->height(), 300);
+    const int third = total / 3;
+    const int rows = m_view->horizontalHeader()->sizeHint().height() + 2 * m_view->frameWidth() +
+                     m_findings->rowCount() * m_view->verticalHeader()->defaultSectionSize();
+    const int table = std::max(m_view->minimumHeight(), std::min(rows, third));
+    int notes = 0;
+    if (!m_notes->isHidden()) {
+        const int width = std::max(m_split->width() - 12, 200);
+        notes = std::max(m_notes->minimumHeight(), std::min(m_notes->widget()->heightForWidth(width), third));
+    }
+    const int detail = std::max(m_detail->minimumHeight(), total - table - notes);
+    m_split->setSizes({table, detail, notes});
+    m_paneRows = m_findings->rowCount();
+}
+
+void FindingsPanel::fitColumns() {
+    const int widest = m_view->fontMetrics().horizontalAdvance(QString(kRanksChars, QLatin1Char('0')));
+    m_view->resizeColumnToContents(FindingsModel::RanksCol);
+    if (m_view->columnWidth(FindingsModel::RanksCol) > widest)
+        m_view->setColumnWidth(FindingsModel::RanksCol, widest); // elided; the tooltip lists them all
 }
 
 void FindingsPanel::showDetail(int row) {

@@ -3,11 +3,18 @@
 // first step and asks the window to show its ranks and parameter (findingActivated). A saved run opened with
 // findings shows the first one's evidence that way at once, unless the user has moved the cursor already; a
 // live run's findings never move a cursor that follows the run.
+//
+// Layout: a vertical splitter of the table, the evidence and the notes (checks that could not run, advice).
+// The table's columns fit their contents, so an id like loss-scale-not-restored is never cut; Parameters
+// takes what is left and names every tensor in its tooltip. The evidence keeps room for several lines, and
+// the notes scroll instead of squeezing the evidence.
 #pragma once
 
 #include <QWidget>
 
 class QLabel;
+class QScrollArea;
+class QSplitter;
 class QTableView;
 class QTextBrowser;
 
@@ -37,8 +44,13 @@ signals:
     void findingActivated(const rs::Finding& finding);
 
 private:
+    void setupTable();
+    void setupDetail();
+    void setupNotes();
     void update();
     void showDetail(int row);
+    void fitColumns(); // after the findings change: Ranks as wide as its text, up to a limit
+    void fitPanes();   // after the findings or the notes change: each pane's height for what it holds
 
     RunModel* m_model;
     StepCursor* m_cursor;
@@ -49,6 +61,9 @@ private:
     QLabel* m_status;
     QLabel* m_notRun;
     QLabel* m_advice;
+    QScrollArea* m_notes;         // m_notRun and m_advice, scrolled when longer than their pane
+    QSplitter* m_split = nullptr; // m_view, m_detail, m_notes
+    int m_paneRows = -1;          // the findings fitPanes() sized the table for
     int m_progress = -1;
     bool m_diagnosedOnce = false; // this run's findings arrived before (a jump to the first is only on open)
 };
