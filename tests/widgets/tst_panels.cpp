@@ -1,6 +1,7 @@
 // The panels over a run model filled directly (RunModel::applyDelta): the cards table shows the cursor's
 // step and a dead card's alarm; the event log appends, filters and moves the cursor; the run form gives the
-// presets' configs, names invalid fields and gates Start; replay advances the cursor and stops at the end.
+// presets' configs (and names the preset a loaded config equals), names invalid fields, gates Start and
+// starts the run file it shows; replay advances the cursor and stops at the end.
 // Item models run under QAbstractItemModelTester. Set RANKSIGHT_GRAB_DIR to save screenshots of the panels.
 #include "model/RunDelta.h"
 #include "model/RunModel.h"
@@ -10,6 +11,7 @@
 #include "panels/EventFilterProxy.h"
 #include "panels/EventLogModel.h"
 #include "panels/EventLogPanel.h"
+#include "panels/PathEdit.h"
 #include "panels/ReplayControl.h"
 #include "panels/RunPanel.h"
 
@@ -142,6 +144,9 @@ private slots:
     void presetGivesItsConfig();
     void editingSwitchesToCustom();
     void setConfigRoundTrips();
+    void aConfigWithAPresetsSettingsIsThatPreset();
+    void startWritesTheRunFileShown();
+    void theRunFileIsReadableInANarrowForm();
     void invalidFieldsAreNamed();
     void faultsGoIntoTheConfig();
     void nodesSpreadTheCardsWithoutLeavingThePreset();
@@ -474,6 +479,102 @@ void TestPanels::setConfigRoundTrips() {
     QVERIFY2(panel.buildConfig(&out, &error), qPrintable(error));
     QCOMPARE(out.toJson(), in.toJson());
     QCOMPARE(out.out, in.out);
+}
+
+// A config file with a preset's settings (resources/presets/quick.json, or the same keys written by hand) is
+// that preset; one setting off is Custom. Where it goes is not a setting.
+void TestPanels::aConfigWithAPresetsSettingsIsThatPreset() {
+    RunPanel panel;
+    panel.setRunsDir(m_tmp.filePath(QStringLiteral("runs")));
+    QVERIFY(panel.loadPreset(QStringLiteral("seed")));
+    panel.setConfig(TrainConfig::fromFile(presetPath(QStringLiteral("quick")).toStdString()));
+    QCOMPARE(panel.presetName(), QStringLiteral("quick"));
+    QCOMPARE(child<QComboBox>(panel, "preset")->currentText(),
+             QStringLiteral("Quick: SmallCNN × 4 (< 1 min)"));
+    QVERIFY(QFileInfo(child<QLineEdit>(panel, "out")->text()).fileName().startsWith(QLatin1String("quick-")));
+
+    panel.setConfig(TrainConfig::fromFile(presetPath(QStringLiteral("seed-story")).toStdString())); // faults
+    QCOMPARE(panel.presetName(), QStringLiteral("seed-story"));
+
+    // The quick preset's settings written by hand, keys in another order: quick. Without its lr, the linear
+    // scaling rule would train at 0.05 x 64 / 128 = 0.025, not quick's 0.05: Custom.
+    TrainConfig same = TrainConfig::fromJson(
+        R"({"eval_samples": 512, "seed": 1, "model": "smallcnn", "batch": 16, "ranks": 4, "steps": 150,
+            "precision": "O2", "loss_scale": "dynamic", "data": "synthetic", "lr": 0.05, "eval_every": 50})",
+        "by hand");
+    same.out = m_tmp.filePath(QStringLiteral("mine.h5")).toStdString();
+    panel.setConfig(same);
+    QCOMPARE(panel.presetName(), QStringLiteral("quick"));
+    QCOMPARE(panel.config().out, same.out); // the run file given stays
+    same.lr = 0;
+    panel.setConfig(same);
+    QCOMPARE(panel.presetName(), QStringLiteral("custom"));
+    same.lr = 0.05f;
+    same.faults = {"grad-sum"};
+    panel.setConfig(same);
+    QCOMPARE(panel.presetName(), QStringLiteral("custom"));
+}
+
+// The run file field shows the file Start writes: the name is not made again at Start (a second later it
+// would differ), only when the file shown appeared meanwhile, and then the new name is shown first.
+void TestPanels::startWritesTheRunFileShown() {
+    RunPanel panel;
+    panel.setRunsDir(m_tmp.filePath(QStringLiteral("runs-shown")));
+    QVERIFY(panel.loadPreset(QStringLiteral("quick")));
+    auto* out = child<QLineEdit>(panel, "out");
+    const QString shown = out->text();
+    QVERIFY2(shown.startsWith(m_tmp.filePath(QStringLiteral("runs-shown/quick-"))), qPrintable(shown));
+    QSignalSpy startSpy(&panel, &RunPanel::startRequested);
+    QTest::qWait(1100); // generated names count seconds
+    QTest::mouseClick(child<QPushButton>(panel, "start"), Qt::LeftButton);
+    QCOMPARE(startSpy.count(), 1);
+    QCOMPARE(out->text(), shown);
+    QCOMPARE(QString::fromStdString(panel.config().out), shown);
+
+    QFile taken(shown); // another run took the name
+    QVERIFY(taken.open(QIODevice::WriteOnly));
+    taken.close();
+    QTest::mouseClick(child<QPushButton>(panel, "start"), Qt::LeftButton);
+    QCOMPARE(startSpy.count(), 2);
+    QVERIFY(out->text() != shown);
+    QCOMPARE(QString::fromStdString(panel.config().out), out->text());
+}
+
+// A narrow dock: the run file field shows the file name whole and the folders above it that fit, after an
+// ellipsis; the tooltip has the full path, and editing shows the text itself.
+void TestPanels::theRunFileIsReadableInANarrowForm() {
+    RunPanel panel;
+    const QString runs = m_tmp.filePath(QStringLiteral("a-folder-with-a-rather-long-name/and/another/runs"));
+    panel.setRunsDir(runs);
+    QVERIFY(panel.loadPreset(QStringLiteral("seed-story")));
+    panel.resize(460, 640);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    auto* out = child<PathEdit>(panel, "out");
+    const QString path = out->text();
+    const QString shown = out->shownText();
+    QVERIFY2(shown != path && shown.contains(QChar(0x2026)), qPrintable(shown));
+    QVERIFY2(shown.endsWith(QLatin1Char('/') + QFileInfo(path).fileName()), qPrintable(shown));
+    QVERIFY2(shown.startsWith(QStringLiteral("…/")) && path.endsWith(shown.mid(1)), qPrintable(shown));
+    QVERIFY2(shown.endsWith(QStringLiteral("/runs/") + QFileInfo(path).fileName()), qPrintable(shown));
+    QVERIFY2(out->fontMetrics().horizontalAdvance(shown) < out->width(),
+             qPrintable(QStringLiteral("%1 px in %2")
+                            .arg(out->fontMetrics().horizontalAdvance(shown))
+                            .arg(out->width())));
+    QVERIFY2(out->toolTip().startsWith(path + QStringLiteral("\n\n")), qPrintable(out->toolTip()));
+    const QFontMetrics fm = out->fontMetrics();
+    QCOMPARE(PathEdit::elidePath(path, fm, 100000), path); // what fits stays whole
+    const QString tail = QStringLiteral("…/runs/quick.h5");
+    QCOMPARE(PathEdit::elidePath(QStringLiteral("/home/me/runs/quick.h5"), fm, fm.horizontalAdvance(tail)),
+             tail);
+    const QString cut = PathEdit::elidePath(QStringLiteral("/home/me/runs/quick.h5"), fm, 40); // no room
+    QVERIFY2(cut.contains(QChar(0x2026)) && fm.horizontalAdvance(cut) <= 40, qPrintable(cut));
+    maybeGrab(&panel, "run-file-narrow");
+    panel.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&panel));
+    out->setFocus();
+    QTRY_VERIFY(out->hasFocus());
+    QCOMPARE(out->shownText(), path);
 }
 
 void TestPanels::invalidFieldsAreNamed() {

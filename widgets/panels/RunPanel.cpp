@@ -3,6 +3,7 @@
 
 #include "cluster/RankTable.h"
 #include "faults/FaultSpec.h"
+#include "panels/PathEdit.h"
 #include "panels/RunEstimate.h"
 #include "panels/RunSummaryView.h"
 #include "train/Dataset.h"
@@ -26,6 +27,9 @@
 #include <QSpinBox>
 #include <QStackedWidget>
 #include <QVBoxLayout>
+#include <algorithm>
+#include <iterator>
+#include <optional>
 
 namespace rs {
 
@@ -57,6 +61,36 @@ QStringList missingCifarFiles(const QDir& dir) {
             if (!dir.exists(QString::fromStdString(name)))
                 missing << QString::fromStdString(name);
     return missing;
+}
+
+// The built-in presets (":/presets/<name>.json"), in the combo's order.
+const QString kPresets[] = {QStringLiteral("seed"), QStringLiteral("quick"), QStringLiteral("seed-story")};
+
+bool isPreset(const QString& name) {
+    return std::find(std::begin(kPresets), std::end(kPresets), name) != std::end(kPresets);
+}
+
+// A built-in preset's config (no run file), or nothing for another name.
+std::optional<TrainConfig> presetConfig(const QString& name) {
+    if (!isPreset(name))
+        return std::nullopt;
+    const QString path = QStringLiteral(":/presets/%1.json").arg(name);
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return std::nullopt;
+    try {
+        TrainConfig c = TrainConfig::fromJson(file.readAll().toStdString(), path.toStdString());
+        c.out.clear();
+        return c;
+    } catch (const ConfigError&) {
+        return std::nullopt; // a built-in preset that does not parse is a build error; tst_panels catches it
+    }
+}
+
+// What is trained, as the run file records it (every config key, the learning rate as used) and the faults;
+// not where it goes (out) or how the cards are spread over processes (nodes).
+bool sameSettings(const TrainConfig& a, const TrainConfig& b) {
+    return a.toJson() == b.toJson() && a.faults == b.faults;
 }
 
 // Reads through QFile so a built-in table (":/ranktables/...") validates like a file on disk.
@@ -309,15 +343,18 @@ void RunPanel::buildOutputRows(QFormLayout* form) {
               "rank_id. Empty: one is generated for the emulated cards. A wrong table (duplicate rank_id "
               "or device_id, a missing rank) is one of the causes RankSight names."));
 
-    m_out = new QLineEdit;
+    m_out = new PathEdit;
     m_out->setObjectName(QStringLiteral("out"));
     auto* outBrowse = new QPushButton(tr("Browse…"));
     connect(outBrowse, &QPushButton::clicked, this, &RunPanel::browseOut);
     m_outRow = withButton(m_out, outBrowse);
-    addRow(form, tr("R&un file"), m_outRow,
-           tr("The HDF5 file the telemetry goes to, flushed every step so it can be watched live (also "
-              "when ranksight-cli writes it) and replayed later. Generated names: "
-              "<runs folder>/<preset>-<date>-<time>.h5. Runs are never overwritten."));
+    const QString tip =
+        tr("The HDF5 file the telemetry goes to, flushed every step so it can be watched live "
+           "(also when ranksight-cli writes it) and replayed later; Start writes exactly this "
+           "file. Generated names: <runs folder>/<preset>-<date>-<time>.h5, made when the "
+           "preset, the runs folder or the last run changes. Runs are never overwritten.");
+    addRow(form, tr("R&un file"), m_outRow, tip);
+    m_out->setExplanation(tip); // its own tooltip starts with the full path
 }
 
 void RunPanel::connectEdits() {
@@ -388,26 +425,17 @@ void RunPanel::applyConfig(const TrainConfig& c) {
 void RunPanel::setConfig(const TrainConfig& config) {
     m_base = config;
     applyConfig(config);
-    setPresetCombo(QStringLiteral("custom"));
+    setPresetCombo(matchingPreset(config));
     if (m_outAuto)
         regenerateOut();
     revalidate();
 }
 
 bool RunPanel::loadPreset(const QString& name) {
-    if (name != QLatin1String("seed") && name != QLatin1String("quick") &&
-        name != QLatin1String("seed-story"))
+    std::optional<TrainConfig> preset = presetConfig(name);
+    if (!preset)
         return false;
-    const QString path = QStringLiteral(":/presets/%1.json").arg(name);
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
-        return false;
-    try {
-        m_base = TrainConfig::fromJson(file.readAll().toStdString(), path.toStdString());
-    } catch (const ConfigError&) {
-        return false; // a built-in preset that does not parse is a build error; tst_panels catches it
-    }
-    m_base.out.clear();
+    m_base = std::move(*preset);
     const bool outAuto = m_outAuto;
     applyConfig(m_base);
     m_outAuto = outAuto; // a preset has no run file: keep the user's, or go on generating
@@ -416,6 +444,14 @@ bool RunPanel::loadPreset(const QString& name) {
         regenerateOut();
     revalidate();
     return true;
+}
+
+QString RunPanel::matchingPreset(const TrainConfig& config) {
+    for (const QString& name : kPresets)
+        if (const std::optional<TrainConfig> preset = presetConfig(name);
+            preset && sameSettings(*preset, config))
+            return name;
+    return QStringLiteral("custom");
 }
 
 QString RunPanel::presetName() const {
@@ -444,8 +480,8 @@ void RunPanel::onFieldEdited() {
 }
 
 void RunPanel::setRunsDir(const QString& dir) {
-    m_runsDir = dir;
-    QDir().mkpath(dir);
+    m_runsDir = QDir(dir).absolutePath(); // the run file field shows the path Start uses, in full
+    QDir().mkpath(m_runsDir);
     if (m_outAuto)
         regenerateOut();
     revalidate();
@@ -621,8 +657,10 @@ void RunPanel::setRunning(bool running) {
 void RunPanel::onStartClicked() {
     if (m_running)
         return;
-    if (m_outAuto)
-        regenerateOut(); // the name says when the run started, not when the form was filled
+    // Start writes the file the form shows. A generated name is made anew only when that file appeared in
+    // the meantime (another run in the same second), and shown before the run starts.
+    if (m_outAuto && QFileInfo::exists(m_out->text()))
+        regenerateOut();
     revalidate();
     if (errorText().isEmpty())
         emit startRequested();

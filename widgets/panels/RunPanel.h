@@ -22,6 +22,7 @@ class QStackedWidget;
 
 namespace rs {
 
+class PathEdit;
 class RunSummaryView;
 struct RunMeta;
 
@@ -33,13 +34,16 @@ public:
     // The config the form describes, or false and a message naming the field at fault.
     bool buildConfig(TrainConfig* out, QString* error) const;
     TrainConfig config() const; // throws ConfigError with buildConfig's message
-    // Shows a config (the combo says Custom); out empty: the run file name is generated.
+    // Shows a config; the combo names the preset whose settings it has (the file it came from does not
+    // matter), else Custom. out empty: the run file name is generated.
     void setConfig(const TrainConfig& config);
     // "seed" or "quick", from the built-in presets; false (and nothing changes) for another name.
     bool loadPreset(const QString& name);
     QString presetName() const; // "seed", "quick" or "custom"
 
-    // Where generated run file names go: <runsDir>/<preset>-<yyyyMMdd-HHmmss>.h5. Created if missing.
+    // Where generated run file names go: <runsDir>/<preset>-<yyyyMMdd-HHmmss>.h5. Created if missing; kept
+    // as an absolute path. The name is made when the preset, the runs folder or the last run changes, and the
+    // field shows it: Start writes that file (a new name only if the file appeared meanwhile).
     void setRunsDir(const QString& dir);
     QString runsDir() const { return m_runsDir; }
 
@@ -90,6 +94,7 @@ private:
     void browseRankTable();
     void browseOut();
     void setPresetCombo(const QString& name);
+    static QString matchingPreset(const TrainConfig& config); // a preset's name, or "custom"
     void regenerateOut();
     QString autoOutPath() const;
 
@@ -121,7 +126,7 @@ private:
     QLineEdit* m_seed = nullptr;
     QLineEdit* m_faults = nullptr; // fault-lab specs, space or comma separated
     QLineEdit* m_rankTable = nullptr;
-    QLineEdit* m_out = nullptr;
+    PathEdit* m_out = nullptr;
     QWidget *m_lengthRow = nullptr, *m_lossRow = nullptr, *m_dataRow = nullptr, *m_rankTableRow = nullptr,
             *m_outRow = nullptr;
     QLabel* m_error = nullptr;
