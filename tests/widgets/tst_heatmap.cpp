@@ -1,7 +1,9 @@
 // The heatmaps over a real run file, offscreen: a 5-rank run written with RunWriter in which rank 2 diverges
 // (another synced fingerprint and norm on one parameter, a negated sketch, other weights from step 20 on,
 // one sample id shared with rank 0) is opened with RunModel::open; the RankHeatmap's matrix is checked
-// for every metric, all parameters and one, and the ParamRankHeatmap's norm ratios, tooltip and click.
+// for every metric, all parameters and one, and the ParamRankHeatmap's norm ratios, tooltip and click; both
+// say in a legend entry what their grey cells mean.
+#include "charts/ChartPalette.h"
 #include "charts/ParamRankHeatmap.h"
 #include "charts/RankHeatmap.h"
 #include "core/RunFileFixtures.h"
@@ -99,6 +101,35 @@ void checkOddRank(const view::Matrix& m, double odd, double same, double diagona
                 near(m.at(i, j), want),
                 qPrintable(QString("cell (%1,%2) = %3, want %4").arg(i).arg(j).arg(m.at(i, j)).arg(want)));
         }
+}
+
+// The legend entry of the grey cells, or null.
+QCPPlottableLegendItem* greyEntry(QCustomPlot* plot) {
+    for (int i = 0; i < plot->legend->itemCount(); ++i)
+        if (auto* item = qobject_cast<QCPPlottableLegendItem*>(plot->legend->item(i)))
+            if (item->plottable()->name().startsWith("grey"))
+                return item;
+    return nullptr;
+}
+
+// The entry is drawn inside the chart, with the color maps' grey as its swatch, and names its full text in
+// a tooltip.
+void checkGreyEntry(ChartBase& chart, const QString& full) {
+    chart.plot()->replot();
+    QCPPlottableLegendItem* entry = greyEntry(chart.plot());
+    QVERIFY(entry);
+    QVERIFY(chart.plot()->legend->visible());
+    QVERIFY2(chart.plot()->viewport().contains(entry->outerRect()),
+             qPrintable(QString("entry at %1,%2 %3x%4")
+                            .arg(entry->outerRect().x())
+                            .arg(entry->outerRect().y())
+                            .arg(entry->outerRect().width())
+                            .arg(entry->outerRect().height())));
+    auto* swatch = qobject_cast<QCPGraph*>(entry->plottable());
+    QVERIFY(swatch);
+    QCOMPARE(swatch->scatterStyle().brush().color(), palette::nanColor());
+    QCOMPARE(swatch->dataCount(), 0);
+    QCOMPARE(chart.toolTipAt(QPointF(entry->outerRect().center())), full);
 }
 
 } // namespace
@@ -275,6 +306,72 @@ private slots:
         QCOMPARE(clicked.first().first().toInt(), 1);
         QTest::mouseClick(heat.plot(), Qt::LeftButton, {}, QPoint(2, 2)); // outside the cells
         QCOMPARE(clicked.count(), 1);
+    }
+
+    // Grey cells (no value the color scale can place) have a legend entry saying what grey means there: in
+    // the layers x ranks map a missing ratio, in the rank x rank map each metric's own reason. No cells, no
+    // entry.
+    void greyCellsAreExplained() {
+        RunModel model;
+        StepCursor cursor;
+        ParamRankHeatmap params(&model, &cursor);
+        RankHeatmap ranks(&model, &cursor);
+        for (QWidget* w : {static_cast<QWidget*>(&params), static_cast<QWidget*>(&ranks)}) {
+            w->resize(600, 500);
+            w->show();
+            QVERIFY(QTest::qWaitForWindowExposed(w));
+        }
+        params.refreshNow();
+        ranks.refreshNow();
+        QCOMPARE(params.greyLegendText(), QString());
+        QVERIFY(!greyEntry(params.plot()));
+        QCOMPARE(ranks.greyLegendText(), QString());
+
+        model.open(m_path);
+        QTRY_COMPARE_WITH_TIMEOUT(model.stepCount(), int64_t(kSteps), kTimeoutMs);
+        cursor.setStep(12);
+        QTRY_COMPARE_WITH_TIMEOUT(params.shownStep(), int64_t(12), kTimeoutMs);
+        QTRY_COMPARE_WITH_TIMEOUT(ranks.shownStep(), int64_t(12), kTimeoutMs);
+
+        // The third parameter's norms are all 0 (median 0): its row is grey, and the legend says why.
+        for (int r = 0; r < R; ++r)
+            QVERIFY(std::isnan(params.colorMap()->data()->cell(r, 2)));
+        QCOMPARE(params.colorMap()->gradient().nanColor(), palette::nanColor());
+        const QString paramText = params.greyLegendText();
+        QVERIFY2(paramText.startsWith("grey: no ratio") && paramText.contains("median 0") &&
+                     paramText.contains("not recorded"),
+                 qPrintable(paramText));
+        checkGreyEntry(params, paramText);
+
+        const QList<QPair<RankMetric, QString>> reasons = {
+            {RankMetric::SyncedMismatch, "synced gradients not recorded on both ranks"},
+            {RankMetric::SyncedNormDiff, "synced norms not recorded"},
+            {RankMetric::SketchCosine, "sketch not recorded, zero or not finite"},
+            {RankMetric::WeightMismatch, "no weight fingerprints"},
+            {RankMetric::ShardOverlap, "no sample ids"}};
+        for (const auto& [metric, reason] : reasons) {
+            ranks.setMetric(metric);
+            ranks.refreshNow();
+            QVERIFY2(ranks.greyLegendText().startsWith("grey: ") && ranks.greyLegendText().contains(reason),
+                     qPrintable(ranks.greyLegendText()));
+            checkGreyEntry(ranks, ranks.greyLegendText());
+            QCOMPARE(ranks.colorMap()->gradient().nanColor(), palette::nanColor());
+        }
+
+        // In a narrow dock the entry is shortened to the chart's width; its tooltip keeps the whole text.
+        params.resize(params.minimumSizeHint().width(), params.height());
+        params.refreshNow();
+        params.plot()->replot();
+        QCPPlottableLegendItem* entry = greyEntry(params.plot());
+        QVERIFY(entry);
+        QVERIFY2(entry->plottable()->name().endsWith(QChar(0x2026)), qPrintable(entry->plottable()->name()));
+        QVERIFY(entry->outerRect().right() <= params.plot()->width());
+        QCOMPARE(params.toolTipAt(QPointF(entry->outerRect().center())), paramText);
+
+        model.close();
+        params.refreshNow();
+        QCOMPARE(params.greyLegendText(), QString());
+        QVERIFY(!greyEntry(params.plot()));
     }
 
     void emptyModelShowsNothing() {

@@ -2,6 +2,7 @@
 #include "charts/ParamRankHeatmap.h"
 
 #include "charts/ChartPalette.h"
+#include "charts/GreyCellLegend.h"
 #include "model/RunModel.h"
 #include "model/StepDetail.h"
 
@@ -13,6 +14,11 @@ namespace rs {
 namespace {
 
 constexpr double kMaxLog2 = 10;
+
+// A cell has a color when its ratio is finite and above 0 (the scale is log2): the rest is grey.
+bool hasColor(double ratio) {
+    return std::isfinite(ratio) && ratio > 0;
+}
 
 // The color scale runs over log2(ratio); its labels say the ratio itself: 1/4, 1/2, 1, 2, 4.
 class RatioTicker : public QCPAxisTickerFixed {
@@ -51,7 +57,17 @@ ParamRankHeatmap::ParamRankHeatmap(RunModel* model, StepCursor* cursor, QWidget*
     QFont small = font();
     small.setPointSizeF(small.pointSizeF() * 0.85);
     p->yAxis->setTickLabelFont(small);
+    placeLegendBelow();
+    m_grey = std::make_unique<GreyCellLegend>(p);
+    m_grey->setText(tr("grey: no ratio (norm 0, not finite or not recorded; or median 0)"));
+    m_grey->setShown(false); // until there are cells
     connect(model, &RunModel::runReset, this, [this] { m_ratio = {}; });
+}
+
+ParamRankHeatmap::~ParamRankHeatmap() = default;
+
+QString ParamRankHeatmap::greyLegendText() const {
+    return m_grey->isShown() ? m_grey->text() : QString();
 }
 
 void ParamRankHeatmap::clear() {
@@ -59,6 +75,8 @@ void ParamRankHeatmap::clear() {
     fillColorMap(m_map, 0, 0, QCPRange(), QCPRange(), {});
     drawCellGrid(0, 0, false);
     updateParamTicks(0);
+    m_grey->setShown(false);
+    fitLegendColumns();
 }
 
 void ParamRankHeatmap::draw(const StepDetail& detail) {
@@ -68,11 +86,11 @@ void ParamRankHeatmap::draw(const StepDetail& detail) {
     // wash out the rest).
     double extent = 1;
     for (double v : m_ratio.v)
-        if (std::isfinite(v) && v > 0)
+        if (hasColor(v))
             extent = std::max(extent, std::min(kMaxLog2, std::ceil(std::abs(std::log2(v)))));
     fillColorMap(m_map, R, P, QCPRange(0, R - 1), QCPRange(0, P - 1), [this](int rank, int param) {
         const double v = m_ratio.at(param, rank);
-        return std::isfinite(v) && v > 0 ? std::log2(v) : std::nan("");
+        return hasColor(v) ? std::log2(v) : std::nan("");
     });
     m_map->setDataRange(QCPRange(-extent, extent));
     plot()->xAxis->setRange(-0.5, R - 0.5);
@@ -80,6 +98,9 @@ void ParamRankHeatmap::draw(const StepDetail& detail) {
     updateParamTicks(P);
     fitIntegerTicks(plot()->xAxis, R);
     drawCellGrid(R, P, P <= 40);
+    m_grey->setShown(true);
+    m_grey->fit();
+    fitLegendColumns();
     setCaption(tr("step %1 · %2 parameters x %3 ranks").arg(detail.step).arg(P).arg(R));
 }
 
@@ -114,7 +135,7 @@ bool ParamRankHeatmap::cellAt(const QPointF& pos, int* param, int* rank) const {
 QString ParamRankHeatmap::toolTipAt(const QPointF& pos) const {
     int p = 0, r = 0;
     if (!cellAt(pos, &p, &r))
-        return {};
+        return m_grey->toolTipAt(pos);
     const auto& names = model()->meta().params;
     const QString name =
         p < int(names.size()) ? QString::fromStdString(names[size_t(p)].name) : QString::number(p);
@@ -123,10 +144,15 @@ QString ParamRankHeatmap::toolTipAt(const QPointF& pos) const {
     if (detail() && size_t(r) < detail()->record.ranks.size() &&
         size_t(p) < detail()->record.ranks[size_t(r)].localNorm.size())
         norm = detail()->record.ranks[size_t(r)].localNorm[size_t(p)];
+    QString ratioText = QString::number(ratio, 'g', 4);
+    if (std::isnan(ratio))
+        ratioText = tr("n/a (median 0, or the norm not recorded or NaN)");
+    else if (!hasColor(ratio))
+        ratioText += tr(" (grey: %1)").arg(ratio == 0 ? tr("a zero norm") : tr("an infinite norm"));
     return tr("%1\nrank %2\nnorm / median: %3\nlocal gradient norm: %4")
         .arg(name)
         .arg(r)
-        .arg(std::isfinite(ratio) ? QString::number(ratio, 'g', 4) : tr("n/a (median 0 or not recorded)"))
+        .arg(ratioText)
         .arg(QString::number(norm, 'g', 6));
 }
 

@@ -1,21 +1,27 @@
 // "Local gradient norm / cross-rank median": a parameter x rank map of each rank's local gradient norm
 // divided by the median over the ranks, at the cursor step, on a log2 diverging scale (blue below 1, white
 // at 1, red above). One odd rank lights up as a column, one odd layer as a row; clicking a cell asks the
-// window to show that parameter in the rank × rank heatmap (paramClicked).
+// window to show that parameter in the rank × rank heatmap (paramClicked). A cell without a ratio to color
+// (a norm of 0, not finite or not recorded, or a median of 0) is grey, as the legend below the map says.
 #pragma once
 
 #include "charts/DetailChart.h"
 #include "view/RankMatrix.h"
+
+#include <memory>
 
 class QCPColorMap;
 class QCPColorScale;
 
 namespace rs {
 
+class GreyCellLegend;
+
 class ParamRankHeatmap : public DetailChart {
     Q_OBJECT
 public:
     ParamRankHeatmap(RunModel* model, StepCursor* cursor, QWidget* parent = nullptr);
+    ~ParamRankHeatmap() override;
 
     const view::Matrix& ratios() const { return m_ratio; } // P x R at shownStep(); empty before
     QCPColorMap* colorMap() const { return m_map; }
@@ -24,6 +30,7 @@ public:
     bool cellAt(const QPointF& pos, int* param, int* rank) const;
     QString toolTipAt(const QPointF& pos) const override;
     int labelledParamCount() const; // y tick labels shown (names are thinned to what fits)
+    QString greyLegendText() const; // what grey cells mean, in full, as the legend says; "" while hidden
 
 signals:
     void paramClicked(int param);
@@ -39,6 +46,7 @@ private:
     QCPColorMap* m_map = nullptr;
     QCPColorScale* m_scale = nullptr;
     view::Matrix m_ratio;
+    std::unique_ptr<GreyCellLegend> m_grey;
 };
 
 } // namespace rs

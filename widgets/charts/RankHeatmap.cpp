@@ -2,6 +2,7 @@
 #include "charts/RankHeatmap.h"
 
 #include "charts/ChartPalette.h"
+#include "charts/GreyCellLegend.h"
 #include "model/RunModel.h"
 #include "model/StepDetail.h"
 
@@ -54,6 +55,23 @@ QString scaleLabel(RankMetric m) {
     return {};
 }
 
+// Why a cell is grey (NaN in view::rankMatrix), per metric.
+QString greyReason(RankMetric m) {
+    switch (m) {
+    case RankMetric::SyncedMismatch:
+        return QObject::tr("synced gradients not recorded on both ranks");
+    case RankMetric::SyncedNormDiff:
+        return QObject::tr("synced norms not recorded, or NaN on both ranks");
+    case RankMetric::SketchCosine:
+        return QObject::tr("a sketch not recorded, zero or not finite");
+    case RankMetric::WeightMismatch:
+        return QObject::tr("no weight fingerprints of both ranks (yet)");
+    case RankMetric::ShardOverlap:
+        return QObject::tr("a rank recorded no sample ids this step");
+    }
+    return {};
+}
+
 bool isCount(RankMetric m) {
     return m == RankMetric::SyncedMismatch || m == RankMetric::WeightMismatch;
 }
@@ -88,7 +106,16 @@ RankHeatmap::RankHeatmap(RunModel* model, StepCursor* cursor, QWidget* parent)
     p->yAxis->setRangeReversed(true); // rank 0 top left, as matrices are read
     p->xAxis->setTicker(integerTicker());
     p->yAxis->setTicker(integerTicker());
+    placeLegendBelow();
+    m_grey = std::make_unique<GreyCellLegend>(p);
+    m_grey->setShown(false); // until there are cells
     applyMetricStyle();
+}
+
+RankHeatmap::~RankHeatmap() = default;
+
+QString RankHeatmap::greyLegendText() const {
+    return m_grey->isShown() ? m_grey->text() : QString();
 }
 
 void RankHeatmap::setMetric(RankMetric metric) {
@@ -131,6 +158,7 @@ void RankHeatmap::applyMetricStyle() {
     m_map->setGradient(m_metric == RankMetric::SketchCosine ? palette::divergingGradient()
                                                             : palette::sequentialGradient());
     m_scale->axis()->setLabel(scaleLabel(m_metric));
+    m_grey->setText(tr("grey: %1").arg(greyReason(m_metric)));
     // Counts are whole numbers of parameters: no 0.2 ticks.
     if (isCount(m_metric))
         m_scale->axis()->setTicker(integerTicker());
@@ -143,6 +171,8 @@ void RankHeatmap::clear() {
     fillColorMap(m_map, 0, 0, QCPRange(), QCPRange(), {});
     drawCellGrid(0, 0, false);
     drawCellTexts();
+    m_grey->setShown(false);
+    fitLegendColumns();
 }
 
 void RankHeatmap::draw(const StepDetail& detail) {
@@ -174,6 +204,9 @@ void RankHeatmap::draw(const StepDetail& detail) {
     fitIntegerTicks(plot()->yAxis, R);
     drawCellGrid(R, R, true);
     drawCellTexts();
+    m_grey->setShown(true);
+    m_grey->fit();
+    fitLegendColumns();
 
     QString what = metricLabel(m_metric);
     if (m_param >= 0 && m_param < int(meta.params.size()))
@@ -229,13 +262,13 @@ bool RankHeatmap::cellAt(const QPointF& pos, int* row, int* col) const {
 QString RankHeatmap::toolTipAt(const QPointF& pos) const {
     int i = 0, j = 0;
     if (!cellAt(pos, &i, &j))
-        return {};
+        return m_grey->toolTipAt(pos);
     const double v = m_matrix.at(i, j);
     return tr("rank %1 vs rank %2\n%3: %4")
         .arg(i)
         .arg(j)
         .arg(scaleLabel(m_metric))
-        .arg(std::isfinite(v) ? QString::number(v, 'g', 6) : tr("not recorded"));
+        .arg(std::isfinite(v) ? QString::number(v, 'g', 6) : tr("none (%1)").arg(greyReason(m_metric)));
 }
 
 } // namespace rs
