@@ -626,15 +626,30 @@ bool MainWindow::exportReport(const QString& dir, QString* error) {
 }
 
 void MainWindow::exportReportDialog() {
-    const QString base = QFileDialog::getExistingDirectory(
-        this, tr("Choose where the bug report folder goes"),
-        QSettings().value(QStringLiteral("lastReportDir"), QDir::homePath()).toString());
-    if (base.isEmpty())
+    // One dialog that names the report's new folder, suggested as <run>-report in the folder used last (a
+    // folder picker wanted the folder chosen, then Choose clicked twice).
+    const QString base = QSettings().value(QStringLiteral("lastReportDir"), QDir::homePath()).toString();
+    QString suggested = QDir(base).filePath(m_model->runName() + QStringLiteral("-report"));
+    for (int i = 2; QFileInfo::exists(suggested); ++i)
+        suggested = QDir(base).filePath(QStringLiteral("%1-report-%2").arg(m_model->runName()).arg(i));
+    QFileDialog dialog(this, tr("New folder for the bug report"), base);
+    dialog.setAcceptMode(QFileDialog::AcceptSave);
+    dialog.setFileMode(QFileDialog::AnyFile);
+    dialog.setOption(QFileDialog::DontConfirmOverwrite); // an existing name is refused below, not replaced
+    dialog.setLabelText(QFileDialog::FileName, tr("Folder name:"));
+    dialog.setLabelText(QFileDialog::Accept, tr("Write Report"));
+    dialog.selectFile(suggested);
+    if (dialog.exec() != QDialog::Accepted || dialog.selectedFiles().isEmpty())
         return;
-    QSettings().setValue(QStringLiteral("lastReportDir"), base);
-    QString dir = QDir(base).filePath(m_model->runName() + QStringLiteral("-report"));
-    for (int i = 2; QFileInfo::exists(dir); ++i) // never write into an existing folder
-        dir = QDir(base).filePath(QStringLiteral("%1-report-%2").arg(m_model->runName()).arg(i));
+    const QString dir = dialog.selectedFiles().constFirst();
+    QSettings().setValue(QStringLiteral("lastReportDir"), QFileInfo(dir).absolutePath());
+    if (QFileInfo::exists(dir)) { // a report goes into a folder of its own: never into or over another
+        showError(tr("The bug report was not written"),
+                  tr("%1 already exists. A report is written into a new folder: choose a name that is not "
+                     "taken.")
+                      .arg(QDir::toNativeSeparators(dir)));
+        return;
+    }
     QString error;
     if (!exportReport(dir, &error))
         showError(tr("The bug report could not be written"), error);

@@ -20,16 +20,21 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileDialog>
+#include <QLineEdit>
 #include <QMessageBox>
 #include <QMimeData>
 #include <QProcess>
 #include <QPushButton>
 #include <QRandomGenerator>
 #include <QScopeGuard>
+#include <QSettings>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QtTest>
 #include <csignal>
+#include <functional>
 #include <qcustomplot.h>
 #include <set>
 
@@ -67,6 +72,35 @@ QString firstRunWithSteps(const QString& runsDir, int64_t steps) {
     } catch (const std::exception&) {
         return {};
     }
+}
+
+// Once a file dialog is up (the bug report's, inside its exec()), hands it to answer, which accepts or
+// rejects it.
+void answerReportDialog(const std::function<void(QFileDialog*)>& answer) {
+    auto* poll = new QTimer;
+    QObject::connect(poll, &QTimer::timeout, poll, [poll, answer] {
+        auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
+        if (!dialog || !dialog->isVisible())
+            return;
+        poll->stop();
+        poll->deleteLater();
+        answer(dialog);
+    });
+    poll->start(20);
+}
+
+// What a user types into the dialog's name field (a name, or a path).
+void type(QFileDialog* dialog, const QString& text) {
+    auto* name = dialog->findChild<QLineEdit*>(QStringLiteral("fileNameEdit"));
+    QVERIFY(name);
+    name->setText(text);
+}
+
+QAction* actionNamed(QWidget& w, const QString& text) {
+    for (QAction* a : w.findChildren<QAction*>())
+        if (a->text() == text)
+            return a;
+    return nullptr;
 }
 
 } // namespace
@@ -374,6 +408,59 @@ private slots:
         QCOMPARE(reopen(QDir(out).filePath("slice.h5"))->stepCount(), int64_t(30)); // no anomaly: whole run
         QVERIFY(!w.exportReport(out, &error)); // never into an existing folder
         QVERIFY(error.contains("report"));
+    }
+
+    // File > Export Bug Report asks once, for the new folder itself: <run>-report in the folder used last,
+    // which is remembered. A name that exists is refused (a report goes into a new folder), nothing written.
+    void bugReportDialogAsksForTheNewFolder() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("asked.h5");
+        writeRun(path, makeMeta(2, 3, 4, 4), 10);
+        QSettings().setValue("lastReportDir", dir.path());
+        MainWindow w;
+        w.show();
+        w.openRun(path);
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->hasRun() && !w.model()->isLoading(), 10000);
+        QAction* exportReport = actionNamed(w, "Export &Bug Report…");
+        QVERIFY(exportReport && exportReport->isEnabled());
+
+        QString suggested, shownDir;
+        QDir(dir.path()).mkdir("elsewhere");
+        const QString chosen = dir.filePath("elsewhere/for-the-ticket");
+        answerReportDialog([&](QFileDialog* d) {
+            suggested = d->selectedFiles().value(0);
+            shownDir = d->directory().absolutePath();
+            type(d, chosen);
+            static_cast<QDialog*>(d)->accept(); // QFileDialog::accept, as the Write Report button
+        });
+        exportReport->trigger();
+        QCOMPARE(suggested, dir.filePath("asked-report"));
+        QCOMPARE(shownDir, QDir(dir.path()).absolutePath());
+        QVERIFY2(QFileInfo(QDir(chosen).filePath("report.md")).size() > 0, qPrintable(w.lastError()));
+        QCOMPARE(QSettings().value("lastReportDir").toString(), dir.filePath("elsewhere"));
+
+        // A taken name: said so, and the file there is left as it was.
+        QFile taken(dir.filePath("elsewhere/taken"));
+        QVERIFY(taken.open(QIODevice::WriteOnly));
+        taken.write("mine");
+        taken.close();
+        answerReportDialog([&](QFileDialog* d) {
+            suggested = d->selectedFiles().value(0);
+            type(d, taken.fileName());
+            static_cast<QDialog*>(d)->accept(); // QFileDialog::accept, as the Write Report button
+        });
+        exportReport->trigger();
+        QCOMPARE(suggested, dir.filePath("elsewhere/asked-report"));
+        QVERIFY2(w.lastError().contains("already exists") && w.lastError().contains("new folder"),
+                 qPrintable(w.lastError()));
+        QCOMPARE(taken.size(), qint64(4));
+        w.errorBox()->accept();
+
+        answerReportDialog([](QFileDialog* d) { d->reject(); }); // Cancel: nothing
+        const QString before = w.lastError();
+        exportReport->trigger();
+        QCOMPARE(w.lastError(), before);
+        QVERIFY(!QFileInfo::exists(dir.filePath("elsewhere/asked-report")));
     }
 
     void dropOpensTheFile() {
