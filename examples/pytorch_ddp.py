@@ -14,6 +14,7 @@ all-reduced gradient flipped on the last rank at step 8 (silent data corruption 
 
 import argparse
 import os
+import shlex
 import socket
 import sys
 import time
@@ -149,6 +150,12 @@ def main():
     ap.add_argument("--no-sample-ids", action="store_true", help="do not give the recorder the sample ids")
     args = ap.parse_args()
     mp.spawn(worker, args=(args, free_port()), nprocs=args.ranks, join=True)
+    # The ranks wrote the file and said nothing (a rank's print would come N times): one line saying what is
+    # there and how to look at it.
+    mistake = "" if args.mistake == "none" else ", mistake %s" % args.mistake
+    shown = shlex.quote(args.out)
+    print("wrote %s: %d steps, %d ranks (gloo%s); open it with ranksight %s or ranksight-cli diagnose %s"
+          % (args.out, args.steps, args.ranks, mistake, shown, shown), flush=True)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ makes, or nothing for the clean job. Run from ctest (py_ddp) with RANKSIGHT_CLI 
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -37,6 +38,11 @@ class DdpRecorderTest(unittest.TestCase):
                             "--ranks", "4", "--steps", str(steps), "--mistake", mistake, *extra],
                            capture_output=True, text=True, timeout=300, env=env)
         self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        # One line when it is done (not one per rank): what it wrote and how to open it.
+        how = "" if mistake == "none" else ", mistake " + mistake
+        self.assertEqual(p.stdout.splitlines(), [
+            "wrote %s: %d steps, 4 ranks (gloo%s); open it with ranksight %s or ranksight-cli diagnose %s"
+            % (out, steps, how, shlex.quote(out), shlex.quote(out))])
         return out
 
     def cli(self, *args):
