@@ -362,6 +362,8 @@ void TestNotRecorded::lossScalePerRank() {
     QVERIFY(rank1->name().startsWith("rank 1 (differs from the others at 30 step(s))"));
     QVERIFY(legendHas(chart.plot(), rank1->name()));
     QCOMPARE(rank1->data()->at(kSteps - 1)->value, std::ldexp(1.0, 24));
+    QVERIFY(std::isnan(
+        rank1->data()->at(0)->value)); // drawn only where it differs; the common line shows the rest
     // Both levels fit the axis.
     const QCPRange y = chart.scaleRect()->axis(QCPAxis::atLeft)->range();
     QVERIFY(y.lower <= std::ldexp(1.0, 14) && y.upper >= std::ldexp(1.0, 24));

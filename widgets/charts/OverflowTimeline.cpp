@@ -337,33 +337,40 @@ void OverflowTimeline::rebuild() {
     fitLegendColumns();
 }
 
-// A line for each rank whose loss scale differs from the others' somewhere in the run, named in the legend.
+// A line for each rank whose loss scale differs from the others' somewhere in the run, drawn only where it
+// differs (the common line shows the rest), named in the legend.
 void OverflowTimeline::rebuildRankScales(const View& v) {
     const std::vector<int> standouts =
         model()->recorded(StepColumn::LossScale) ? m_lines.standoutRanks() : std::vector<int>{};
-    const bool renamed = standouts != m_standouts;
+    const bool changed = standouts != m_standouts;
     m_standouts = standouts;
     m_scale->setName(m_standouts.empty() ? tr("loss scale (all ranks)") : tr("loss scale (most ranks)"));
     const auto& steps = model()->stepNumbers();
-    const int R = model()->worldSize();
+    std::vector<float> differing;
     for (size_t i = 0; i < m_rankScales.size(); ++i) {
         QCPGraph* g = m_rankScales[i];
         if (i >= m_standouts.size()) {
             g->data()->clear();
-            if (renamed)
+            if (changed)
                 g->removeFromLegend();
             continue;
         }
         const int rank = m_standouts[i];
-        const view::XY xy = view::minMaxDecimate(steps, model()->column(StepColumn::LossScale), v.begin,
-                                                 v.end, v.buckets, R, rank);
+        differing.assign(m_lines.common.size(), std::nanf(""));
+        for (size_t row = 0; row < differing.size(); ++row)
+            if (const float s = model()->value(StepColumn::LossScale, int64_t(row), rank);
+                s != m_lines.common[row])
+                differing[row] = s;
+        const view::XY xy = view::minMaxDecimate(steps, differing, v.begin, v.end, v.buckets);
         g->setData(QVector<double>(xy.x.begin(), xy.x.end()), QVector<double>(xy.y.begin(), xy.y.end()),
                    true);
-        if (renamed) {
-            g->setPen(QPen(palette::rankColor(rank), 2.0, Qt::DashLine));
-            g->setName(tr("rank %1 (differs from the others at %2 step(s))")
-                           .arg(rank)
-                           .arg(m_lines.rankDiffers[size_t(rank)]));
+        g->setName(tr("rank %1 (differs from the others at %2 step(s))")
+                       .arg(rank)
+                       .arg(m_lines.rankDiffers[size_t(rank)]));
+        if (changed) {
+            const QColor color = palette::rankColor(rank);
+            g->setPen(QPen(color, 2.0));
+            g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, color, 4)); // lone steps show
             g->addToLegend();
         }
     }
