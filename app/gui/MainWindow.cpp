@@ -22,7 +22,9 @@
 #include "panels/RunEstimate.h"
 #include "panels/RunPanel.h"
 #include "report/ReportExporter.h"
+#include "store/RunSource.h"
 #include "train/TrainConfig.h"
+#include "view/EvidenceView.h"
 
 #include <QApplication>
 #include <QCloseEvent>
@@ -352,9 +354,12 @@ void MainWindow::saveLayout() {
 void MainWindow::updateTitle() {
     QString title = QStringLiteral("RankSight");
     if (!m_model->path().isEmpty()) {
-        title = QStringLiteral("%1 — RankSight").arg(QFileInfo(m_model->path()).fileName());
+        title = QFileInfo(m_model->path()).fileName();
+        if (m_model->hasRun())
+            title += QStringLiteral(" — ") + QString::fromStdString(describeRun(m_model->meta()));
         if (m_model->hasRun() && m_model->isLive())
             title += tr(" [live]");
+        title += QStringLiteral(" — RankSight");
     }
     setWindowTitle(title);
 }
@@ -371,10 +376,9 @@ void MainWindow::updateStatus() {
     else if (m_model->isLive())
         state = tr("Watching a run that is being written: %1 steps").arg(m_model->stepCount());
     else
-        state = tr("%1 steps, %2 ranks, %3 — %4")
+        state = tr("%1 steps of %2 — %3")
                     .arg(m_model->stepCount())
-                    .arg(m_model->worldSize())
-                    .arg(QString::fromStdString(m_model->meta().model), m_model->stopReason());
+                    .arg(QString::fromStdString(describeRun(m_model->meta())), m_model->stopReason());
     m_stateLabel->setText(state);
     m_stepLabel->setText(m_model->hasRun() ? tr("step %1").arg(m_cursor->step()) : QString());
 }
@@ -586,23 +590,10 @@ void MainWindow::exportChartDialog(ChartWidget* chart) {
 // A finding's evidence on screen: the cursor at its first step (FindingsPanel did that), the heatmap on the
 // metric that shows this cause and on its parameter, its ranks selected in the cards panel.
 void MainWindow::showFinding(const Finding& f) {
-    using view::RankMetric;
-    const std::string& c = f.cause;
-    if (c == "init-mismatch")
-        m_rankHeatmap->setMetric(RankMetric::WeightMismatch);
-    else if (c == "shard-overlap" || c == "duplicate-rank-id")
-        m_rankHeatmap->setMetric(RankMetric::ShardOverlap);
-    else if (c == "param-not-synced" || c == "sdc-after" || c == "overflow-not-synced" ||
-             c == "loss-scale-not-restored")
-        m_rankHeatmap->setMetric(RankMetric::SyncedMismatch);
-    else if (c == "eval-mode" || c == "sdc-before")
-        m_rankHeatmap->setMetric(RankMetric::SketchCosine);
-    int param = -1;
-    if (!f.parameters.empty())
-        for (int p = 0; p < m_model->paramCount(); ++p)
-            if (m_model->meta().params[size_t(p)].name == f.parameters.front())
-                param = p;
-    m_rankHeatmap->setParam(param);
+    const view::EvidenceView evidence = view::evidenceView(f, m_model->meta());
+    if (evidence.metric)
+        m_rankHeatmap->setMetric(*evidence.metric);
+    m_rankHeatmap->setParam(evidence.param);
     QTableView* cards = m_cards->view();
     cards->clearSelection();
     bool scrolled = false;
@@ -621,6 +612,10 @@ bool MainWindow::exportReport(const QString& dir, QString* error) {
     progress.setWindowModality(Qt::WindowModal);
     progress.setMinimumDuration(300);
     ReportExporter exporter(m_model);
+    // The report shows what the user is looking at; a cursor still following the run was not put anywhere, so
+    // the report then opens on the first finding like a report from the command line.
+    if (!m_cursor->following())
+        exporter.setView(m_cursor->step(), int(m_rankHeatmap->rankMetric()), m_rankHeatmap->param());
     connect(&exporter, &ReportExporter::progress, &progress, &QProgressDialog::setValue);
     return exporter.write(dir, error);
 }

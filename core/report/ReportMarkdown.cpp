@@ -437,11 +437,18 @@ void summarySection(std::string& md, const ReportInput& in) {
         md += eval ? fmt::format(" {} |\n", range(true, evalAt, percent)) : std::string("\n");
     }
     const float evalMean = float(evalSum / double(std::max<size_t>(1, f.ranks.size())));
-    md +=
-        fmt::format("| **all** | **{}** | **{}** | **{}** | **{}** | | **{}** | **{}** |",
-                    orNot(rec.loss, fixed(f.lossFirstMean, 4)), orNot(rec.loss, fixed(f.lossLastMean, 4)),
-                    orNot(rec.overflow, count(f.overflowSteps)), orNot(rec.skipped, count(f.skippedSteps)),
-                    orNot(rec.stepMs, fixed(f.stepMsMedian, 1)), orNot(rec.commMs, fixed(f.commMsMedian, 1)));
+    bool scalesDiffer = false;
+    for (const RankFigures& x : f.ranks)
+        scalesDiffer = scalesDiffer || x.lossScaleDiffers > 0;
+    const std::string allScales = !rec.lossScale    ? std::string(kNotRecorded)
+                                  : scalesDiffer    ? std::string("differ across ranks")
+                                  : f.ranks.empty() ? std::string()
+                                                    : scaleText(f.ranks.front().lossScaleLast);
+    md += fmt::format("| **all** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** |",
+                      orNot(rec.loss, fixed(f.lossFirstMean, 4)), orNot(rec.loss, fixed(f.lossLastMean, 4)),
+                      orNot(rec.overflow, count(f.overflowSteps)), orNot(rec.skipped, count(f.skippedSteps)),
+                      allScales, orNot(rec.stepMs, fixed(f.stepMsMedian, 1)),
+                      orNot(rec.commMs, fixed(f.commMsMedian, 1)));
     md += eval ? fmt::format(" **{}** |\n\n", percent(evalMean)) : std::string("\n\n");
     if (!others.empty())
         md += fmt::format("- {} ranks: the table lists the {} that the findings or warning and error events "
@@ -495,10 +502,11 @@ const Finding* earliestFinding(const std::vector<Finding>& findings) {
 void noMismatchEvent(std::string& md, const ReportInput& in) {
     namespace rsc = runschema;
     if (const Finding* f = earliestFinding(in.diagnosis)) {
-        md +=
-            fmt::format("The event log has no GRADIENT_SYNC or WEIGHT_SYNC event, but diagnosis names **{}** "
-                        "on rank(s) {} from step **{}** (see Findings): no event is not no mismatch.\n",
-                        f->cause, joinInts(f->ranks), f->firstStep);
+        md += fmt::format(
+            "The event log has no GRADIENT_SYNC or WEIGHT_SYNC event, but diagnosis names **{}** "
+            "on rank(s) {} from step **{}** (see Findings): a log without mismatch events does not "
+            "mean the ranks agreed.\n",
+            f->cause, joinInts(f->ranks), f->firstStep);
         if (in.chartStep == f->firstStep)
             md += "The charts below show this step.\n";
         md += "\n";

@@ -284,8 +284,8 @@ private slots:
         auto* summary = w.runPanel()->findChild<RunSummaryView*>();
         QVERIFY(summary && summary->isVisible());
         QCOMPARE(summary->fieldText("Model"), QString("smallcnn"));
-        QCOMPARE(summary->fieldText("Cards"), QString("3"));
-        QCOMPARE(summary->fieldText("Batch per card"), QString("8"));
+        QCOMPARE(summary->fieldText("Ranks"), QString("3"));
+        QCOMPARE(summary->fieldText("Batch per rank"), QString("8"));
         QCOMPARE(summary->fieldText("Precision"), QString("O2"));
         QVERIFY(!w.runPanel()->findChild<QPushButton*>("start")->isVisible());
 

@@ -32,7 +32,7 @@ class DdpRecorderTest(unittest.TestCase):
         cls.dir.cleanup()
 
     def job(self, mistake, steps=20, extra=()):
-        out = os.path.join(self.dir.name, "%s%s.h5" % (mistake, "".join(extra)))
+        out = os.path.join(self.dir.name, "%s%s-%d.h5" % (mistake, "".join(extra), steps))
         env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), OMP_NUM_THREADS="1")
         p = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "pytorch_ddp.py"), "--out", out,
                             "--ranks", "4", "--steps", str(steps), "--mistake", mistake, *extra],
@@ -70,7 +70,8 @@ class DdpRecorderTest(unittest.TestCase):
         self.assertLess(j["loss_last"], j["loss_first"])  # it learns
         # A float32 job without a GradScaler has no fp16 counts or overflow flags: the file says so, and
         # diagnosis lists the checks that need them instead of passing them silently.
-        self.assertEqual(set(j["absent"]), {"/steps/overflow", "/grads/overflow_count", "/grads/underflow_count"})
+        self.assertEqual(set(j["absent"]), {"/steps/overflow", "/steps/loss_scale", "/steps/skipped", "data",
+                                            "/grads/overflow_count", "/grads/underflow_count"})
         d = self.diagnosis(path)
         self.assertEqual(d["findings"], [])
         self.assertEqual(sorted(c["check"] for c in d["not_run"]), ["fp16 underflow", "loss scaling"])
@@ -113,6 +114,43 @@ class DdpRecorderTest(unittest.TestCase):
         # own forwards is what stays still on the rank in eval mode.
         f = self.check_top("eval-mode", "eval-mode", rank=3)
         self.assertEqual(f["ranks"], [3])
+
+    def test_the_bug_report_says_only_what_the_job_recorded(self):
+        """A float32 job without a GradScaler, one rank in eval mode: the report names the job as what it is,
+        says "not recorded" for what it did not record (no 0 overflows, no 2^0 loss scale, no empty cells
+        filled in) and opens on the finding, though the event log has no GRADIENT_SYNC event."""
+        path = self.job("eval-mode", steps=30)
+        f = self.findings(path)
+        self.assertEqual(f[0]["cause"], "eval-mode")
+        out = os.path.join(self.dir.name, "eval-mode-report")
+        p = self.cli("report", path, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(out, "report.md"), encoding="utf-8") as fh:
+            md = fh.read()
+        self.assertIn("a PyTorch DDP job: 4 processes (gloo) on host ", md)
+        self.assertNotIn("emulated Ascend", md)
+        self.assertIn("| data | not recorded |", md)
+        self.assertIn("| precision | O0, loss scale none |", md)
+        self.assertIn("Overflow flags: not recorded by the source", md)
+        self.assertNotIn("Overflow on at least one rank", md)
+        self.assertIn("Loss scale: not recorded by the source.", md)
+        mismatch = md.split("## First mismatch")[1].split("\n## ")[0]
+        self.assertIn("**eval-mode** on rank(s) 3 from step **%d**" % f[0]["first_step"], mismatch)
+        self.assertNotIn("None", mismatch)
+        self.assertIn("Cursor and heatmaps at step %d (the first finding, eval-mode)." % f[0]["first_step"], md)
+        self.assertIn("### Rank × rank (local gradient cosine,", md)
+        self.assertIn("+-50 steps around step %d, the first finding, eval-mode" % f[0]["first_step"], md)
+        with open(os.path.join(out, "steps.csv"), encoding="utf-8") as fh:
+            rows = fh.read().splitlines()
+        self.assertEqual(rows[0], "step,rank,loss,accuracy,loss_scale,overflow,skipped,step_ms,comm_ms")
+        self.assertEqual(len(rows), 1 + 30 * 4)
+        for row in rows[1:]:
+            cells = row.split(",")
+            self.assertEqual(cells[4:7], ["", "", ""], row)  # loss scale, overflow, skipped: not recorded
+            self.assertTrue(float(cells[2]) > 0, row)  # the loss was recorded
+        inspect = self.cli("inspect", path).stdout
+        self.assertIn("overflow        not recorded; skipped updates not recorded", inspect)
+        self.assertIn("source          a PyTorch DDP job: 4 processes (gloo) on host", inspect)
 
     def test_a_slow_rank(self):
         f = self.check_top("slow-rank", "straggler", rank=3)

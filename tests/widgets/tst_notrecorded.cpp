@@ -379,6 +379,7 @@ void TestNotRecorded::lossScalePerRank() {
         qPrintable(summary));
     QVERIFY(summary.contains("| **2^24** |"));
     QVERIFY(summary.contains("| 2^14 |"));
+    QVERIFY(summary.contains("| **differ across ranks** |"));
 }
 
 void TestNotRecorded::lossScaleAgreeingRanksOneLine() {
