@@ -223,6 +223,11 @@ void TestNotRecorded::lossChartSaysWhyItIsEmpty() {
             bool found = false;
             chart.meanGraph()->getValueRange(found);
             QVERIFY(!found); // no line drawn from the NaN fill
+            // No legend entry for a line the run cannot have, and the empty plot keeps its size for the note.
+            QCOMPARE(chart.plot()->legend->itemCount(), 0);
+            chart.plot()->replot();
+            QVERIFY2(chart.plot()->axisRect()->width() > chart.width() / 2,
+                     qPrintable(QString::number(chart.plot()->axisRect()->width())));
         }
     }
 }

@@ -318,6 +318,18 @@ void ChartBase::fitLegendColumns() {
     const int rows = n > 0 ? (n + columns - 1) / columns : 0;
     const int needed = rows * entryHeight + std::max(0, rows - 1) * legend->rowSpacing() +
                        legend->margins().top() + legend->margins().bottom();
+    // An empty legend (a run that has none of the chart's lines) leaves the layout: an empty grid's maximum
+    // size is its margins, and the layout would squeeze the axis rects above it to that width.
+    QCPLayoutGrid* layout = m_plot->plotLayout();
+    const bool inLayout =
+        layout->hasElement(layout->rowCount() - 1, 0) && layout->element(layout->rowCount() - 1, 0) == legend;
+    if (n == 0 && inLayout) {
+        layout->take(legend);
+        layout->simplify();
+    } else if (n > 0 && !inLayout) {
+        layout->addElement(layout->rowCount(), 0, legend);
+        layout->setRowStretchFactor(layout->rowCount() - 1, 0.001);
+    }
     const bool fits = needed * 4 <= m_plot->height();
     if (fits != legend->visible()) {
         legend->setVisible(fits);
