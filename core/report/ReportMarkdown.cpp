@@ -84,30 +84,13 @@ public:
     // One row's loss scales (the row starts the span): each rank's last one, and the steps where a rank used
     // another scale than most ranks did.
     void addLossScales(std::span<const float> row) {
-        m_scales.clear();
-        for (size_t r = 0; r < m_r && r < row.size(); ++r)
-            if (std::isfinite(row[r]) && row[r] > 0)
-                m_scales.push_back(row[r]);
-        std::sort(m_scales.begin(), m_scales.end());
-        float common = kNaN;
-        size_t best = 0;
-        for (size_t i = 0; i < m_scales.size();) {
-            size_t j = i;
-            while (j < m_scales.size() && m_scales[j] == m_scales[i])
-                ++j;
-            if (j - i > best) {
-                best = j - i;
-                common = m_scales[i];
-            }
-            i = j;
-        }
-        for (size_t r = 0; r < m_r && r < row.size(); ++r) {
+        const size_t n = std::min(m_r, row.size());
+        const float common = view::commonValue(row.data(), int(n));
+        for (size_t r = 0; r < n; ++r) {
             RankFigures& f = m_f.ranks[r];
             f.lossScaleLast = row[r];
-            if (std::isfinite(row[r]) && row[r] > 0 && row[r] != common) {
-                if (f.lossScaleDiffers++ == 0)
-                    f.lossScaleFirstDiffRow = m_rows;
-            }
+            if (std::isfinite(row[r]) && row[r] > 0 && row[r] != common && f.lossScaleDiffers++ == 0)
+                f.lossScaleFirstDiffRow = m_rows;
         }
     }
 
@@ -132,7 +115,6 @@ private:
     int64_t m_rows = 0;
     StepFigures m_f;
     std::vector<std::vector<float>> m_stepMs, m_commMs; // [rank][row]: the medians need every value
-    std::vector<float> m_scales;                        // one row's finite loss scales, sorted
 };
 
 // --- markdown helpers

@@ -167,4 +167,26 @@ std::vector<int> outlierRanks(const std::vector<float>& perRank, double minZ) {
     return out;
 }
 
+float commonValue(const float* row, int ranks) {
+    std::vector<float> values;
+    for (int r = 0; r < ranks; ++r)
+        if (std::isfinite(row[r]) && row[r] > 0)
+            values.push_back(row[r]);
+    // Sorted, the most common value is the longest run of one value.
+    std::sort(values.begin(), values.end());
+    float best = std::numeric_limits<float>::quiet_NaN();
+    size_t bestCount = 0;
+    for (size_t i = 0; i < values.size();) {
+        size_t j = i;
+        while (j < values.size() && values[j] == values[i])
+            ++j;
+        if (j - i > bestCount) {
+            bestCount = j - i;
+            best = values[i];
+        }
+        i = j;
+    }
+    return best;
+}
+
 } // namespace rs::view

@@ -46,4 +46,8 @@ std::vector<Standout> standoutRanks(const std::vector<float>& values, int ranks,
 // non-finite ones.
 std::vector<int> outlierRanks(const std::vector<float>& perRank, double minZ = 3.5);
 
+// The value most ranks of a row hold (a loss scale: ranks that agree share it bit for bit), over the finite
+// positive values of row[0 .. ranks); of equally common values the smallest; NaN when there is none.
+float commonValue(const float* row, int ranks);
+
 } // namespace rs::view

@@ -172,6 +172,21 @@ private slots:
         // Sampling a bounded number of rows finds the same ranks.
         QCOMPARE(ranksOf(standoutRanks(v, R, 0, 200, 4, 2.0, 16)), ranksOf(standoutRanks(v, R, 0, 200)));
     }
+
+    // The loss scale most ranks used: the seed story's one rank at 2^24 among three at 2^14 gives 2^14; a tie
+    // gives the smaller; non-finite and non-positive values (fill, not recorded) do not count.
+    void commonValueIsWhatMostRanksHold() {
+        const float nan = std::nanf("");
+        const float story[] = {16384.f, 16777216.f, 16384.f, 16384.f};
+        QCOMPARE(commonValue(story, 4), 16384.f);
+        const float tie[] = {4.f, 2.f, 4.f, 2.f};
+        QCOMPARE(commonValue(tie, 4), 2.f);
+        const float holes[] = {nan, 8.f, 0.f, -1.f, 8.f, 1.f};
+        QCOMPARE(commonValue(holes, 6), 8.f);
+        const float none[] = {nan, 0.f};
+        QVERIFY(std::isnan(commonValue(none, 2)));
+        QVERIFY(std::isnan(commonValue(story, 0)));
+    }
 };
 
 QTEST_APPLESS_MAIN(TestRankSpread)

@@ -120,6 +120,16 @@ QString section(const QString& md, const QString& heading) {
     return md.mid(at, end < 0 ? -1 : end - at);
 }
 
+// Shows a chart at a fixed size, as a window would, and draws it now.
+bool showChart(ChartBase& chart) {
+    chart.resize(900, 500);
+    chart.show();
+    if (!QTest::qWaitForWindowExposed(&chart))
+        return false;
+    chart.refreshNow();
+    return true;
+}
+
 bool legendHas(QCustomPlot* plot, const QString& name) {
     for (int i = 0; i < plot->legend->itemCount(); ++i)
         if (auto* item = qobject_cast<QCPPlottableLegendItem*>(plot->legend->item(i)))
@@ -163,10 +173,7 @@ void TestNotRecorded::timeline() {
     QVERIFY(openModel(model, path));
     StepCursor cursor;
     OverflowTimeline chart(&model, &cursor);
-    chart.resize(900, 500);
-    chart.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&chart));
-    chart.refreshNow();
+    QVERIFY(showChart(chart));
 
     const bool flags = src.absent.empty(); // only the engine records overflow flags and skipped updates here
     const OverflowRaster& raster = chart.raster();
@@ -210,10 +217,7 @@ void TestNotRecorded::lossChartSaysWhyItIsEmpty() {
         QVERIFY(openModel(model, path));
         StepCursor cursor;
         LossChart chart(&model, &cursor);
-        chart.resize(900, 500);
-        chart.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&chart));
-        chart.refreshNow();
+        QVERIFY(showChart(chart));
         if (name == "engine") {
             QVERIFY(chart.note().isEmpty());
             QVERIFY(!chart.meanGraph()->data()->isEmpty());
@@ -356,10 +360,7 @@ void TestNotRecorded::lossScalePerRank() {
     QVERIFY(openModel(model, path));
     StepCursor cursor;
     OverflowTimeline chart(&model, &cursor);
-    chart.resize(900, 500);
-    chart.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&chart));
-    chart.refreshNow();
+    QVERIFY(showChart(chart));
     QCOMPARE(chart.standoutRanks(), std::vector<int>{1});
     QCOMPARE(chart.scaleGraph()->name(), QString("loss scale (most ranks)"));
     QCOMPARE(chart.scaleGraph()->data()->at(kSteps - 1)->value, std::ldexp(1.0, 14));
@@ -394,10 +395,7 @@ void TestNotRecorded::lossScaleAgreeingRanksOneLine() {
     QVERIFY(openModel(model, path));
     StepCursor cursor;
     OverflowTimeline chart(&model, &cursor);
-    chart.resize(900, 500);
-    chart.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&chart));
-    chart.refreshNow();
+    QVERIFY(showChart(chart));
     QVERIFY(chart.standoutRanks().empty());
     QCOMPARE(chart.scaleGraph()->name(), QString("loss scale (all ranks)"));
     QVERIFY(chart.rankScaleGraph(0)->data()->isEmpty());

@@ -6,6 +6,7 @@
 #include "model/RunModel.h"
 #include "store/RunSource.h"
 #include "view/Decimate.h"
+#include "view/RankSpread.h"
 
 #include <cmath>
 #include <qcustomplot.h>
@@ -114,31 +115,13 @@ std::vector<int> LossScaleLines::standoutRanks() const {
 void LossScaleLines::extend(const RunModel& model) {
     const int R = model.worldSize();
     rankDiffers.resize(size_t(std::max(R, 0)), 0);
-    std::vector<float> values;
+    const std::vector<float>& scales = model.column(StepColumn::LossScale);
     for (int64_t row = int64_t(common.size()); row < model.stepCount(); ++row) {
-        values.clear();
-        for (int r = 0; r < R; ++r)
-            if (const float s = model.value(StepColumn::LossScale, row, r); std::isfinite(s) && s > 0)
-                values.push_back(s);
-        // The value most ranks used (the smallest of equally common ones): with the ranks sorted, the longest
-        // run of one value.
-        std::sort(values.begin(), values.end());
-        float best = std::nanf("");
-        size_t bestCount = 0;
-        for (size_t i = 0; i < values.size();) {
-            size_t j = i;
-            while (j < values.size() && values[j] == values[i])
-                ++j;
-            if (j - i > bestCount) {
-                bestCount = j - i;
-                best = values[i];
-            }
-            i = j;
-        }
+        const float* values = scales.data() + size_t(row) * size_t(R);
+        const float best = view::commonValue(values, R);
         common.push_back(best);
         for (int r = 0; r < R; ++r)
-            if (const float s = model.value(StepColumn::LossScale, row, r);
-                std::isfinite(s) && s > 0 && s != best)
+            if (std::isfinite(values[r]) && values[r] > 0 && values[r] != best)
                 ++rankDiffers[size_t(r)];
     }
 }
