@@ -408,6 +408,20 @@ private slots:
         QCOMPARE(reopen(QDir(out).filePath("slice.h5"))->stepCount(), int64_t(30)); // no anomaly: whole run
         QVERIFY(!w.exportReport(out, &error)); // never into an existing folder
         QVERIFY(error.contains("report"));
+
+        // Exported from where the user looks: the cursor the user put on step 12 and the heatmap's metric.
+        w.cursor()->setStep(12);
+        auto* heatmap = w.findChild<RankHeatmap*>();
+        QVERIFY(heatmap);
+        heatmap->setMetric(view::RankMetric::ShardOverlap);
+        const QString here = dir.filePath("report-here");
+        QVERIFY2(w.exportReport(here, &error), qPrintable(error));
+        QFile md(QDir(here).filePath("report.md"));
+        QVERIFY(md.open(QIODevice::ReadOnly));
+        const QString text = QString::fromUtf8(md.readAll());
+        QVERIFY2(text.contains("Cursor and heatmaps at step 12 (the window's cursor)."), qPrintable(text));
+        QVERIFY(text.contains("### Rank × rank (data shard overlap, all parameters)"));
+        QVERIFY(text.contains("+-50 steps around step 12, the window's cursor"));
     }
 
     // File > Export Bug Report asks once, for the new folder itself: <run>-report in the folder used last,
