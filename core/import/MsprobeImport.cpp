@@ -368,6 +368,35 @@ const Stat* statAt(const Table& table, int64_t step, int p) {
 
 } // namespace
 
+std::vector<std::string> msprobeNeverRecorded() {
+    return {"/steps/epoch",
+            "/steps/lr",
+            "/steps/loss",
+            "/steps/accuracy",
+            "/steps/loss_scale",
+            "/steps/step_ms",
+            "/steps/compute_ms",
+            "/steps/comm_ms",
+            "/steps/overflow",
+            "/steps/skipped",
+            "/steps/state",
+            "/steps/sample_fp",
+            "/steps/sample_ids",
+            "/steps/buffer_fp",
+            "/grads/overflow_count",
+            "/grads/underflow_count",
+            "/grads/sketch",
+            "/grads/synced_fp",
+            "/weights/fp",
+            "/weights/buffer_fp",
+            "/weights/buffer_drift",
+            "model",
+            "batch_per_rank",
+            "precision",
+            "loss_scale",
+            "seed"};
+}
+
 MsprobeImportResult importMsprobe(const std::string& dir, const std::string& out, bool overwrite,
                                   const std::function<void(int)>& progress) {
     std::error_code ec;
@@ -424,32 +453,7 @@ MsprobeImportResult importMsprobe(const std::string& dir, const std::string& out
         "(equal to the csv's rounding)");
 
     // What the monitor cannot give, then what this tree did not record.
-    std::vector<std::string> absent = {"/steps/epoch",
-                                       "/steps/lr",
-                                       "/steps/loss",
-                                       "/steps/accuracy",
-                                       "/steps/loss_scale",
-                                       "/steps/step_ms",
-                                       "/steps/compute_ms",
-                                       "/steps/comm_ms",
-                                       "/steps/overflow",
-                                       "/steps/skipped",
-                                       "/steps/state",
-                                       "/steps/sample_fp",
-                                       "/steps/sample_ids",
-                                       "/steps/buffer_fp",
-                                       "/grads/overflow_count",
-                                       "/grads/underflow_count",
-                                       "/grads/sketch",
-                                       "/grads/synced_fp",
-                                       "/weights/fp",
-                                       "/weights/buffer_fp",
-                                       "/weights/buffer_drift",
-                                       "model",
-                                       "batch_per_rank",
-                                       "precision",
-                                       "loss_scale",
-                                       "seed"};
+    std::vector<std::string> absent = msprobeNeverRecorded();
     if (!t.anyNormUnreduced)
         absent.emplace_back("/grads/local_norm");
     if (!(t.anyMin && t.anyMax))

@@ -34,6 +34,10 @@ struct MsprobeImportResult {
 
 // dir: monitor_output/ itself, or a folder that holds it. out: the run file to write (refused if it exists
 // unless overwrite). progress gets 0..100.
+// What msprobe's monitor never records, whatever the tree: every import's `absent` list starts with these
+// (the columns and attributes it has no source for); a tree may lack more (its statistics' files).
+std::vector<std::string> msprobeNeverRecorded();
+
 MsprobeImportResult importMsprobe(const std::string& dir, const std::string& out, bool overwrite = false,
                                   const std::function<void(int percent)>& progress = {});
 

@@ -7,6 +7,7 @@
 #include "charts/LossChart.h"
 #include "charts/OverflowTimeline.h"
 #include "core/RunFileFixtures.h"
+#include "import/MsprobeImport.h"
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
 #include "panels/CardsModel.h"
@@ -43,35 +44,7 @@ Source sourceNamed(const QString& name) {
                  "/grads/underflow_count"},
                 R"({"source":"pytorch-ddp","host":"box","backend":"gloo"})"};
     if (name == "msprobe")
-        return {"msprobe",
-                "msprobe",
-                {"/steps/epoch",
-                 "/steps/lr",
-                 "/steps/loss",
-                 "/steps/accuracy",
-                 "/steps/loss_scale",
-                 "/steps/step_ms",
-                 "/steps/compute_ms",
-                 "/steps/comm_ms",
-                 "/steps/overflow",
-                 "/steps/skipped",
-                 "/steps/state",
-                 "/steps/sample_fp",
-                 "/steps/sample_ids",
-                 "/steps/buffer_fp",
-                 "/grads/overflow_count",
-                 "/grads/underflow_count",
-                 "/grads/sketch",
-                 "/grads/synced_fp",
-                 "/weights/fp",
-                 "/weights/buffer_fp",
-                 "/weights/buffer_drift",
-                 "model",
-                 "batch_per_rank",
-                 "precision",
-                 "loss_scale",
-                 "seed"},
-                R"({"source":"msprobe"})"};
+        return {"msprobe", "msprobe", msprobeNeverRecorded(), R"({"source":"msprobe"})"};
     return {"engine", "ranksight-engine", {}, R"({"nodes":1})"};
 }
 
