@@ -24,7 +24,7 @@
 #include "report/ReportExporter.h"
 #include "store/RunSource.h"
 #include "train/TrainConfig.h"
-#include "view/EvidenceView.h"
+#include "diagnose/EvidenceView.h"
 
 #include <QApplication>
 #include <QCloseEvent>
@@ -590,7 +590,7 @@ void MainWindow::exportChartDialog(ChartWidget* chart) {
 // A finding's evidence on screen: the cursor at its first step (FindingsPanel did that), the heatmap on the
 // metric that shows this cause and on its parameter, its ranks selected in the cards panel.
 void MainWindow::showFinding(const Finding& f) {
-    const view::EvidenceView evidence = view::evidenceView(f, m_model->meta());
+    const EvidenceView evidence = evidenceView(f, m_model->meta());
     if (evidence.metric)
         m_rankHeatmap->setMetric(*evidence.metric);
     m_rankHeatmap->setParam(evidence.param);

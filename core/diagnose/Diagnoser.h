@@ -1,9 +1,10 @@
-// Diagnosis of a run: rules over the recorded data only (never the config's fault list), so a replayed file
-// diagnoses exactly like the live run. Diagnoser is incremental and keeps bounded state (counters and
-// per-rank / per-parameter summaries, never the records themselves), so a GUI worker thread can feed it a
-// growing live file chunk by chunk and ask for findings at any time; diagnoseRun() does that for a whole
-// file. A healthy run (including dynamic loss scaling's early overflows and skips that every rank shares,
-// different local gradients from different batches, and BatchNorm drift all ranks share) gives no findings.
+// Diagnosis of a run: checks over the recorded data only (never the config's fault list), so a replayed file
+// diagnoses exactly like the live run. One check per cause (diagnose/checks/, made from the cause table in
+// diagnose/Cause.h), each keeping bounded state (counters and per-rank / per-parameter summaries, never the
+// records themselves), so a GUI worker thread can feed a Diagnoser a growing live file chunk by chunk and ask
+// for findings at any time; diagnoseRun() does that for a whole file. A healthy run (including dynamic loss
+// scaling's early overflows and skips that every rank shares, different local gradients from different
+// batches, and BatchNorm drift all ranks share) gives no findings.
 #pragma once
 
 #include "diagnose/Finding.h"
@@ -27,32 +28,29 @@ public:
 
     // Records in step order (each call continues where the last one ended). Steps should carry the
     // per-parameter vectors (RunReader::readSteps(..., perParam = true)); scalar-only steps feed only the
-    // scalar rules.
+    // scalar checks.
     void addSteps(const std::vector<StepRecord>& steps);
     void addWeights(const std::vector<WeightRecord>& weights);
-    void addEvals(const std::vector<EvalRecord>& evals);
     void addEvents(const std::vector<Event>& events);
-    void setStatus(bool complete, const std::string& stopReason);
 
     int64_t stepsSeen() const;
     // The findings so far, highest confidence first. Cheap: a pass over the summaries.
     std::vector<Finding> findings() const;
-    // The figures the rules compare with their thresholds, one per line (diagnose --verbose), so a user can
+    // The figures the checks compare with their thresholds, one per line (diagnose --verbose), so a user can
     // see how far a healthy run is from each rule.
     std::string figures() const;
-    // The checks that cannot run on this file (DiagnoserChecks.cpp): what the source did not record, or what
-    // the run does not have. Empty for a run the engine recorded in full.
+    // The checks that cannot run on this file (diagnose/CheckNeeds.h): what the source did not record, or
+    // what the run does not have. Empty for a run the engine recorded in full.
     std::vector<CheckNotRun> checksNotRun() const;
 
-    struct State; // the summaries (DiagnoserState.h)
-
 private:
-    std::unique_ptr<State> m_s;
+    struct Impl;
+    std::unique_ptr<Impl> m_d;
 };
 
 // How far a Diagnoser has read a run file, table by table.
 struct DiagnosisCursor {
-    int64_t steps = 0, weights = 0, events = 0, evals = 0;
+    int64_t steps = 0, weights = 0, events = 0;
 };
 
 // Feeds `d` the rows `reader` has beyond `at` (chunk by chunk, advancing `at` after each, so a cancel thrown

@@ -1,4 +1,5 @@
-// Where a finding's evidence shows: the rank x rank metric that draws the cause and the parameter it names.
+// Where a finding's evidence shows: the rank x rank metric that draws its cause (the cause table's) and the
+// parameter it names.
 // The window's "go to evidence" and the bug report both put the heatmaps there, so a reader opening either
 // sees what convinced the diagnosis.
 #pragma once
@@ -9,13 +10,13 @@
 
 #include <optional>
 
-namespace rs::view {
+namespace rs {
 
 struct EvidenceView {
-    std::optional<RankMetric> metric; // none: no heatmap draws this cause (keep the current one)
-    int param = -1;                   // index into meta.params of the first parameter named; -1: all
+    std::optional<view::RankMetric> metric; // none: no heatmap draws this cause (keep the current one)
+    int param = -1;                         // index into meta.params of the first parameter named; -1: all
 };
 
 EvidenceView evidenceView(const Finding& finding, const RunMeta& meta);
 
-} // namespace rs::view
+} // namespace rs

@@ -9,9 +9,7 @@
 namespace rs {
 
 struct Finding {
-    // One of the fault-lab ids: duplicate-rank-id, rank-table-invalid, rank-exit, init-mismatch,
-    // shard-overlap, shard-uneven, eval-mode, loss-scale-too-high, no-loss-scale, overflow-not-synced,
-    // loss-scale-not-restored, grad-sum, param-not-synced, sdc-before, sdc-after, straggler.
+    // A cause id of the cause table (diagnose/Cause.h), as the fault lab spells it: "param-not-synced".
     std::string cause;
     std::string dimension;  // environment | data-model | numerics | parallel
     double confidence = 0;  // 0..1

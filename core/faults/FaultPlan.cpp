@@ -17,41 +17,42 @@ std::unique_ptr<FaultPlan> FaultPlan::make(const TrainConfig& cfg) {
     plan->m_specs = parseFaults(cfg.faults);
     plan->m_ranks = cfg.ranks;
     checkFaults(plan->m_specs, cfg.ranks);
-    if (plan->find("loss-scale-not-restored") && cfg.lossScale.mode != LossScaleMode::Dynamic)
-        throw ConfigError(
-            fmt::format("fault 'loss-scale-not-restored': needs a dynamic loss scale (this run's is "
-                        "'{}'): it starts one rank's over from its initial value",
-                        cfg.lossScale.mode == LossScaleMode::None ? "none" : "fixed"));
+    if (plan->find(Cause::LossScaleNotRestored) && cfg.lossScale.mode != LossScaleMode::Dynamic)
+        throw ConfigError(fmt::format(
+            "fault '{}': needs a dynamic loss scale (this run's is '{}'): it starts one rank's over "
+            "from its initial value",
+            causeInfo(Cause::LossScaleNotRestored).key,
+            cfg.lossScale.mode == LossScaleMode::None ? "none" : "fixed"));
     return plan;
 }
 
-const FaultSpec* FaultPlan::find(const char* name) const {
+const FaultSpec* FaultPlan::find(Cause cause) const {
     for (const auto& f : m_specs)
-        if (f.name == name)
+        if (f.cause == cause)
             return &f;
     return nullptr;
 }
 
-bool FaultPlan::at(const char* name, int rank, int64_t step, int64_t defaultStep) const {
+bool FaultPlan::at(Cause cause, int rank, int64_t step, int64_t defaultStep) const {
     for (const auto& f : m_specs)
-        if (f.name == name && rankOf(f) == rank && step == (f.step >= 0 ? f.step : defaultStep))
+        if (f.cause == cause && rankOf(f) == rank && step == (f.step >= 0 ? f.step : defaultStep))
             return true;
     return false;
 }
 
 void FaultPlan::adjustConfig(TrainConfig& cfg) const {
-    if (find("init-mismatch"))
+    if (find(Cause::InitMismatch))
         cfg.broadcastInit = false; // and initSeed() gives every rank its own seed: nobody fixed it
-    if (find("grad-sum"))
+    if (find(Cause::GradSum))
         cfg.gradientsMean = false;
-    if (find("loss-scale-too-high")) {
+    if (find(Cause::LossScaleTooHigh)) {
         // A fixed scale copied from an fp32 recipe: 2^30 overflows fp16 (max 65504) on every step.
         cfg.lossScale.mode = LossScaleMode::Fixed;
         cfg.lossScale.value = 1073741824.0f;
         if (cfg.precision == Precision::O0)
             cfg.precision = Precision::O2;
     }
-    if (find("no-loss-scale")) {
+    if (find(Cause::NoLossScale)) {
         // fp16 gradients (O2, or O3 where it was asked for) with the loss scale left out.
         if (cfg.precision == Precision::O0)
             cfg.precision = Precision::O2;
@@ -60,7 +61,7 @@ void FaultPlan::adjustConfig(TrainConfig& cfg) const {
 }
 
 std::optional<std::string> FaultPlan::rankTableText(const std::string& goodJson) const {
-    if (!find("rank-table-invalid"))
+    if (!find(Cause::RankTableInvalid))
         return std::nullopt;
     // The hand-edited hccl.json mistakes seen in practice: a stale server_count, a device_ip pasted twice and
     // a rank_id that was not renumbered.
@@ -76,7 +77,7 @@ std::optional<std::string> FaultPlan::rankTableText(const std::string& goodJson)
 }
 
 void FaultPlan::bindParams(const std::vector<ParamInfo>& params) {
-    const FaultSpec* f = find("param-not-synced");
+    const FaultSpec* f = find(Cause::ParamNotSynced);
     if (!f || params.empty())
         return;
     if (f->param.empty()) {
@@ -87,26 +88,25 @@ void FaultPlan::bindParams(const std::vector<ParamInfo>& params) {
         if (params[p].name == f->param)
             m_unsyncedParam = static_cast<int>(p);
     if (m_unsyncedParam < 0)
-        throw ConfigError(
-            fmt::format("fault 'param-not-synced:{}': the model has no parameter '{}' (first: {})", f->param,
-                        f->param, params.front().name));
+        throw ConfigError(fmt::format("fault '{}:{}': the model has no parameter '{}' (first: {})", f->name,
+                                      f->param, f->param, params.front().name));
 }
 
 uint64_t FaultPlan::initSeed(int rank, uint64_t seed) const {
-    return find("init-mismatch") ? seed + 7919u * static_cast<uint64_t>(rank + 1) : seed;
+    return find(Cause::InitMismatch) ? seed + 7919u * static_cast<uint64_t>(rank + 1) : seed;
 }
 
 int FaultPlan::rankId(int rank) const {
-    const FaultSpec* f = find("duplicate-rank-id");
+    const FaultSpec* f = find(Cause::DuplicateRankId);
     return f && rankOf(*f) == rank ? rank - 1 : rank;
 }
 
 bool FaultPlan::sharedSampler() const {
-    return find("shard-overlap") != nullptr;
+    return find(Cause::ShardOverlap) != nullptr;
 }
 
 int64_t FaultPlan::shardBatches(int rank, int64_t perEpoch) const {
-    const FaultSpec* f = find("shard-uneven");
+    const FaultSpec* f = find(Cause::ShardUneven);
     if (!f || rankOf(*f) != rank)
         return perEpoch;
     // Default: the shard is one batch short, as when the data set size is not a multiple of ranks x batch.
@@ -114,45 +114,45 @@ int64_t FaultPlan::shardBatches(int rank, int64_t perEpoch) const {
 }
 
 bool FaultPlan::diesAt(int rank, int64_t step) const {
-    return at("rank-exit", rank, step, 5);
+    return at(Cause::RankExit, rank, step, 5);
 }
 
 bool FaultPlan::evalModeFrom(int rank, int64_t step) const {
-    return at("eval-mode", rank, step, 0);
+    return at(Cause::EvalMode, rank, step, 0);
 }
 
 bool FaultPlan::overflowSynced(int64_t step) const {
-    const FaultSpec* f = find("overflow-not-synced");
+    const FaultSpec* f = find(Cause::OverflowNotSynced);
     return !f || step < std::max<int64_t>(0, f->step);
 }
 
 int FaultPlan::unsyncedParam(int64_t step) const {
-    const FaultSpec* f = find("param-not-synced");
+    const FaultSpec* f = find(Cause::ParamNotSynced);
     return f && step >= std::max<int64_t>(0, f->step) ? m_unsyncedParam : -1;
 }
 
-int FaultPlan::flipBit(const char* name, int rank, int64_t step) const {
+int FaultPlan::flipBit(Cause cause, int rank, int64_t step) const {
     for (const auto& f : m_specs)
-        if (f.name == name && rankOf(f) == rank && step == (f.step >= 0 ? f.step : 5))
+        if (f.cause == cause && rankOf(f) == rank && step == (f.step >= 0 ? f.step : 5))
             return f.bit >= 0 ? f.bit : kDefaultFlipBit;
     return -1;
 }
 
 int FaultPlan::flipBefore(int rank, int64_t step) const {
-    return flipBit("sdc-before", rank, step);
+    return flipBit(Cause::SdcBefore, rank, step);
 }
 
 int FaultPlan::flipAfter(int rank, int64_t step) const {
-    return flipBit("sdc-after", rank, step);
+    return flipBit(Cause::SdcAfter, rank, step);
 }
 
 int FaultPlan::slowdown(int rank, int64_t step) const {
-    const FaultSpec* f = find("straggler");
+    const FaultSpec* f = find(Cause::Straggler);
     return f && rankOf(*f) == rank && step >= std::max<int64_t>(0, f->step) ? 4 : 1;
 }
 
 bool FaultPlan::scaleRestarts(int rank, int64_t step) const {
-    return at("loss-scale-not-restored", rank, step, 5);
+    return at(Cause::LossScaleNotRestored, rank, step, 5);
 }
 
 void FaultPlan::flipBit(float* data, int64_t count, int bit) {

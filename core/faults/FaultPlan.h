@@ -53,10 +53,10 @@ public:
     static bool overflows(const float* grads, int64_t count, bool half);
 
 private:
-    const FaultSpec* find(const char* name) const;
+    const FaultSpec* find(Cause cause) const;
     int rankOf(const FaultSpec& f) const { return f.rank >= 0 ? f.rank : m_ranks - 1; }
-    bool at(const char* name, int rank, int64_t step, int64_t defaultStep) const;
-    int flipBit(const char* name, int rank, int64_t step) const;
+    bool at(Cause cause, int rank, int64_t step, int64_t defaultStep) const;
+    int flipBit(Cause cause, int rank, int64_t step) const;
 
     std::vector<FaultSpec> m_specs;
     int m_ranks = 1;

@@ -11,15 +11,13 @@
 namespace rs {
 namespace {
 
-bool takesStep(const std::string& n) {
-    return n == "rank-exit" || n == "eval-mode" || n == "overflow-not-synced" || n == "param-not-synced" ||
-           n == "sdc-before" || n == "sdc-after" || n == "straggler" || n == "shard-uneven" ||
-           n == "loss-scale-not-restored";
+bool takesStep(FaultArgs a) {
+    return a == FaultArgs::Step || a == FaultArgs::StepRank || a == FaultArgs::StepParam ||
+           a == FaultArgs::StepBit;
 }
 
-bool takesRank(const std::string& n) {
-    return n == "duplicate-rank-id" || n == "rank-exit" || n == "shard-uneven" || n == "eval-mode" ||
-           n == "sdc-before" || n == "sdc-after" || n == "straggler" || n == "loss-scale-not-restored";
+bool takesRank(FaultArgs a) {
+    return a == FaultArgs::Rank || a == FaultArgs::StepRank || a == FaultArgs::StepBit;
 }
 
 int64_t toNumber(const std::string& spec, const char* what, const std::string& text, int64_t hi) {
@@ -39,28 +37,31 @@ FaultSpec parseFault(const std::string& text) {
     const std::string head = text.substr(0, colon);
     const size_t at = head.find('@');
     f.name = head.substr(0, at);
-    if (std::find(kFaultNames.begin(), kFaultNames.end(), f.name) == kFaultNames.end()) {
+    const CauseInfo* cause = findCause(f.name);
+    if (!cause) {
         std::string known;
-        for (auto n : kFaultNames)
-            known += (known.empty() ? "" : ", ") + std::string(n);
+        for (const CauseInfo& c : causes())
+            known += (known.empty() ? "" : ", ") + std::string(c.key);
         throw ConfigError(fmt::format("fault '{}': unknown fault '{}' (known: {})", text, f.name, known));
     }
+    f.cause = cause->id;
+    const FaultArgs args = cause->faultArgs;
     if (at != std::string::npos) {
-        if (!takesStep(f.name))
+        if (!takesStep(args))
             throw ConfigError(
                 fmt::format("fault '{}': {} is there from the first step and takes no @STEP", text, f.name));
         f.step = toNumber(text, "step", head.substr(at + 1), int64_t(1) << 40);
     }
     if (colon != std::string::npos) {
         const std::string tail = text.substr(colon + 1);
-        if (f.name == "param-not-synced") {
+        if (args == FaultArgs::StepParam) {
             if (tail.empty())
                 throw ConfigError(fmt::format("fault '{}': empty parameter name", text));
             f.param = tail;
-        } else if (!takesRank(f.name)) {
+        } else if (!takesRank(args)) {
             throw ConfigError(
                 fmt::format("fault '{}': {} concerns the whole job and takes no :RANK", text, f.name));
-        } else if ((f.name == "sdc-before" || f.name == "sdc-after") && tail.find(':') != std::string::npos) {
+        } else if (args == FaultArgs::StepBit && tail.find(':') != std::string::npos) {
             const size_t c2 = tail.find(':');
             f.rank = static_cast<int>(toNumber(text, "rank", tail.substr(0, c2), 4095));
             f.bit = static_cast<int>(toNumber(text, "bit", tail.substr(c2 + 1), 31));
@@ -86,10 +87,11 @@ void checkFaults(const std::vector<FaultSpec>& specs, int worldSize) {
         if (f.rank >= worldSize)
             throw ConfigError(
                 fmt::format("fault '{}': rank {} is outside 0..{}", spec, f.rank, worldSize - 1));
-        if ((f.name == "duplicate-rank-id" || f.name == "rank-exit" || f.name == "shard-uneven") &&
+        if ((f.cause == Cause::DuplicateRankId || f.cause == Cause::RankExit ||
+             f.cause == Cause::ShardUneven) &&
             worldSize < 2)
             throw ConfigError(fmt::format("fault '{}': needs at least 2 ranks", spec));
-        if (f.name == "duplicate-rank-id" && f.rank == 0)
+        if (f.cause == Cause::DuplicateRankId && f.rank == 0)
             throw ConfigError(fmt::format("fault '{}': rank 0 has no rank before it to copy", spec));
     }
 }

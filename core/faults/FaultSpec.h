@@ -1,29 +1,25 @@
-// Fault-lab specs: `--fault NAME[@STEP][:RANK]` (param-not-synced takes [:NAME], a parameter name;
-// sdc-before and sdc-after take [:RANK[:BIT]], the bit of the float to flip). Parsing
-// and validation only; what each fault does to a run lives in FaultPlan.
+// Fault-lab specs: `--fault NAME[@STEP][:RANK]`, NAME a cause id of the cause table (diagnose/Cause.h), which
+// also says what each accepts after it (param-not-synced takes [:NAME], a parameter name; sdc-before and
+// sdc-after take [:RANK[:BIT]], the bit of the float to flip). Parsing and validation only; what each fault
+// does to a run lives in FaultPlan.
 #pragma once
 
-#include <array>
+#include "diagnose/Cause.h"
+
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace rs {
 
 struct FaultSpec {
-    std::string name;
+    Cause cause{};
+    std::string name;  // the cause's id
     int64_t step = -1; // -1: the fault's default step (FaultPlan)
     int rank = -1;     // -1: the last rank
     std::string param; // param-not-synced only; empty: the last parameter
     int bit = -1;      // sdc-before / sdc-after only: the bit flipped (0..31); -1: the top exponent bit
 };
-
-inline constexpr std::array<std::string_view, 16> kFaultNames = {
-    "duplicate-rank-id", "rank-table-invalid",  "rank-exit", "init-mismatch",
-    "shard-overlap",     "shard-uneven",        "eval-mode", "loss-scale-too-high",
-    "no-loss-scale",     "overflow-not-synced", "grad-sum",  "param-not-synced",
-    "sdc-before",        "sdc-after",           "straggler", "loss-scale-not-restored"};
 
 // Throws ConfigError naming the spec for an unknown name, bad syntax, or a step/rank the fault does not take.
 FaultSpec parseFault(const std::string& text);

@@ -108,7 +108,6 @@ struct Sim {
         for (size_t b = 0; b < steps.size(); b += size_t(chunk)) // chunked, as a live file arrives
             d.addSteps(
                 {steps.begin() + long(b), steps.begin() + long(std::min(steps.size(), b + size_t(chunk)))});
-        d.setStatus(true, "completed");
         return d.findings();
     }
 };

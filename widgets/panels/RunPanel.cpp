@@ -198,8 +198,9 @@ void RunPanel::buildSetupRows(QFormLayout* form) {
            tr("Seed: the setup the drift was reported on: ResNet-50 on 4 cards, amp_level O2, "
               "DynamicLossScaleManager, 200 steps.\nQuick: SmallCNN on 4 cards, the same story in under a "
               "minute on 2 cores.\nSeed story: the reported bug end to end: 4 cards train well, then rank 1 "
-              "restarts its loss scale at step 1200 (fault loss-scale-not-restored), GRADIENT_SYNC names "
-              "ranks 0 and 1 and the loss climbs.\nCustom: anything else; editing a field switches to it."));
+              "restarts its loss scale at step 1200 (fault %1), GRADIENT_SYNC names ranks 0 and 1 and the "
+              "loss climbs.\nCustom: anything else; editing a field switches to it.")
+               .arg(QString::fromLatin1(causeInfo(Cause::LossScaleNotRestored).key)));
 
     m_model = new QComboBox;
     m_model->setObjectName(QStringLiteral("model"));
@@ -321,10 +322,12 @@ void RunPanel::buildInputRows(QFormLayout* form) {
 void RunPanel::buildOutputRows(QFormLayout* form) {
     m_faults = new QLineEdit;
     m_faults->setObjectName(QStringLiteral("faults"));
-    m_faults->setPlaceholderText(tr("none (e.g. grad-sum, sdc-after@30:2)"));
+    m_faults->setPlaceholderText(tr("none (e.g. %1, %2)")
+                                     .arg(QString::fromLatin1(causeInfo(Cause::GradSum).reproduce),
+                                          QString::fromLatin1(causeInfo(Cause::SdcAfter).reproduce)));
     QStringList names;
-    for (std::string_view n : kFaultNames)
-        names << QString::fromLatin1(n.data(), qsizetype(n.size()));
+    for (const CauseInfo& c : causes())
+        names << QString::fromLatin1(c.key);
     m_faults->setCompleter(new QCompleter(names, m_faults));
     addRow(form, tr("&Faults"), m_faults,
            tr("Fault lab: reproduce a known cause of cross-rank drift on purpose, then see RankSight name "

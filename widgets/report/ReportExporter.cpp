@@ -18,7 +18,7 @@
 #include "store/CsvExport.h"
 #include "store/RunReader.h"
 #include "store/RunSlice.h"
-#include "view/EvidenceView.h"
+#include "diagnose/EvidenceView.h"
 
 #include <QDir>
 #include <QEventLoop>
@@ -214,7 +214,7 @@ private:
     void chooseFocus() {
         const Finding* first = m_diagnosis.findings.empty() ? nullptr : &m_diagnosis.findings.front();
         if (first) {
-            const view::EvidenceView evidence = view::evidenceView(*first, m_model->meta());
+            const EvidenceView evidence = evidenceView(*first, m_model->meta());
             m_metric = evidence.metric;
             m_param = evidence.param;
         }

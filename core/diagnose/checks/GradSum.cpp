@@ -1,0 +1,80 @@
+// grad-sum: the all-reduce sums the gradients instead of averaging them. The synced sum over the mean of the
+// ranks' local sums (median over parameters) is 1 with gradients_mean and R when the gradients are summed.
+#include "diagnose/CheckNeeds.h"
+#include "diagnose/checks/Checks.h"
+
+#include <cmath>
+#include <fmt/format.h>
+
+namespace rs::checks {
+namespace {
+
+class GradSum : public Check {
+public:
+    explicit GradSum(CheckContext& c)
+        : m_R(c.facts.R)
+        , m_P(c.facts.P) {}
+    const Needs& needs() const override { return needs::kAllReduceArithmetic; }
+
+    void addParamStep(const StepRecord& st) override {
+        if (m_R < 2 || st.ranks[0].overflow != 0)
+            return;
+        std::vector<double> ratios;
+        for (int p = 0; p < m_P; ++p) {
+            double mean = 0, meanAbs = 0;
+            for (const auto& x : st.ranks) {
+                mean += x.localSum[size_t(p)] / m_R;
+                meanAbs += std::fabs(x.localSum[size_t(p)]) / m_R;
+            }
+            const double syn = st.ranks[0].syncedSum[size_t(p)];
+            // Sums that nearly cancel across ranks say nothing about the arithmetic.
+            if (!std::isfinite(mean) || !std::isfinite(syn) || std::fabs(mean) < 0.3 * meanAbs ||
+                std::fabs(mean) < 1e-20)
+                continue;
+            ratios.push_back(syn / mean);
+        }
+        if (ratios.empty())
+            return;
+        const double m = median(ratios);
+        ++m_steps;
+        m_sum += m;
+        if (std::fabs(m - 1) < 0.15) {
+            ++m_nearOne;
+        } else if (std::fabs(m - m_R) < 0.15 * m_R) {
+            ++m_nearN;
+            m_firstNearN.note(st.step, -1, -1, m);
+        }
+    }
+
+    std::string figures() const override {
+        return fmt::format("synced/local sum ratio: mean {:.3f} over {} steps, near 1: {}, near N: {}",
+                           m_steps ? m_sum / double(m_steps) : 0.0, m_steps, m_nearOne, m_nearN);
+    }
+
+    void conclude(const RunExtent&, std::vector<Finding>& out) const override {
+        if (m_R < 2 || m_steps < 5 || m_nearN * 10 < m_steps * 7)
+            return;
+        out.push_back(makeFinding(
+            Cause::GradSum, 0.9, m_firstNearN.step, allRanks(m_R),
+            fmt::format(
+                "the synced gradient sum is {:.2f}x the mean of the ranks' local sums (median over "
+                "parameters, {} of {} steps near {}): the all-reduce sums instead of averaging, so the "
+                "effective learning rate is {}x",
+                m_sum / double(m_steps), m_nearN, m_steps, m_R, m_R),
+            causeFix(Cause::GradSum, -1, m_firstNearN.step, {})));
+    }
+
+private:
+    int m_R, m_P;
+    int64_t m_steps = 0, m_nearOne = 0, m_nearN = 0; // steps with a ratio; near 1; near R
+    double m_sum = 0;
+    FirstSeen m_firstNearN;
+};
+
+} // namespace
+
+std::unique_ptr<Check> gradSum(CheckContext& c) {
+    return std::make_unique<GradSum>(c);
+}
+
+} // namespace rs::checks

@@ -1,0 +1,104 @@
+// sdc-before: silent data corruption before the all-reduce. A finite local-gradient value a thousand times
+// every other rank's largest, on one rank and few steps, while the synced gradients still agree. Corruption
+// before the all-reduce never splits the synced copies; a split at or before the outlier is sdc-after's (the
+// corrupted replica's later gradients are the outliers then).
+#include "diagnose/CheckNeeds.h"
+#include "diagnose/checks/Checks.h"
+#include "diagnose/tally/SyncedAgreement.h"
+
+#include <cmath>
+#include <fmt/format.h>
+
+namespace rs::checks {
+namespace {
+
+constexpr double kOutlierRatio = 1e3; // local max |g| vs the other ranks' largest
+
+class SdcBefore : public Check {
+public:
+    explicit SdcBefore(CheckContext& c)
+        : m_facts(c.facts)
+        , m_synced(c.tallies.get<SyncedAgreement>()) {}
+    const Needs& needs() const override { return needs::kLocalOutliers; }
+
+    void addParamStep(const StepRecord& st) override {
+        if (m_facts.R < 2)
+            return;
+        bool counted = false;
+        for (int p = 0; p < m_facts.P; ++p)
+            for (int r = 0; r < m_facts.R; ++r) {
+                const double ratio = outlierRatio(st, r, p);
+                if (ratio < kOutlierRatio)
+                    continue;
+                if (!counted) {
+                    counted = true;
+                    ++m_steps;
+                    m_syncedAgree += syncedAgree(st);
+                }
+                m_first.note(st.step, r, p, ratio);
+            }
+    }
+
+    std::string figures() const override {
+        return fmt::format("local outlier steps {} (synced agreeing {})", m_steps, m_syncedAgree);
+    }
+
+    void conclude(const RunExtent& run, std::vector<Finding>& out) const override {
+        if (m_steps == 0 || !m_first.seen())
+            return;
+        if (m_steps > std::max<int64_t>(3, run.paramSteps / 20) || m_syncedAgree < m_steps)
+            return;
+        if (m_synced.mismatchSteps > 0 && m_synced.firstMismatch.step <= m_first.step)
+            return;
+        const int r = m_first.rank;
+        out.push_back(makeFinding(
+            Cause::SdcBefore, m_steps == 1 ? 0.85 : 0.75, m_first.step, {r},
+            fmt::format(
+                "at step {} rank {}'s local gradient of {} has max |g| {:.3g}x the largest of the other "
+                "ranks ({} such step(s) in {}), while the synced gradient is identical on every rank: one "
+                "card's value was corrupted before the all-reduce",
+                m_first.step, r, m_facts.paramName(m_first.param), m_first.value, m_steps, run.paramSteps),
+            causeFix(Cause::SdcBefore, r, m_first.step, {})));
+    }
+
+private:
+    // Rank r's max |g| of parameter p over the other ranks' largest; 0 when either is not finite and
+    // positive.
+    double outlierRatio(const StepRecord& st, int r, int p) const {
+        const double mx = st.ranks[size_t(r)].localMax[size_t(p)];
+        if (!std::isfinite(mx) || mx <= 0)
+            return 0;
+        double others = 0;
+        for (int q = 0; q < m_facts.R; ++q)
+            if (q != r) {
+                const double v = st.ranks[size_t(q)].localMax[size_t(p)];
+                if (!std::isfinite(v))
+                    return 0;
+                others = std::max(others, v);
+            }
+        return others > 0 ? mx / others : 0;
+    }
+
+    bool syncedAgree(const StepRecord& st) const {
+        for (int q = 1; q < m_facts.R; ++q)
+            for (int p = 0; p < m_facts.P; ++p)
+                if (m_facts.keys.synced(st.ranks[size_t(q)], size_t(p)) !=
+                    m_facts.keys.synced(st.ranks[0], size_t(p)))
+                    return false;
+        return true;
+    }
+
+    const RunFacts& m_facts;
+    const SyncedAgreement& m_synced;
+    int64_t m_steps = 0;       // steps with an outlier
+    int64_t m_syncedAgree = 0; // of those, with every synced gradient identical across ranks
+    FirstSeen m_first;         // value: ratio to the other ranks' largest
+};
+
+} // namespace
+
+std::unique_ptr<Check> sdcBefore(CheckContext& c) {
+    return std::make_unique<SdcBefore>(c);
+}
+
+} // namespace rs::checks
