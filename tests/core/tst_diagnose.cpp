@@ -3,11 +3,16 @@
 // trainer and `ranksight-cli diagnose` are tst_diagnose_runs.
 #include "DiagnoseSim.h"
 #include "diagnose/Advice.h"
+#include "diagnose/Cause.h"
+#include "diagnose/Check.h"
+#include "diagnose/tally/RankDepartures.h"
+#include "faults/FaultSpec.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QtTest>
+#include <set>
 
 using namespace rs;
 using namespace diagnose_sim;
@@ -30,6 +35,8 @@ private slots:
     void absentColumnsGiveNoFindingFromTheirFill();
     void jsonKeys();
     void nanReplicaIsNotInEvalMode();
+    void causeTable();
+    void timeoutRanksFromMessage();
 };
 
 void TestDiagnose::cleanSynthetic_data() {
@@ -530,4 +537,49 @@ void TestDiagnose::nanReplicaIsNotInEvalMode() {
 }
 
 QTEST_GUILESS_MAIN(TestDiagnose)
+// The cause table is the one place a cause is named: every row complete, its fault-lab spec parsing back to
+// it, its check made, its fix filled in with the particulars.
+void TestDiagnose::causeTable() {
+    std::set<std::string> keys;
+    const std::set<std::string> dimensions = {"environment", "data-model", "numerics", "parallel"};
+    RunMeta meta;
+    meta.worldSize = 4;
+    const RunFacts facts(meta);
+    Tallies tallies(facts);
+    CheckContext context{facts, tallies};
+    QCOMPARE(causes().size(), kCauseCount);
+    for (const CauseInfo& c : causes()) {
+        QVERIFY2(keys.insert(c.key).second, c.key);
+        QVERIFY2(dimensions.count(c.dimension), c.key);
+        QVERIFY2(std::string(c.title).size() > 10, c.key);
+        QCOMPARE(&causeInfo(c.id), &c);
+        QCOMPARE(findCause(c.key), &c);
+        const FaultSpec spec = parseFault(c.reproduce);
+        QVERIFY2(spec.cause == c.id && spec.name == c.key, c.reproduce);
+        QVERIFY2(c.makeCheck && c.makeCheck(context), c.key);
+        for (const auto& by : c.explainedBy)
+            QVERIFY2(!by || *by != c.id, c.key);
+        const std::string fix = causeFix(c.id, 7, 123, "layer.bias");
+        QVERIFY2(fix.find('{') == std::string::npos && fix.size() > 40, fix.c_str());
+        if (std::string(c.fix).find("{rank}") != std::string::npos)
+            QVERIFY2(fix.find("card 7") != std::string::npos || fix.find("rank 7") != std::string::npos,
+                     c.key);
+    }
+    QCOMPARE(findCause("cosmic-ray"), nullptr);
+    QVERIFY(causeFix(Cause::ParamNotSynced, -1, 0, "fc2.bias").find("fc2.bias is missing") !=
+            std::string::npos);
+    QVERIFY(causeFix(Cause::SdcAfter, 3, 5, {}, false).find("card 3") == std::string::npos);
+}
+
+// Older files name the ranks a TIMEOUT waited for only in its message.
+void TestDiagnose::timeoutRanksFromMessage() {
+    QCOMPARE(
+        ranksNamedIn("Rank 0: HCCL AllReduce timed out after 30000 ms waiting for rank(s) 1, 3 (call #12)"),
+        std::vector<int>({1, 3}));
+    QCOMPARE(
+        ranksNamedIn("HCCL Barrier timed out after 5 ms waiting for rank(s) 12 (call #1); node 1 is gone"),
+        std::vector<int>({12}));
+    QCOMPARE(ranksNamedIn("rank 2 failed at step 4"), std::vector<int>());
+}
+
 #include "tst_diagnose.moc"

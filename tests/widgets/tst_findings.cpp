@@ -2,6 +2,7 @@
 // the cursor, and the background diagnosis of real run files (a clean run: no findings; a saved run with a
 // finding opens on it); what the panel shows is readable in a dock's size (columns, evidence, notes).
 #include "core/RunFileFixtures.h"
+#include "diagnose/Cause.h"
 #include "diagnose/Finding.h"
 #include "model/DiagnosisRunner.h"
 #include "model/RunModel.h"
@@ -76,6 +77,10 @@ private slots:
         QCOMPARE(model.data(model.index(0, FindingsModel::RanksCol)).toString(), QString("0, 1, 2, 3"));
         QCOMPARE(model.data(model.index(1, FindingsModel::StepCol)).toString(), QString("—"));
         QVERIFY(model.data(model.index(0, 0), Qt::ToolTipRole).toString().contains("gradients_mean=True"));
+        // The cause table's title says what the id means.
+        QVERIFY(model.data(model.index(0, 0), Qt::ToolTipRole)
+                    .toString()
+                    .contains(QString::fromLatin1(causeInfo(Cause::GradSum).title)));
         model.setFindings({});
         QCOMPARE(model.rowCount(), 0);
     }

@@ -1,6 +1,8 @@
 // FindingsModel: see FindingsModel.h.
 #include "panels/FindingsModel.h"
 
+#include "diagnose/Cause.h"
+
 #include <QColor>
 #include <QStringList>
 #include <cmath>
@@ -78,8 +80,11 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const {
             list = tr("<p><b>Ranks:</b> %1</p>").arg(ranksText(*f).toHtmlEscaped());
         else if (index.column() == ParamsCol && !f->parameters.empty())
             list = tr("<p><b>Parameters:</b> %1</p>").arg(allParamsText(*f).toHtmlEscaped());
-        return list + tr("<b>%1</b><p>%2</p><p><b>Fix:</b> %3</p>")
-                          .arg(QString::fromStdString(f->cause).toHtmlEscaped(),
+        // The cause table's title says in words what the id means.
+        const CauseInfo* cause = findCause(f->cause);
+        const QString title = cause ? QStringLiteral(": ") + QString::fromLatin1(cause->title) : QString();
+        return list + tr("<b>%1</b>%2<p>%3</p><p><b>Fix:</b> %4</p>")
+                          .arg(QString::fromStdString(f->cause).toHtmlEscaped(), title.toHtmlEscaped(),
                                QString::fromStdString(f->evidence).toHtmlEscaped(),
                                QString::fromStdString(f->fix).toHtmlEscaped());
     }
