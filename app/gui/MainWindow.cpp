@@ -9,6 +9,7 @@
 #include "charts/OverflowTimeline.h"
 #include "charts/ParamRankHeatmap.h"
 #include "charts/RankHeatmap.h"
+#include "diagnose/EvidenceView.h"
 #include "diagnose/Finding.h"
 #include "import/MsprobeImport.h"
 #include "model/DiagnosisRunner.h"
@@ -24,7 +25,6 @@
 #include "report/ReportExporter.h"
 #include "store/RunSource.h"
 #include "train/TrainConfig.h"
-#include "diagnose/EvidenceView.h"
 
 #include <QApplication>
 #include <QCloseEvent>

@@ -12,13 +12,13 @@
 #include "charts/RankHeatmap.h"
 #include "diagnose/Advice.h"
 #include "diagnose/Diagnoser.h"
+#include "diagnose/EvidenceView.h"
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
 #include "report/ReportMarkdown.h"
 #include "store/CsvExport.h"
 #include "store/RunReader.h"
 #include "store/RunSlice.h"
-#include "diagnose/EvidenceView.h"
 
 #include <QDir>
 #include <QEventLoop>
