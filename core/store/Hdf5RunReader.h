@@ -129,6 +129,11 @@ struct Hdf5RunReader::Impl {
     template <class T> std::vector<T> readColumn(const RColumn& c, hsize_t begin, hsize_t n) const;
     std::vector<char> readStringColumn(const RColumn& c, hsize_t begin, hsize_t n) const;
     void checkRange(const char* what, int64_t begin, int64_t end, hsize_t rows) const;
+    // Rows [begin, begin + n) of a table as its records (RunSchema.h); vectors=false leaves every vector
+    // member empty (readSteps' perParam). parentRows: where the ParentRow column goes (flight entries).
+    template <class Record, class Table>
+    std::vector<Record> readRecords(const RTable& table, const Table& columns, hsize_t begin, hsize_t n,
+                                    bool vectors = true, std::vector<int64_t>* parentRows = nullptr) const;
 };
 
 } // namespace rs

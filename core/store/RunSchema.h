@@ -299,6 +299,13 @@ template <class Record, class Field> constexpr bool ownField() {
         return std::is_same_v<fields::RecordOf<Field>, Record>;
 }
 
+// A record's per-rank records (StepRecord::ranks) for a row whose member is in them. Depends on the row's
+// field, so that generic code also compiles for records without `ranks` (the branch that uses it is
+// discarded only once the field is known).
+template <class Field, class Record> constexpr auto& perRank(Record& rec) {
+    return rec.ranks;
+}
+
 // Whether a row's value is a vector of the record itself that is the whole row (Row::R or Row::T).
 template <class Record, class Field> constexpr bool wholeRowVector() {
     if constexpr (std::is_same_v<Field, ParentRow> || !ownField<Record, Field>())
