@@ -385,22 +385,22 @@ bool ProcessRunReader::refresh() {
 std::vector<StepRecord> ProcessRunReader::readSteps(int64_t begin, int64_t end, bool perParam) const {
     std::string args = range(begin, end);
     args.push_back(char(perParam));
-    return request(wire::Op::ReadSteps, args, [](wire::Reader& in) { return wire::getSteps(in); });
+    return request(wire::Op::ReadSteps, args, [](wire::Reader& in) { return wire::get<StepRecord>(in); });
 }
 
 std::vector<WeightRecord> ProcessRunReader::readWeights(int64_t begin, int64_t end) const {
     return request(wire::Op::ReadWeights, range(begin, end),
-                   [](wire::Reader& in) { return wire::getWeights(in); });
+                   [](wire::Reader& in) { return wire::get<WeightRecord>(in); });
 }
 
 std::vector<EvalRecord> ProcessRunReader::readEvals(int64_t begin, int64_t end) const {
     return request(wire::Op::ReadEvals, range(begin, end),
-                   [](wire::Reader& in) { return wire::getEvals(in); });
+                   [](wire::Reader& in) { return wire::get<EvalRecord>(in); });
 }
 
 std::vector<Event> ProcessRunReader::readEvents(int64_t begin, int64_t end) const {
     return request(wire::Op::ReadEvents, range(begin, end),
-                   [](wire::Reader& in) { return wire::getEvents(in); });
+                   [](wire::Reader& in) { return wire::get<Event>(in); });
 }
 
 std::vector<int64_t> ProcessRunReader::readStepNumbers(int64_t begin, int64_t end) const {
@@ -414,7 +414,7 @@ std::vector<int64_t> ProcessRunReader::readWeightSteps(int64_t begin, int64_t en
 }
 
 std::vector<FlightDump> ProcessRunReader::readFlightDumps() const {
-    return request(wire::Op::ReadFlightDumps, {}, [](wire::Reader& in) { return wire::getFlightDumps(in); });
+    return request(wire::Op::ReadFlightDumps, {}, [](wire::Reader& in) { return wire::get<FlightDump>(in); });
 }
 
 std::vector<float> ProcessRunReader::readStepScalar(runschema::StepCol column, int64_t begin,
