@@ -95,7 +95,7 @@ bool waitForDetail(RunModel* model, int64_t step) {
 // model already holds: no second read of the file.
 void writeStepsCsv(const RunModel& model, const QString& path) {
     NewFile out(path);
-    std::string buf = kStepsCsvHeader;
+    std::string buf = stepsCsvHeader();
     auto flush = [&] {
         out.write(buf);
         buf.clear();
@@ -103,16 +103,12 @@ void writeStepsCsv(const RunModel& model, const QString& path) {
     const int R = model.worldSize();
     const StepsCsvRecorded recorded = stepsCsvRecorded(model.meta());
     for (int64_t row = 0; row < model.stepCount(); ++row) {
-        for (int r = 0; r < R; ++r)
-            appendCsvRow(buf,
-                         StepsCsvRow{model.stepAt(row), r, model.value(StepColumn::Loss, row, r),
-                                     model.value(StepColumn::Accuracy, row, r),
-                                     model.value(StepColumn::LossScale, row, r),
-                                     model.value(StepColumn::Overflow, row, r) != 0,
-                                     model.value(StepColumn::Skipped, row, r) != 0,
-                                     model.value(StepColumn::StepMs, row, r),
-                                     model.value(StepColumn::CommMs, row, r)},
-                         recorded);
+        for (int r = 0; r < R; ++r) {
+            StepsCsvRow csv{model.stepAt(row), r, {}};
+            for (size_t i = 0; i < kStepsCsvValues; ++i)
+                csv.values[i] = model.value(StepColumn(kStepsCsvColumns[i].column), row, r);
+            appendCsvRow(buf, csv, recorded);
+        }
         if (buf.size() > (1 << 20))
             flush();
     }
