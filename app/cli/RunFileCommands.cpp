@@ -1,9 +1,11 @@
 // `inspect` and `export-csv`: read a run file (also one still being written, or left by a killed writer).
+// `schema`: the layout of every run file (RunSchema.h) as JSON.
 #include "CliArgs.h"
 #include "Commands.h"
 #include "store/CsvExport.h"
 #include "store/RunInspection.h"
 #include "store/RunReader.h"
+#include "store/RunSchemaJson.h"
 
 #include <cstdio>
 #include <fmt/format.h>
@@ -54,6 +56,14 @@ int exportCsvCommand(const Args& argv) {
         printError(fmt::format("export-csv: {}", e.what()));
         return 2;
     }
+    return 0;
+}
+
+int schemaCommand(const Args& argv) {
+    const CliArgs args(argv, {}, {});
+    if (!args.positionals().empty())
+        throw UsageError("takes no arguments");
+    std::printf("%s\n", runSchemaJson().c_str());
     return 0;
 }
 
