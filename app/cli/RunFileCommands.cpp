@@ -2,6 +2,7 @@
 // `schema`: the layout of every run file (RunSchema.h) as JSON.
 #include "CliArgs.h"
 #include "Commands.h"
+#include "reader/OpenRunFile.h"
 #include "store/CsvExport.h"
 #include "store/RunInspection.h"
 #include "store/RunReader.h"
@@ -17,7 +18,7 @@ std::unique_ptr<RunReader> openRun(const CliArgs& args, const char* cmd) {
     if (args.positionals().size() != 1)
         throw UsageError(fmt::format("expected one run file, got {}", args.positionals().size()));
     try {
-        return RunReader::open(args.positionals().front());
+        return openRunFile(args.positionals().front());
     } catch (const std::exception& e) {
         printError(fmt::format("{}: {}", cmd, e.what()));
         return nullptr;

@@ -2,10 +2,9 @@
 // (Hdf5RunReaderValidation.cpp), then reads tables by hyperslab, a column at a time, into the record members
 // the table's rows name. Row counts are the minimum extent over a
 // table's columns, so rows a killed writer left half-written (beyond the key column) are never returned.
-#include "store/Hdf5RunReader.h"
-
 #include "store/Hdf5Lock.h"
-#include "store/ReaderTrace.h"
+#include "store/Hdf5RunReaderImpl.h"
+#include "store/ReadTrace.h"
 
 #include <H5Cpp.h>
 #include <algorithm>
@@ -32,7 +31,7 @@ void Hdf5RunReader::Impl::readRows(const RColumn& c, hsize_t begin, hsize_t n, v
                                    const H5::DataType& mem) const {
     if (n == 0 || c.rowElems == 0 || c.missing) // a missing column (addedLater) reads as zeros
         return;
-    readertrace::atDataset(c.spec->path);
+    readtrace::atDataset(c.spec->path);
     try {
         std::vector<hsize_t> start(c.row.size() + 1, 0), count(c.row.size() + 1);
         start[0] = begin;
@@ -175,7 +174,7 @@ std::unique_ptr<Hdf5RunReader> Hdf5RunReader::open(const std::string& path) {
         throw RunFileError(fmt::format("{} is not an HDF5 file (the file is empty)", path));
 
     Hdf5Guard guard;
-    readertrace::atFile("the file's HDF5 signature");
+    readtrace::atFile("the file's HDF5 signature");
     const htri_t isHdf5 = H5Fis_hdf5(path.c_str());
     if (isHdf5 == 0)
         throw RunFileError(
@@ -233,7 +232,7 @@ bool Hdf5RunReader::refresh() {
     // metadata would be wrong); other processes' writes need H5Drefresh.
     const bool refreshFirst = !d.sharedWrite;
     if (refreshFirst) {
-        readertrace::atDataset("/status");
+        readtrace::atDataset("/status");
         if (H5Drefresh(d.statusComplete.getId()) < 0 || H5Drefresh(d.statusReason.getId()) < 0)
             d.fail(fmt::format("refreshing /status: {}", hdf5LastError()));
     }

@@ -14,6 +14,7 @@
 #include "diagnose/Diagnoser.h"
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
+#include "reader/OpenRunFile.h"
 #include "report/ReportMarkdown.h"
 #include "store/CsvExport.h"
 #include "store/RunReader.h"
@@ -192,7 +193,7 @@ private:
         watcher.setFuture(QtConcurrent::run([src = m_model->path().toStdString()] {
             Diagnosis d;
             try {
-                const auto reader = RunReader::open(src);
+                const auto reader = openRunFile(src);
                 d.findings = diagnoseRun(*reader, {}, nullptr, &d.notRun);
                 d.advice = configAdvice(reader->meta());
             } catch (const std::exception& e) {
@@ -296,7 +297,7 @@ private:
         QObject::connect(&watcher, &QFutureWatcher<QString>::finished, &loop, &QEventLoop::quit);
         watcher.setFuture(QtConcurrent::run([src, dst, first = first, last = last]() -> QString {
             try {
-                sliceRun(src, dst, first, last, /*overwrite=*/false);
+                sliceRun(*openRunFile(src), dst, first, last, /*overwrite=*/false);
                 return {};
             } catch (const std::exception& e) {
                 return QString::fromStdString(e.what());

@@ -1,7 +1,7 @@
 // ReaderProtocol: the meta and the file's state on the wire (see ReaderProtocol.h; records: RecordWire.h).
 // Each put has its get in the same order; nested counts are checked against a lower bound of an element's
 // encoded size.
-#include "store/ReaderProtocol.h"
+#include "reader/ReaderProtocol.h"
 
 namespace rs::readerwire {
 

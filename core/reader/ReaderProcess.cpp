@@ -1,9 +1,9 @@
 // ProcessRunReader: see ReaderProcess.h. The child is started with posix_spawn (safe in a threaded
 // process: no fork of the parent's locks), gets the socket as fd 3 and the trace page as fd 4, and inherits
 // the environment and the working directory (relative paths mean the same in both).
-#include "store/ReaderProcess.h"
+#include "reader/ReaderProcess.h"
 
-#include "store/ReaderTrace.h"
+#include "reader/ReaderTrace.h"
 
 #include <cerrno>
 #include <chrono>
