@@ -14,6 +14,7 @@
 #include "RunFileMutation.h"
 #include "store/CsvExport.h"
 #include "store/Hdf5Lock.h"
+#include "store/Hdf5RunReader.h"
 #include "store/Hdf5Types.h"
 #include "store/RunInspection.h"
 #include "store/RunReader.h"
@@ -79,10 +80,10 @@ void checkSteps(const RunReader& r, const std::vector<StepRecord>& steps, int64_
     }
 }
 
-// Returns RunReader::open's outcome: rejected with its message, or accepted.
+// Returns the in-process open's outcome (Hdf5RunReader::open): rejected with its message, or accepted.
 FuzzOutcome readEverything(const std::string& path, const std::string& work, bool writeBack) {
     std::unique_ptr<RunReader> reader;
-    const FuzzOutcome opened = call("RunReader::open", [&] { reader = RunReader::openInProcess(path); });
+    const FuzzOutcome opened = call("RunReader::open", [&] { reader = Hdf5RunReader::open(path); });
     if (opened.rejected) {
         if (opened.message.find(path) == std::string::npos)
             fuzzBug(fmt::format("RunReader::open's message does not name the file: {}", opened.message));
@@ -185,12 +186,11 @@ FuzzOutcome readEverything(const std::string& path, const std::string& work, boo
     const int64_t lo = window.first, hi = window.second;
     const std::string slicePath = work + "/slice.h5";
     reader.reset();
-    const FuzzOutcome sliced = call<std::exception>("sliceRun", [&] {
-        sliceRun(*RunReader::openInProcess(path), slicePath, lo, std::max(lo, hi), true);
-    });
+    const FuzzOutcome sliced = call<std::exception>(
+        "sliceRun", [&] { sliceRun(*Hdf5RunReader::open(path), slicePath, lo, std::max(lo, hi), true); });
     if (!sliced.rejected && allRead) {
         const FuzzOutcome back = call("reading the slice", [&] {
-            auto s = RunReader::openInProcess(slicePath);
+            auto s = Hdf5RunReader::open(slicePath);
             s->readAll();
             inspectRun(*s);
         });

@@ -12,6 +12,7 @@ using Args = std::vector<std::string>;
 int trainCommand(const Args& args);
 int inspectCommand(const Args& args);
 int exportCsvCommand(const Args& args);
+int schemaCommand(const Args& args);
 int lintRankTableCommand(const Args& args);
 int benchCommand(const Args& args);
 int benchNodesCommand(const Args& args);

@@ -7,6 +7,7 @@
 #include "Commands.h"
 #include "diagnose/Advice.h"
 #include "diagnose/Diagnoser.h"
+#include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 #include "store/RunSource.h"
 
@@ -25,7 +26,7 @@ int diagnoseCommand(const Args& argv) {
     std::vector<Advice> advice;
     std::string header;
     try {
-        const auto reader = RunReader::open(args.positionals().front());
+        const auto reader = openRunFile(args.positionals().front());
         findings = diagnoseRun(*reader, {}, &figures, &notRun);
         advice = configAdvice(reader->meta());
         header = fmt::format("{}: {}, {} steps\n\n", args.positionals().front(), describeRun(reader->meta()),

@@ -1,9 +1,12 @@
 // `inspect` and `export-csv`: read a run file (also one still being written, or left by a killed writer).
+// `schema`: the layout of every run file (RunSchema.h) as JSON.
 #include "CliArgs.h"
 #include "Commands.h"
+#include "reader/OpenRunFile.h"
 #include "store/CsvExport.h"
 #include "store/RunInspection.h"
 #include "store/RunReader.h"
+#include "store/RunSchemaJson.h"
 
 #include <cstdio>
 #include <fmt/format.h>
@@ -15,7 +18,7 @@ std::unique_ptr<RunReader> openRun(const CliArgs& args, const char* cmd) {
     if (args.positionals().size() != 1)
         throw UsageError(fmt::format("expected one run file, got {}", args.positionals().size()));
     try {
-        return RunReader::open(args.positionals().front());
+        return openRunFile(args.positionals().front());
     } catch (const std::exception& e) {
         printError(fmt::format("{}: {}", cmd, e.what()));
         return nullptr;
@@ -54,6 +57,14 @@ int exportCsvCommand(const Args& argv) {
         printError(fmt::format("export-csv: {}", e.what()));
         return 2;
     }
+    return 0;
+}
+
+int schemaCommand(const Args& argv) {
+    const CliArgs args(argv, {}, {});
+    if (!args.positionals().empty())
+        throw UsageError("takes no arguments");
+    std::printf("%s\n", runSchemaJson().c_str());
     return 0;
 }
 

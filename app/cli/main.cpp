@@ -30,6 +30,7 @@ commands:
                   presets); NAME: hccl_4p (share/ranksight/ranktables)
   inspect         summary of a run file: RUN.h5 [--json]
   export-csv      steps.csv, gradients.csv, events.csv: RUN.h5 --out DIR [--force]
+  schema          the run-file layout this build writes and reads, as JSON (for writers in other languages)
   lint-ranktable  validate a MindSpore hccl.json: FILE [--ranks N] [--nodes N] [--json]
   bench           throughput: single replica vs the cluster with telemetry off and on (and the PyTorch DDP
                   peer with --peer), in alternating rounds; where a card's step goes, phase by phase
@@ -76,6 +77,8 @@ int main(int argc, char** argv) {
             return rs::cli::inspectCommand(args);
         if (cmd == "export-csv")
             return rs::cli::exportCsvCommand(args);
+        if (cmd == "schema")
+            return rs::cli::schemaCommand(args);
         if (cmd == "lint-ranktable")
             return rs::cli::lintRankTableCommand(args);
         if (cmd == "bench")

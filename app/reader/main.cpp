@@ -1,9 +1,9 @@
-// ranksight-reader: the reader process behind RunReader::open (core/store/ReaderProcess.h). libhdf5 parses
+// ranksight-reader: the reader process behind openRunFile (core/reader/ReaderProcess.h). libhdf5 parses
 // run files from outside here, so that a crash, a hang or a runaway allocation on a damaged file ends this
 // process and not the window or the command line. Started by its parent only:
 //   ranksight-reader --socket-fd 3 --trace-fd 4 --memory-mb N
-#include "store/ReaderServer.h"
-#include "store/ReaderTrace.h"
+#include "reader/ReaderServer.h"
+#include "reader/ReaderTrace.h"
 
 #include <cstdio>
 #include <cstdlib>

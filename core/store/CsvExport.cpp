@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <iterator>
+#include <string_view>
+#include <type_traits>
 
 namespace rs {
 namespace fs = std::filesystem;
@@ -23,28 +25,54 @@ std::string csvField(const std::string& text) {
     return out + "\"";
 }
 
-StepsCsvRecorded stepsCsvRecorded(const RunMeta& meta) {
-    namespace rsc = runschema;
-    auto rec = [&](rsc::StepCol c) { return meta.recorded(rsc::kStepColumns[c].path); };
-    return {rec(rsc::kLoss),    rec(rsc::kAccuracy), rec(rsc::kLossScale), rec(rsc::kOverflow),
-            rec(rsc::kSkipped), rec(rsc::kStepMs),   rec(rsc::kCommMs)};
+namespace {
+
+namespace rsc = runschema;
+
+// The dataset's name: a CSV column's header.
+std::string_view datasetName(rsc::StepCol c) {
+    const std::string_view path = rsc::kStepColumns[c].path;
+    return path.substr(path.rfind('/') + 1);
 }
 
-void appendCsvRow(std::string& out, const StepsCsvRow& r, const StepsCsvRecorded& rec) {
+// Calls f(value) with a rank's value of a per-rank step column, typed as the record holds it.
+template <class F> void visitRankValue(const RankStep& s, rsc::StepCol column, F&& f) {
+    rsc::forEachColumn(rsc::kStepTable, [&](const auto& col) {
+        using Field = std::remove_cvref_t<decltype(col.field)>;
+        if constexpr (!rsc::ownField<StepRecord, Field>())
+            if (col.id == column)
+                f(s.*col.field);
+    });
+}
+
+} // namespace
+
+std::string stepsCsvHeader() {
+    std::string h = "step,rank";
+    for (const CsvColumn& c : kStepsCsvColumns)
+        h += fmt::format(",{}", datasetName(c.column));
+    return h + "\n";
+}
+
+StepsCsvRecorded stepsCsvRecorded(const RunMeta& meta) {
+    StepsCsvRecorded recorded{};
+    for (size_t i = 0; i < kStepsCsvValues; ++i)
+        recorded[i] = meta.recorded(rsc::kStepColumns[kStepsCsvColumns[i].column].path);
+    return recorded;
+}
+
+void appendCsvRow(std::string& out, const StepsCsvRow& r, const StepsCsvRecorded& recorded) {
     auto it = std::back_inserter(out);
     fmt::format_to(it, "{},{}", r.step, r.rank);
-    auto value = [&](bool recorded, auto v, const char* spec) {
+    for (size_t i = 0; i < kStepsCsvValues; ++i) {
         out += ',';
-        if (recorded)
-            fmt::format_to(it, fmt::runtime(spec), v);
-    };
-    value(rec.loss, r.loss, "{}");
-    value(rec.accuracy, r.accuracy, "{}");
-    value(rec.lossScale, r.lossScale, "{}");
-    value(rec.overflow, int(r.overflow), "{}");
-    value(rec.skipped, int(r.skipped), "{}");
-    value(rec.stepMs, r.stepMs, "{:.3f}");
-    value(rec.commMs, r.commMs, "{:.3f}");
+        if (!recorded[i])
+            continue;
+        if (kStepsCsvColumns[i].decimals < 0)
+            fmt::format_to(it, "{}", r.values[i]);
+        else
+            fmt::format_to(it, "{:.{}f}", r.values[i], kStepsCsvColumns[i].decimals);
+    }
     out += '\n';
 }
 
@@ -85,34 +113,45 @@ std::vector<std::string> exportCsv(const RunReader& reader, const std::string& d
     auto grads = openOut(gradsPath, overwrite);
     auto events = openOut(eventsPath, overwrite);
 
-    steps << kStepsCsvHeader;
-    grads << "step,rank,parameter,local_norm,synced_norm,nonfinite\n";
+    steps << stepsCsvHeader();
+    grads << "step,rank,parameter";
+    for (rsc::StepCol c : kGradientsCsvColumns)
+        grads << ',' << datasetName(c);
+    grads << '\n';
     const StepsCsvRecorded recorded = stepsCsvRecorded(meta);
-    namespace rsc = runschema;
-    const bool localNorm = meta.recorded(rsc::kStepColumns[rsc::kLocalNorm].path);
-    const bool syncedNorm = meta.recorded(rsc::kStepColumns[rsc::kSyncedNorm].path);
-    const bool nonfinite = meta.recorded(rsc::kStepColumns[rsc::kNonfinite].path);
-    auto cellOf = [](bool rec, auto v) { return rec ? fmt::format("{}", v) : std::string(); };
+    std::array<bool, std::size(kGradientsCsvColumns)> gradRecorded{};
+    for (size_t k = 0; k < gradRecorded.size(); ++k)
+        gradRecorded[k] = meta.recorded(rsc::kStepColumns[kGradientsCsvColumns[k]].path);
     const int64_t n = reader.stepCount();
     constexpr int64_t kBlock = 1024;
     std::string row;
     for (int64_t b = 0; b < n; b += kBlock) {
         for (const auto& s : reader.readSteps(b, std::min(n, b + kBlock), true)) {
             for (size_t r = 0; r < s.ranks.size(); ++r) {
-                const auto& rs = s.ranks[r];
+                const RankStep& rs = s.ranks[r];
+                StepsCsvRow csv{s.step, int(r), {}};
+                for (size_t i = 0; i < kStepsCsvValues; ++i)
+                    visitRankValue(rs, kStepsCsvColumns[i].column, [&](const auto& v) {
+                        if constexpr (std::is_arithmetic_v<std::remove_cvref_t<decltype(v)>>)
+                            csv.values[i] = static_cast<float>(v);
+                    });
                 row.clear();
-                appendCsvRow(row,
-                             StepsCsvRow{s.step, int(r), rs.loss, rs.accuracy, rs.lossScale, rs.overflow != 0,
-                                         rs.skipped != 0, rs.stepMs, rs.commMs},
-                             recorded);
+                appendCsvRow(row, csv, recorded);
                 steps << row;
-                for (size_t p = 0; p < rs.localNorm.size() && p < meta.params.size(); ++p)
-                    grads << fmt::format("{},{},{},{},{},{}\n", s.step, r, csvField(meta.params[p].name),
-                                         cellOf(localNorm, rs.localNorm[p]),
-                                         cellOf(syncedNorm && p < rs.syncedNorm.size(),
-                                                p < rs.syncedNorm.size() ? rs.syncedNorm[p] : 0.f),
-                                         cellOf(nonfinite && p < rs.nonfinite.size(),
-                                                p < rs.nonfinite.size() ? rs.nonfinite[p] : 0u));
+                for (size_t p = 0; p < meta.params.size(); ++p) {
+                    row.clear();
+                    fmt::format_to(std::back_inserter(row), "{},{},{}", s.step, r,
+                                   csvField(meta.params[p].name));
+                    for (size_t k = 0; k < gradRecorded.size(); ++k) {
+                        row += ',';
+                        visitRankValue(rs, kGradientsCsvColumns[k], [&](const auto& v) {
+                            if constexpr (fields::kIsVector<std::remove_cvref_t<decltype(v)>>)
+                                if (gradRecorded[k] && p < v.size())
+                                    fmt::format_to(std::back_inserter(row), "{}", v[p]);
+                        });
+                    }
+                    grads << row << '\n';
+                }
             }
         }
     }

@@ -1,15 +1,16 @@
 // Hdf5RunReader: validates a run file against RunSchema.h before reading anything a file claims
-// (Hdf5RunReaderValidation.cpp), then reads tables by hyperslab. Row counts are the minimum extent over a
+// (Hdf5RunReaderValidation.cpp), then reads tables by hyperslab, a column at a time, into the record members
+// the table's rows name. Row counts are the minimum extent over a
 // table's columns, so rows a killed writer left half-written (beyond the key column) are never returned.
-#include "store/Hdf5RunReader.h"
-
 #include "store/Hdf5Lock.h"
-#include "store/ReaderTrace.h"
+#include "store/Hdf5RunReaderImpl.h"
+#include "store/ReadTrace.h"
 
 #include <H5Cpp.h>
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
+#include <type_traits>
 
 namespace rs {
 
@@ -30,7 +31,7 @@ void Hdf5RunReader::Impl::readRows(const RColumn& c, hsize_t begin, hsize_t n, v
                                    const H5::DataType& mem) const {
     if (n == 0 || c.rowElems == 0 || c.missing) // a missing column (addedLater) reads as zeros
         return;
-    readertrace::atDataset(c.spec->path);
+    readtrace::atDataset(c.spec->path);
     try {
         std::vector<hsize_t> start(c.row.size() + 1, 0), count(c.row.size() + 1);
         start[0] = begin;
@@ -57,6 +58,87 @@ std::vector<char> Hdf5RunReader::Impl::readStringColumn(const RColumn& c, hsize_
     std::vector<char> v(n * width);
     readRows(c, begin, n, v.data(), fixedString(width));
     return v;
+}
+
+namespace {
+
+// A stored element as the record's type (an enum clamped to its values, RunSchema.h fromStored).
+template <class E> E load(fields::Stored<E> v) {
+    if constexpr (std::is_enum_v<E>)
+        return rsc::fromStored<E>(v);
+    else
+        return v;
+}
+
+} // namespace
+
+template <class Record, class Table>
+std::vector<Record> Hdf5RunReader::Impl::readRecords(const RTable& table, const Table& columns, hsize_t b,
+                                                     hsize_t n, bool vectors,
+                                                     std::vector<int64_t>* parentRows) const {
+    std::vector<Record> out(n);
+    const size_t R = dims.R;
+    // One column at a time, so only one column's buffer is alive besides the records.
+    rsc::forEachColumn(columns, [&](const auto& col) {
+        using Field = std::remove_cvref_t<decltype(col.field)>;
+        const RColumn& c = table.cols[size_t(col.id)];
+        if constexpr (std::is_same_v<Field, rsc::ParentRow>) {
+            if (parentRows)
+                *parentRows = readColumn<int64_t>(c, b, n);
+        } else {
+            using V = fields::ValueOf<Field>;
+            using E = fields::Element<V>;
+            constexpr int depth = fields::kDepth<V>;
+            if (depth > 0 && !vectors)
+                return;
+            if constexpr (fields::kIsString<V>) {
+                const size_t width = size_t(rsc::dtypeBytes(c.spec->dtype));
+                const std::vector<char> v = readStringColumn(c, b, n);
+                for (size_t i = 0; i < n; ++i)
+                    out[i].*col.field = getFixedString(v.data() + i * width, width);
+            } else if constexpr (rsc::wholeRowVector<Record, Field>()) {
+                // Big rows (flight tensors): straight into each record, one row at a time.
+                if (col.layout.row == rsc::Row::T) {
+                    for (size_t i = 0; i < n; ++i) {
+                        V& v = out[i].*col.field;
+                        v.resize(c.rowElems);
+                        readRows(c, b + i, 1, v.data(), memType(c.spec->dtype));
+                    }
+                    return;
+                }
+            }
+            if constexpr (!fields::kIsString<V>) {
+                const auto v = readColumn<fields::Stored<E>>(c, b, n);
+                const size_t len = R ? c.rowElems / R : 0; // a rank's part of a row
+                for (size_t i = 0; i < n; ++i) {
+                    const auto* row = v.data() + i * c.rowElems;
+                    Record& rec = out[i];
+                    if constexpr (rsc::ownField<Record, Field>()) {
+                        V& dst = rec.*col.field;
+                        if constexpr (depth == 0) {
+                            dst = load<E>(row[0]);
+                        } else if constexpr (depth == 1) {
+                            dst.assign(row, row + c.rowElems);
+                        } else {
+                            dst.resize(R);
+                            for (size_t r = 0; r < R; ++r)
+                                dst[r].assign(row + r * len, row + (r + 1) * len);
+                        }
+                    } else {
+                        auto& ranks = rsc::perRank<Field>(rec);
+                        ranks.resize(R);
+                        for (size_t r = 0; r < R; ++r) {
+                            if constexpr (depth == 0)
+                                ranks[r].*col.field = load<E>(row[r]);
+                            else
+                                (ranks[r].*col.field).assign(row + r * len, row + (r + 1) * len);
+                        }
+                    }
+                }
+            }
+        }
+    });
+    return out;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -92,7 +174,7 @@ std::unique_ptr<Hdf5RunReader> Hdf5RunReader::open(const std::string& path) {
         throw RunFileError(fmt::format("{} is not an HDF5 file (the file is empty)", path));
 
     Hdf5Guard guard;
-    readertrace::atFile("the file's HDF5 signature");
+    readtrace::atFile("the file's HDF5 signature");
     const htri_t isHdf5 = H5Fis_hdf5(path.c_str());
     if (isHdf5 == 0)
         throw RunFileError(
@@ -150,7 +232,7 @@ bool Hdf5RunReader::refresh() {
     // metadata would be wrong); other processes' writes need H5Drefresh.
     const bool refreshFirst = !d.sharedWrite;
     if (refreshFirst) {
-        readertrace::atDataset("/status");
+        readtrace::atDataset("/status");
         if (H5Drefresh(d.statusComplete.getId()) < 0 || H5Drefresh(d.statusReason.getId()) < 0)
             d.fail(fmt::format("refreshing /status: {}", hdf5LastError()));
     }
@@ -187,72 +269,8 @@ std::vector<StepRecord> Hdf5RunReader::readSteps(int64_t begin, int64_t end, boo
     Hdf5Guard guard;
     const Impl& d = *m_d;
     d.checkRange("readSteps", begin, end, d.steps.rows);
-    const hsize_t b = hsize_t(begin), n = hsize_t(end - begin);
-    const size_t R = d.dims.R, B = d.dims.B, P = d.dims.P, K = d.dims.K;
-    const auto& c = d.steps.cols;
-    std::vector<StepRecord> out(n);
-
-    const auto step = d.readColumn<int64_t>(c[rsc::kStep], b, n);
-    const auto epoch = d.readColumn<int64_t>(c[rsc::kEpoch], b, n);
-    const auto lr = d.readColumn<float>(c[rsc::kLr], b, n);
-    const auto loss = d.readColumn<float>(c[rsc::kLoss], b, n);
-    const auto accuracy = d.readColumn<float>(c[rsc::kAccuracy], b, n);
-    const auto lossScale = d.readColumn<float>(c[rsc::kLossScale], b, n);
-    const auto stepMs = d.readColumn<float>(c[rsc::kStepMs], b, n);
-    const auto computeMs = d.readColumn<float>(c[rsc::kComputeMs], b, n);
-    const auto commMs = d.readColumn<float>(c[rsc::kCommMs], b, n);
-    const auto overflow = d.readColumn<uint8_t>(c[rsc::kOverflow], b, n);
-    const auto skipped = d.readColumn<uint8_t>(c[rsc::kSkipped], b, n);
-    const auto state = d.readColumn<uint8_t>(c[rsc::kState], b, n);
-    const auto sampleFp = d.readColumn<uint64_t>(c[rsc::kSampleFp], b, n);
-    const auto bufferFp = d.readColumn<uint64_t>(c[rsc::kBufferFpStep], b, n);
-    for (size_t i = 0; i < n; ++i) {
-        StepRecord& s = out[i];
-        s.step = step[i];
-        s.epoch = epoch[i];
-        s.lr = lr[i];
-        s.ranks.resize(R);
-        for (size_t r = 0; r < R; ++r) {
-            RankStep& rs = s.ranks[r];
-            const size_t k = i * R + r;
-            rs.loss = loss[k];
-            rs.accuracy = accuracy[k];
-            rs.lossScale = lossScale[k];
-            rs.stepMs = stepMs[k];
-            rs.computeMs = computeMs[k];
-            rs.commMs = commMs[k];
-            rs.overflow = overflow[k];
-            rs.skipped = skipped[k];
-            rs.state = state[k];
-            rs.sampleFp = sampleFp[k];
-            rs.bufferFp = bufferFp[k];
-        }
-    }
-    if (!perParam)
-        return out;
-
-    // Per-parameter columns, one at a time so only one column's buffer is alive besides the records.
-    auto scatter = [&](auto tag, int col, size_t len, auto member) {
-        using T = decltype(tag);
-        const std::vector<T> v = d.readColumn<T>(c[col], b, n);
-        for (size_t i = 0; i < n; ++i)
-            for (size_t r = 0; r < R; ++r) {
-                const T* src = v.data() + (i * R + r) * len;
-                (out[i].ranks[r].*member).assign(src, src + len);
-            }
-    };
-    scatter(int32_t{}, rsc::kSampleIds, B, &RankStep::sampleIds);
-    scatter(float{}, rsc::kLocalNorm, P, &RankStep::localNorm);
-    scatter(float{}, rsc::kLocalMax, P, &RankStep::localMax);
-    scatter(double{}, rsc::kLocalSum, P, &RankStep::localSum);
-    scatter(uint32_t{}, rsc::kNonfinite, P, &RankStep::nonfinite);
-    scatter(uint32_t{}, rsc::kOverflowCount, P, &RankStep::overflowCount);
-    scatter(uint32_t{}, rsc::kUnderflowCount, P, &RankStep::underflowCount);
-    scatter(float{}, rsc::kSketch, P * K, &RankStep::sketch);
-    scatter(float{}, rsc::kSyncedNorm, P, &RankStep::syncedNorm);
-    scatter(double{}, rsc::kSyncedSum, P, &RankStep::syncedSum);
-    scatter(uint64_t{}, rsc::kSyncedFp, P, &RankStep::syncedFp);
-    return out;
+    return d.readRecords<StepRecord>(d.steps, rsc::kStepTable, hsize_t(begin), hsize_t(end - begin),
+                                     perParam);
 }
 
 std::vector<float> Hdf5RunReader::readStepScalar(rsc::StepCol column, int64_t begin, int64_t end) const {
@@ -287,100 +305,35 @@ std::vector<WeightRecord> Hdf5RunReader::readWeights(int64_t begin, int64_t end)
     Hdf5Guard guard;
     const Impl& d = *m_d;
     d.checkRange("readWeights", begin, end, d.weights.rows);
-    const hsize_t b = hsize_t(begin), n = hsize_t(end - begin);
-    const size_t R = d.dims.R, P = d.dims.P;
-    const auto& c = d.weights.cols;
-    const auto step = d.readColumn<int64_t>(c[rsc::kWStep], b, n);
-    const auto fp = d.readColumn<uint64_t>(c[rsc::kWFp], b, n);
-    const auto norm = d.readColumn<float>(c[rsc::kWNorm], b, n);
-    const auto bufferFp = d.readColumn<uint64_t>(c[rsc::kWBufferFp], b, n);
-    const auto drift = d.readColumn<float>(c[rsc::kWBufferDrift], b, n);
-    std::vector<WeightRecord> out(n);
-    for (size_t i = 0; i < n; ++i) {
-        WeightRecord& w = out[i];
-        w.step = step[i];
-        w.fp.resize(R);
-        w.norm.resize(R);
-        for (size_t r = 0; r < R; ++r) {
-            const size_t at = (i * R + r) * P;
-            w.fp[r].assign(fp.begin() + at, fp.begin() + at + P);
-            w.norm[r].assign(norm.begin() + at, norm.begin() + at + P);
-        }
-        w.bufferFp.assign(bufferFp.begin() + i * R, bufferFp.begin() + (i + 1) * R);
-        w.bufferDrift.assign(drift.begin() + i * R, drift.begin() + (i + 1) * R);
-    }
-    return out;
+    return d.readRecords<WeightRecord>(d.weights, rsc::kWeightTable, hsize_t(begin), hsize_t(end - begin));
 }
 
 std::vector<EvalRecord> Hdf5RunReader::readEvals(int64_t begin, int64_t end) const {
     Hdf5Guard guard;
     const Impl& d = *m_d;
     d.checkRange("readEvals", begin, end, d.evals.rows);
-    const hsize_t b = hsize_t(begin), n = hsize_t(end - begin);
-    const size_t R = d.dims.R;
-    const auto& c = d.evals.cols;
-    const auto step = d.readColumn<int64_t>(c[rsc::kEStep], b, n);
-    const auto accuracy = d.readColumn<float>(c[rsc::kEAccuracy], b, n);
-    const auto loss = d.readColumn<float>(c[rsc::kELoss], b, n);
-    std::vector<EvalRecord> out(n);
-    for (size_t i = 0; i < n; ++i) {
-        out[i].step = step[i];
-        out[i].accuracy.assign(accuracy.begin() + i * R, accuracy.begin() + (i + 1) * R);
-        out[i].loss.assign(loss.begin() + i * R, loss.begin() + (i + 1) * R);
-    }
-    return out;
+    return d.readRecords<EvalRecord>(d.evals, rsc::kEvalTable, hsize_t(begin), hsize_t(end - begin));
 }
 
 std::vector<Event> Hdf5RunReader::readEvents(int64_t begin, int64_t end) const {
     Hdf5Guard guard;
     const Impl& d = *m_d;
     d.checkRange("readEvents", begin, end, d.events.rows);
-    const hsize_t b = hsize_t(begin), n = hsize_t(end - begin);
-    const auto& c = d.events.cols;
-    const auto step = d.readColumn<int64_t>(c[rsc::kVStep], b, n);
-    const auto rank = d.readColumn<int32_t>(c[rsc::kVRank], b, n);
-    const auto severity = d.readColumn<uint8_t>(c[rsc::kVSeverity], b, n);
-    const auto code = d.readStringColumn(c[rsc::kVCode], b, n);
-    const auto message = d.readStringColumn(c[rsc::kVMessage], b, n);
-    std::vector<Event> out(n);
-    for (size_t i = 0; i < n; ++i) {
-        out[i].step = step[i];
-        out[i].rank = rank[i];
-        out[i].severity = Severity(std::min<uint8_t>(severity[i], uint8_t(Severity::Error)));
-        out[i].code = getFixedString(code.data() + i * rsc::kEventCodeLen, rsc::kEventCodeLen);
-        out[i].message = getFixedString(message.data() + i * rsc::kEventMessageLen, rsc::kEventMessageLen);
-    }
-    return out;
+    return d.readRecords<Event>(d.events, rsc::kEventTable, hsize_t(begin), hsize_t(end - begin));
 }
 
 std::vector<FlightDump> Hdf5RunReader::readFlightDumps() const {
     Hdf5Guard guard;
     const Impl& d = *m_d;
-    const hsize_t nd = d.dumps.rows, ne = d.entries.rows;
-    const auto& dc = d.dumps.cols;
-    const auto& ec = d.entries.cols;
-    const auto trigger = d.readColumn<int64_t>(dc[rsc::kDTriggerStep], 0, nd);
-    const auto reason = d.readStringColumn(dc[rsc::kDReason], 0, nd);
-    std::vector<FlightDump> out(nd);
-    for (size_t i = 0; i < nd; ++i) {
-        out[i].triggerStep = trigger[i];
-        out[i].reason = getFixedString(reason.data() + i * rsc::kReasonLen, rsc::kReasonLen);
-    }
-    const auto dump = d.readColumn<int64_t>(ec[rsc::kFDump], 0, ne);
-    const auto step = d.readColumn<int64_t>(ec[rsc::kFStep], 0, ne);
-    const auto rank = d.readColumn<int32_t>(ec[rsc::kFRank], 0, ne);
-    const auto kind = d.readColumn<uint8_t>(ec[rsc::kFKind], 0, ne);
-    for (size_t i = 0; i < ne; ++i) {
+    std::vector<FlightDump> out = d.readRecords<FlightDump>(d.dumps, rsc::kDumpTable, 0, d.dumps.rows);
+    std::vector<int64_t> dump;
+    std::vector<FlightEntry> entries =
+        d.readRecords<FlightEntry>(d.entries, rsc::kEntryTable, 0, d.entries.rows, true, &dump);
+    for (size_t i = 0; i < entries.size(); ++i) {
         // Entries of a dump whose own row is not complete yet (a killed or ongoing write) are skipped.
-        if (dump[i] < 0 || hsize_t(dump[i]) >= nd)
+        if (dump[i] < 0 || uint64_t(dump[i]) >= out.size())
             continue;
-        FlightEntry e;
-        e.step = step[i];
-        e.rank = rank[i];
-        e.kind = kind[i];
-        e.data.resize(d.dims.T);
-        d.readRows(ec[rsc::kFData], i, 1, e.data.data(), H5::PredType::NATIVE_FLOAT);
-        out[size_t(dump[i])].entries.push_back(std::move(e));
+        out[size_t(dump[i])].entries.push_back(std::move(entries[i]));
     }
     return out;
 }

@@ -1,15 +1,13 @@
-// Internal to core/store: the in-process RunReader, libhdf5 in this process (RunReader::openInProcess). Its
-// state is shared by Hdf5RunReaderValidation.cpp (opening a file and checking it against RunSchema.h) and
-// Hdf5RunReader.cpp (reading rows). Used by the reader process (ReaderServer.cpp) and the fuzzer; everything
-// else reads through RunReader::open. Not a public header.
+// The in-process RunReader: libhdf5 parses the run file in this process. It is what the reader process runs
+// (core/reader/ReaderServer.cpp) and what the fuzzer attacks; everything that reads files from outside opens
+// them in a reader process instead (openRunFile, core/reader/OpenRunFile.h). Its state (Hdf5RunReaderImpl.h)
+// is shared by Hdf5RunReaderValidation.cpp (opening a file and checking it against RunSchema.h) and
+// Hdf5RunReader.cpp (reading rows).
 #pragma once
 
-#include "store/Hdf5Types.h"
 #include "store/RunReader.h"
 
-#include <H5Cpp.h>
-#include <fmt/format.h>
-#include <span>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,87 +46,6 @@ public:
 private:
     explicit Hdf5RunReader(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> m_d;
-};
-
-struct Hdf5RunReader::Impl {
-    // One table column, checked against its schema entry when the file was opened.
-    struct RColumn {
-        const runschema::Column* spec = nullptr;
-        H5::DataSet ds;
-        std::vector<hsize_t> row; // expected row dims
-        size_t rowElems = 0;
-        size_t fileElemBytes = 0;
-        std::vector<hsize_t> chunk; // chunk dims; empty when the dataset is not chunked
-        hsize_t claimed = 0;        // rows its dataspace claims
-        hsize_t extent = 0;         // rows backed by written data (see writtenRows)
-        bool missing = false;       // a column added later (Column::addedLater) that this file predates
-    };
-    struct RTable {
-        explicit RTable(char s)
-            : symbol(s) {}
-        char symbol; // leading dim in messages
-        std::vector<RColumn> cols;
-        hsize_t rows = 0; // complete rows: the minimum extent over cols
-    };
-
-    std::string path;
-    H5::H5File file;
-    bool swmr = false;        // opened with H5F_ACC_SWMR_READ
-    bool sharedWrite = false; // the file is open for writing in this very process (shares its cache)
-    uint64_t fileBytes = 0;
-    RunMeta meta;
-    int formatVersion = 0;
-    bool complete = false;
-    std::string stopReason;
-    h5detail::Dims dims;
-    RTable steps{'S'}, weights{'W'}, evals{'E'}, events{'N'}, dumps{'D'}, entries{'M'};
-    H5::DataSet statusComplete, statusReason;
-
-    [[noreturn]] void fail(const std::string& what) const {
-        throw RunFileError(fmt::format("{}: {}", path, what));
-    }
-    [[noreturn]] void fail(const std::string& where, const H5::Exception& e) const {
-        fail(fmt::format("{}: {}", where, h5detail::hdf5Detail(e)));
-    }
-
-    // --- opening and validation (Hdf5RunReaderValidation.cpp) ---------------------------------------------
-    void openFile();
-    void readRoot();
-    void readFixed();
-    void openTables();
-    void readStatus();
-    void updateExtents(bool refreshFirst);
-    void checkLastChunks() const;
-    hsize_t writtenRows(const RColumn& c, hsize_t claimed) const;
-    bool chunkWritten(const RColumn& c, hsize_t row) const;
-    bool superblockSaysClosed() const;
-
-    bool linkExists(const std::string& objPath) const;
-    H5::DataSet openDataset(const char* objPath) const;
-    H5::DataSet openVector(const char* objPath, H5T_class_t expected, hsize_t n) const;
-    void checkClass(const H5::DataSet& ds, const char* objPath, H5T_class_t expected) const;
-    // Class, element size and (integers) sign exactly as the schema's dtype: nothing to convert on read.
-    void checkNumeric(const H5::DataSet& ds, const char* objPath, runschema::Dtype t) const;
-    void checkIntegerSize(const H5::Attribute& a, const char* name) const;
-    std::vector<hsize_t> datasetDims(const H5::DataSet& ds) const;
-    void checkBytes(const char* objPath, uint64_t logicalBytes, const std::string& claim) const;
-
-    std::string stringAttr(const char* name) const;
-    int64_t intAttr(const char* name, int64_t lo, int64_t hi) const;
-    uint64_t u64Attr(const char* name) const;
-    H5::Attribute attr(const char* name, H5T_class_t expected) const;
-
-    template <class T>
-    std::vector<T> readFixedNumeric(const char* objPath, runschema::Dtype t, hsize_t n) const;
-    std::vector<std::string> readFixedStrings(const char* objPath, hsize_t n) const;
-    hsize_t fixedExtent(const char* objPath) const;
-    void openTable(RTable& table, std::span<const runschema::Column> columns);
-
-    // --- reading rows (Hdf5RunReader.cpp) -----------------------------------------------------------------
-    void readRows(const RColumn& c, hsize_t begin, hsize_t n, void* out, const H5::DataType& mem) const;
-    template <class T> std::vector<T> readColumn(const RColumn& c, hsize_t begin, hsize_t n) const;
-    std::vector<char> readStringColumn(const RColumn& c, hsize_t begin, hsize_t n) const;
-    void checkRange(const char* what, int64_t begin, int64_t end, hsize_t rows) const;
 };
 
 } // namespace rs

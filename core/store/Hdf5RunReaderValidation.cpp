@@ -2,8 +2,8 @@
 // every table column's class and dims, sizes against the file's size, a truncated tail) before anything a
 // file claims is allocated or read. Row reading and the public API are in RunReader.cpp.
 #include "store/Hdf5Lock.h"
-#include "store/Hdf5RunReader.h"
-#include "store/ReaderTrace.h"
+#include "store/Hdf5RunReaderImpl.h"
+#include "store/ReadTrace.h"
 #include "store/RunSource.h"
 
 #include <H5Cpp.h>
@@ -95,7 +95,7 @@ std::string humanBytes(double bytes) {
 } // namespace
 
 void Hdf5RunReader::Impl::openFile() {
-    readertrace::atFile("the superblock and the root group");
+    readtrace::atFile("the superblock and the root group");
     hdf5ClearLastError();
     // A SWMR reader retries a metadata read whose checksum fails (a writer may be mid-way through writing
     // it), sleeping twice as long after each of its default 100 attempts past the first ~20: on a file whose
@@ -137,7 +137,7 @@ void Hdf5RunReader::Impl::openFile() {
 }
 
 H5::Attribute Hdf5RunReader::Impl::attr(const char* name, H5T_class_t expected) const {
-    readertrace::atAttribute(name);
+    readtrace::atAttribute(name);
     if (!file.attrExists(name))
         fail(fmt::format("root attribute '{}' is missing", name));
     H5::Attribute a = file.openAttribute(name);
@@ -197,7 +197,7 @@ uint64_t Hdf5RunReader::Impl::u64Attr(const char* name) const {
 
 void Hdf5RunReader::Impl::readRoot() {
     try {
-        readertrace::atAttribute(rsc::kAttrFormat);
+        readtrace::atAttribute(rsc::kAttrFormat);
         if (!file.attrExists(rsc::kAttrFormat))
             fail(fmt::format("not a RankSight run file (format attribute missing; expected format='{}')",
                              rsc::kFormatName));
@@ -256,7 +256,7 @@ bool Hdf5RunReader::Impl::linkExists(const std::string& objPath) const {
 }
 
 H5::DataSet Hdf5RunReader::Impl::openDataset(const char* objPath) const {
-    readertrace::atDataset(objPath);
+    readtrace::atDataset(objPath);
     if (!linkExists(objPath))
         fail(fmt::format("dataset {} is missing", objPath));
     try {
@@ -463,7 +463,7 @@ void Hdf5RunReader::Impl::openTables() {
 }
 
 void Hdf5RunReader::Impl::readStatus() {
-    readertrace::atDataset("/status");
+    readtrace::atDataset("/status");
     try {
         for (auto [ds, p] : {std::pair{&statusComplete, rsc::kStatusComplete},
                              std::pair{&statusReason, rsc::kStatusStopReason}})
@@ -492,7 +492,7 @@ void Hdf5RunReader::Impl::updateExtents(bool refreshFirst) {
         for (RColumn& c : t->cols) {
             if (c.missing)
                 continue;
-            readertrace::atDataset(c.spec->path);
+            readtrace::atDataset(c.spec->path);
             if (refreshFirst && H5Drefresh(c.ds.getId()) < 0)
                 fail(fmt::format("refreshing {}: {}", c.spec->path, hdf5LastError()));
             const std::vector<hsize_t> d = datasetDims(c.ds);
@@ -535,7 +535,7 @@ void Hdf5RunReader::Impl::updateExtents(bool refreshFirst) {
 // Whether the chunks holding row `row` were written: the first and the last chunk of the row (a big row
 // spans several chunks along its own dims).
 bool Hdf5RunReader::Impl::chunkWritten(const RColumn& c, hsize_t row) const {
-    readertrace::atChunkIndex(c.spec->path);
+    readtrace::atChunkIndex(c.spec->path);
     std::vector<hsize_t> first(c.chunk.size(), 0);
     first[0] = row / c.chunk[0] * c.chunk[0];
     std::vector<hsize_t> last = first;
@@ -621,7 +621,7 @@ void Hdf5RunReader::Impl::checkLastChunks() const {
         for (const RColumn& c : t->cols) {
             if (c.missing || c.extent == 0 || c.rowElems == 0)
                 continue;
-            readertrace::atChunkIndex(c.spec->path);
+            readtrace::atChunkIndex(c.spec->path);
             hid_t dcpl = H5Dget_create_plist(c.ds.getId());
             std::vector<hsize_t> chunk(c.row.size() + 1, 0);
             const bool chunked = H5Pget_layout(dcpl) == H5D_CHUNKED &&

@@ -1,18 +1,7 @@
-// RunReader: the two ways to open a run file, and what every reader provides on top of its own reads.
+// RunReader: what every reader provides on top of its own reads.
 #include "store/RunReader.h"
 
-#include "store/Hdf5RunReader.h"
-#include "store/ReaderProcess.h"
-
 namespace rs {
-
-std::unique_ptr<RunReader> RunReader::open(const std::string& path) {
-    return ProcessRunReader::open(path);
-}
-
-std::unique_ptr<RunReader> RunReader::openInProcess(const std::string& path) {
-    return Hdf5RunReader::open(path);
-}
 
 std::vector<WeightRecord> RunReader::readWeights() const {
     return readWeights(0, weightCount());

@@ -4,13 +4,11 @@
 // inconsistent files are refused with a RunFileError that says what was found and what was expected;
 // nothing a file claims is allocated before it was checked against the meta and the file's size.
 //
-// Two implementations behind one interface:
-// - open(): the file is parsed by libhdf5 in a reader process (ranksight-reader, ReaderProcess.h), so a
-//   damaged or hostile file that makes libhdf5 crash, hang or run out of memory takes down only that process;
-//   the caller gets a RunFileError saying the file is damaged and where the reader was. Everything that
-//   reads files from outside uses it: the window, the command line, reports, diagnosis.
-// - openInProcess(): libhdf5 in this process (Hdf5RunReader.h). Only for the reader process itself and the
-//   fuzzer, whose job is to find the files that crash it.
+// The interface only: this class knows no implementation. Hdf5RunReader (core/store) reads with libhdf5 in
+// this process; ProcessRunReader (core/reader) forwards every call to a reader process running one, so that
+// a damaged or hostile file that makes libhdf5 crash, hang or run out of memory takes down only that
+// process. openRunFile (core/reader/OpenRunFile.h) opens a file with either; everything that reads files
+// from outside uses the reader process.
 // Thread-safe: calls may come from several threads (each implementation serialises them).
 #pragma once
 
@@ -39,13 +37,6 @@ struct RunData {
 
 class RunReader {
 public:
-    // Opens in a reader process and validates the whole layout there. Throws RunFileError (also when the
-    // reader process crashed, hung or could not be started).
-    static std::unique_ptr<RunReader> open(const std::string& path);
-    // Opens with libhdf5 in this process (SWMR reading; a plain read-only open for files without SWMR
-    // support). Throws RunFileError. Not for files from outside: see above.
-    static std::unique_ptr<RunReader> openInProcess(const std::string& path);
-
     virtual ~RunReader() = default;
     RunReader(const RunReader&) = delete;
     RunReader& operator=(const RunReader&) = delete;

@@ -1,17 +1,25 @@
 // The layout of a RankSight run file (HDF5), in one place so the writer, the reader and
 // docs/run-file.md agree. Every name, dtype and shape of the file is here; docs/run-file.md explains them.
-// No HDF5 types in this header: Hdf5Types.h maps Dtype and Row to HDF5 for RunWriter and RunReader.
+// A table column is one row below, naming the record member it holds: RunWriter, Hdf5RunReader, the wire
+// (RecordWire.h: the reader process, the node exchange), CSV export and `ranksight-cli schema` (which
+// python/ranksight/runfile.py is checked against) iterate the rows. Adding a column: docs/run-file.md,
+// "Adding a column". No HDF5 types in this header: Hdf5Types.h maps Dtype and Row to HDF5.
 #pragma once
 
+#include "store/RecordFields.h"
 #include "store/RunRecords.h"
 
 #include <algorithm>
+#include <array>
+#include <concepts>
 #include <cstdint>
 #include <limits>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 namespace rs {
@@ -97,11 +105,42 @@ struct Column {
     // Added to format 2 after its first files were written: a file without it opens, and the column reads
     // as absent (RunMeta::absent names it, its values are zeros). Old readers ignore it in new files.
     bool addedLater = false;
+    // A rank's vector may be shorter than its part of the row; the rest is -1 (sample ids, up to B). Any
+    // other vector is all there or empty: not recorded, stored as NaN (floats) or 0 (integers).
+    bool padded = false;
 };
+
+// A table row's flags beyond its path, dtype and dims (see Column).
+struct ColumnOptions {
+    bool deflate = true;
+    bool addedLater = false;
+    bool padded = false;
+};
+
+// The flight entries' `dump` column: the row of the /flight/dumps record an entry belongs to. The entry does
+// not hold it: the writer knows it, the reader groups entries by it.
+struct ParentRow {};
+
+// One row of a table: its id (the row's index, an enum value below), its layout in the file, and where its
+// values are in the table's record: a member of the record, a member of the per-rank records in its `ranks`
+// (RankStep in StepRecord), or ParentRow. Everything that reads or writes a table iterates these rows:
+// RunWriter, Hdf5RunReader, the wire (RecordWire.h), CSV export, `ranksight-cli schema`.
+template <class Field> struct TableColumn {
+    int id;
+    Column layout;
+    Field field;
+};
+
+template <class Field>
+constexpr TableColumn<Field> col(int id, const char* path, Dtype dtype, Row row, Field field,
+                                 ColumnOptions o = {}) {
+    return {id, Column{path, dtype, row, o.deflate, o.addedLater, o.padded}, field};
+}
 
 // Per-step table: one row per appendStep. Every column is extendible along dim 0 (steps). The key column
 // (/steps/step) is the last entry and is written last, so a reader that takes the minimum extent never
-// sees a half-written step.
+// sees a half-written step. Each table's enum names its rows for the code that picks one (diagnosis, the
+// charts); a row's first value is its enum name, and the build fails if the two disagree.
 enum StepCol : int {
     kEpoch,
     kLr,
@@ -130,32 +169,32 @@ enum StepCol : int {
     kStep, // key, last
     kStepColCount
 };
-inline constexpr Column kStepColumns[kStepColCount] = {
-    {"/steps/epoch", Dtype::I64, Row::Scalar},
-    {"/steps/lr", Dtype::F32, Row::Scalar},
-    {"/steps/loss", Dtype::F32, Row::R},
-    {"/steps/accuracy", Dtype::F32, Row::R},
-    {"/steps/loss_scale", Dtype::F32, Row::R},
-    {"/steps/step_ms", Dtype::F32, Row::R},
-    {"/steps/compute_ms", Dtype::F32, Row::R},
-    {"/steps/comm_ms", Dtype::F32, Row::R},
-    {"/steps/overflow", Dtype::U8, Row::R},
-    {"/steps/skipped", Dtype::U8, Row::R},
-    {"/steps/state", Dtype::U8, Row::R},
-    {"/steps/sample_fp", Dtype::U64, Row::R},
-    {"/steps/sample_ids", Dtype::I32, Row::RB},
-    {"/steps/buffer_fp", Dtype::U64, Row::R, true, true},
-    {"/grads/local_norm", Dtype::F32, Row::RP, false},
-    {"/grads/local_max", Dtype::F32, Row::RP, false},
-    {"/grads/local_sum", Dtype::F64, Row::RP, false},
-    {"/grads/nonfinite", Dtype::U32, Row::RP},
-    {"/grads/overflow_count", Dtype::U32, Row::RP},
-    {"/grads/underflow_count", Dtype::U32, Row::RP},
-    {"/grads/sketch", Dtype::F32, Row::RPK, false},
-    {"/grads/synced_norm", Dtype::F32, Row::RP},
-    {"/grads/synced_sum", Dtype::F64, Row::RP},
-    {"/grads/synced_fp", Dtype::U64, Row::RP},
-    {"/steps/step", Dtype::I64, Row::Scalar},
+inline constexpr std::tuple kStepTable{
+    col(kEpoch, "/steps/epoch", Dtype::I64, Row::Scalar, &StepRecord::epoch),
+    col(kLr, "/steps/lr", Dtype::F32, Row::Scalar, &StepRecord::lr),
+    col(kLoss, "/steps/loss", Dtype::F32, Row::R, &RankStep::loss),
+    col(kAccuracy, "/steps/accuracy", Dtype::F32, Row::R, &RankStep::accuracy),
+    col(kLossScale, "/steps/loss_scale", Dtype::F32, Row::R, &RankStep::lossScale),
+    col(kStepMs, "/steps/step_ms", Dtype::F32, Row::R, &RankStep::stepMs),
+    col(kComputeMs, "/steps/compute_ms", Dtype::F32, Row::R, &RankStep::computeMs),
+    col(kCommMs, "/steps/comm_ms", Dtype::F32, Row::R, &RankStep::commMs),
+    col(kOverflow, "/steps/overflow", Dtype::U8, Row::R, &RankStep::overflow),
+    col(kSkipped, "/steps/skipped", Dtype::U8, Row::R, &RankStep::skipped),
+    col(kState, "/steps/state", Dtype::U8, Row::R, &RankStep::state),
+    col(kSampleFp, "/steps/sample_fp", Dtype::U64, Row::R, &RankStep::sampleFp),
+    col(kSampleIds, "/steps/sample_ids", Dtype::I32, Row::RB, &RankStep::sampleIds, {.padded = true}),
+    col(kBufferFpStep, "/steps/buffer_fp", Dtype::U64, Row::R, &RankStep::bufferFp, {.addedLater = true}),
+    col(kLocalNorm, "/grads/local_norm", Dtype::F32, Row::RP, &RankStep::localNorm, {.deflate = false}),
+    col(kLocalMax, "/grads/local_max", Dtype::F32, Row::RP, &RankStep::localMax, {.deflate = false}),
+    col(kLocalSum, "/grads/local_sum", Dtype::F64, Row::RP, &RankStep::localSum, {.deflate = false}),
+    col(kNonfinite, "/grads/nonfinite", Dtype::U32, Row::RP, &RankStep::nonfinite),
+    col(kOverflowCount, "/grads/overflow_count", Dtype::U32, Row::RP, &RankStep::overflowCount),
+    col(kUnderflowCount, "/grads/underflow_count", Dtype::U32, Row::RP, &RankStep::underflowCount),
+    col(kSketch, "/grads/sketch", Dtype::F32, Row::RPK, &RankStep::sketch, {.deflate = false}),
+    col(kSyncedNorm, "/grads/synced_norm", Dtype::F32, Row::RP, &RankStep::syncedNorm),
+    col(kSyncedSum, "/grads/synced_sum", Dtype::F64, Row::RP, &RankStep::syncedSum),
+    col(kSyncedFp, "/grads/synced_fp", Dtype::U64, Row::RP, &RankStep::syncedFp),
+    col(kStep, "/steps/step", Dtype::I64, Row::Scalar, &StepRecord::step),
 };
 
 // The per-rank scalar step columns (one number per step and rank; the charts read them whole):
@@ -167,39 +206,230 @@ inline constexpr bool isRankScalar(int c) {
 }
 
 enum WeightCol : int { kWFp, kWNorm, kWBufferFp, kWBufferDrift, kWStep, kWeightColCount };
-inline constexpr Column kWeightColumns[kWeightColCount] = {
-    {"/weights/fp", Dtype::U64, Row::RP},       {"/weights/norm", Dtype::F32, Row::RP},
-    {"/weights/buffer_fp", Dtype::U64, Row::R}, {"/weights/buffer_drift", Dtype::F32, Row::R},
-    {"/weights/step", Dtype::I64, Row::Scalar},
+inline constexpr std::tuple kWeightTable{
+    col(kWFp, "/weights/fp", Dtype::U64, Row::RP, &WeightRecord::fp),
+    col(kWNorm, "/weights/norm", Dtype::F32, Row::RP, &WeightRecord::norm),
+    col(kWBufferFp, "/weights/buffer_fp", Dtype::U64, Row::R, &WeightRecord::bufferFp),
+    col(kWBufferDrift, "/weights/buffer_drift", Dtype::F32, Row::R, &WeightRecord::bufferDrift),
+    col(kWStep, "/weights/step", Dtype::I64, Row::Scalar, &WeightRecord::step),
 };
 
 enum EvalCol : int { kEAccuracy, kELoss, kEStep, kEvalColCount };
-inline constexpr Column kEvalColumns[kEvalColCount] = {
-    {"/eval/accuracy", Dtype::F32, Row::R},
-    {"/eval/loss", Dtype::F32, Row::R},
-    {"/eval/step", Dtype::I64, Row::Scalar},
+inline constexpr std::tuple kEvalTable{
+    col(kEAccuracy, "/eval/accuracy", Dtype::F32, Row::R, &EvalRecord::accuracy),
+    col(kELoss, "/eval/loss", Dtype::F32, Row::R, &EvalRecord::loss),
+    col(kEStep, "/eval/step", Dtype::I64, Row::Scalar, &EvalRecord::step),
 };
 
 enum EventCol : int { kVRank, kVSeverity, kVCode, kVMessage, kVStep, kEventColCount };
-inline constexpr Column kEventColumns[kEventColCount] = {
-    {"/events/rank", Dtype::I32, Row::Scalar},   {"/events/severity", Dtype::U8, Row::Scalar},
-    {"/events/code", Dtype::Str32, Row::Scalar}, {"/events/message", Dtype::Str256, Row::Scalar},
-    {"/events/step", Dtype::I64, Row::Scalar},
+inline constexpr std::tuple kEventTable{
+    col(kVRank, "/events/rank", Dtype::I32, Row::Scalar, &Event::rank),
+    col(kVSeverity, "/events/severity", Dtype::U8, Row::Scalar, &Event::severity),
+    col(kVCode, "/events/code", Dtype::Str32, Row::Scalar, &Event::code),
+    col(kVMessage, "/events/message", Dtype::Str256, Row::Scalar, &Event::message),
+    col(kVStep, "/events/step", Dtype::I64, Row::Scalar, &Event::step),
 };
 
 // Flight dumps: one row per dump; its entries are rows of /flight/entries whose `dump` is the dump's row.
 enum DumpCol : int { kDReason, kDTriggerStep, kDumpColCount };
-inline constexpr Column kDumpColumns[kDumpColCount] = {
-    {"/flight/dumps/reason", Dtype::Str256, Row::Scalar},
-    {"/flight/dumps/trigger_step", Dtype::I64, Row::Scalar},
+inline constexpr std::tuple kDumpTable{
+    col(kDReason, "/flight/dumps/reason", Dtype::Str256, Row::Scalar, &FlightDump::reason),
+    col(kDTriggerStep, "/flight/dumps/trigger_step", Dtype::I64, Row::Scalar, &FlightDump::triggerStep),
 };
 
 enum EntryCol : int { kFData, kFStep, kFRank, kFKind, kFDump, kEntryColCount };
-inline constexpr Column kEntryColumns[kEntryColCount] = {
-    {"/flight/entries/data", Dtype::F32, Row::T, false}, {"/flight/entries/step", Dtype::I64, Row::Scalar},
-    {"/flight/entries/rank", Dtype::I32, Row::Scalar},   {"/flight/entries/kind", Dtype::U8, Row::Scalar},
-    {"/flight/entries/dump", Dtype::I64, Row::Scalar},
+inline constexpr std::tuple kEntryTable{
+    col(kFData, "/flight/entries/data", Dtype::F32, Row::T, &FlightEntry::data, {.deflate = false}),
+    col(kFStep, "/flight/entries/step", Dtype::I64, Row::Scalar, &FlightEntry::step),
+    col(kFRank, "/flight/entries/rank", Dtype::I32, Row::Scalar, &FlightEntry::rank),
+    col(kFKind, "/flight/entries/kind", Dtype::U8, Row::Scalar, &FlightEntry::kind),
+    col(kFDump, "/flight/entries/dump", Dtype::I64, Row::Scalar, ParentRow{}),
 };
+
+// Each record type, the table its columns are in, and what else crosses the wire with it (RecordWire.h: the
+// reader process's answers, the node exchange) that the file does not hold as a column of its own.
+template <class Record> struct RecordTable {}; // no table: not a record of the run file
+template <> struct RecordTable<StepRecord> {
+    static constexpr const auto& columns = kStepTable;
+    static constexpr std::tuple extras{&StepRecord::ranks}; // one RankStep per rank
+};
+template <> struct RecordTable<RankStep> {
+    static constexpr const auto& columns = kStepTable;
+    static constexpr std::tuple<> extras{};
+};
+template <> struct RecordTable<WeightRecord> {
+    static constexpr const auto& columns = kWeightTable;
+    // The cards' buffer norms, on their way to node 0's writer, which turns them into buffer_drift.
+    static constexpr std::tuple extras{&WeightRecord::bufferNorm};
+};
+template <> struct RecordTable<EvalRecord> {
+    static constexpr const auto& columns = kEvalTable;
+    static constexpr std::tuple<> extras{};
+};
+template <> struct RecordTable<Event> {
+    static constexpr const auto& columns = kEventTable;
+    static constexpr std::tuple<> extras{};
+};
+template <> struct RecordTable<FlightDump> {
+    static constexpr const auto& columns = kDumpTable;
+    static constexpr std::tuple extras{&FlightDump::entries}; // rows of the entries table
+};
+template <> struct RecordTable<FlightEntry> {
+    static constexpr const auto& columns = kEntryTable;
+    static constexpr std::tuple<> extras{};
+};
+
+// An enum column's stored integer as the enum: a value it does not have (a damaged or newer file) reads as
+// its last one.
+template <class E> constexpr E fromStored(std::underlying_type_t<E> v) = delete;
+template <> constexpr Severity fromStored<Severity>(uint8_t v) {
+    return Severity(std::min<uint8_t>(v, uint8_t(Severity::Error)));
+}
+
+// Calls f(row) for each row of a table, in order.
+template <class Table, class F> constexpr void forEachColumn(const Table& table, F&& f) {
+    std::apply([&](const auto&... c) { (f(c), ...); }, table);
+}
+
+// Whether a row's value is a member of the table's record itself (else of its per-rank records).
+template <class Record, class Field> constexpr bool ownField() {
+    if constexpr (std::is_same_v<Field, ParentRow>)
+        return true;
+    else
+        return std::is_same_v<fields::RecordOf<Field>, Record>;
+}
+
+// A record's per-rank records (StepRecord::ranks) for a row whose member is in them. Depends on the row's
+// field, so that generic code also compiles for records without `ranks` (the branch that uses it is
+// discarded only once the field is known).
+template <class Field, class Record> constexpr auto& perRank(Record& rec) {
+    return rec.ranks;
+}
+
+// Whether a row's value is a vector of the record itself that is the whole row (Row::R or Row::T).
+template <class Record, class Field> constexpr bool wholeRowVector() {
+    if constexpr (std::is_same_v<Field, ParentRow> || !ownField<Record, Field>())
+        return false;
+    else
+        return fields::kDepth<fields::ValueOf<Field>> == 1;
+}
+
+// Whether elements of C++ type T are stored as dtype t exactly (nothing is converted on the way).
+template <class T> constexpr bool holds(Dtype t) {
+    using S = fields::Stored<T>;
+    switch (t) {
+    case Dtype::I32:
+        return std::is_same_v<S, int32_t>;
+    case Dtype::I64:
+        return std::is_same_v<S, int64_t>;
+    case Dtype::U8:
+        return std::is_same_v<S, uint8_t>;
+    case Dtype::U32:
+        return std::is_same_v<S, uint32_t>;
+    case Dtype::U64:
+        return std::is_same_v<S, uint64_t>;
+    case Dtype::F32:
+        return std::is_same_v<S, float>;
+    case Dtype::F64:
+        return std::is_same_v<S, double>;
+    case Dtype::Str32:
+    case Dtype::Str256:
+        return fields::kIsString<T>;
+    }
+    return false;
+}
+
+// A row that breaks a rule below calls one of these while the table is checked at compile time: they are not
+// constexpr, so the build fails with an error that names the rule and shows the row's member type.
+namespace rowerror {
+inline void notAtItsEnumPosition() {}
+inline void dtypeIsNotTheMembersType() {}
+inline void dimsDoNotFitTheMember() {}
+inline void memberIsNotInTheTablesRecords() {}
+inline void onlyPerRankIntegerVectorsArePadded() {}
+inline void keyIsNotAnInt64Scalar() {}
+} // namespace rowerror
+
+// Where a value sits decides the row's dims: an element per row is Scalar; a vector that is the whole row is
+// R or T; a vector per rank ([rank][param]) is RP; a per-rank record's element is R, its vector RB, RP or
+// RPK.
+template <class Record, class Field> constexpr bool validColumn(const TableColumn<Field>& c, int index) {
+    if (c.id != index)
+        rowerror::notAtItsEnumPosition();
+    const Row r = c.layout.row;
+    if constexpr (std::is_same_v<Field, ParentRow>) {
+        if (c.layout.dtype != Dtype::I64 || r != Row::Scalar)
+            rowerror::dimsDoNotFitTheMember();
+    } else {
+        using V = fields::ValueOf<Field>;
+        constexpr int depth = fields::kDepth<V>;
+        if (!holds<fields::Element<V>>(c.layout.dtype))
+            rowerror::dtypeIsNotTheMembersType();
+        bool fits = false;
+        if constexpr (ownField<Record, Field>())
+            fits = depth == 0 ? r == Row::Scalar : depth == 1 ? (r == Row::R || r == Row::T) : r == Row::RP;
+        else if constexpr (requires(const Record& x) {
+                               { x.ranks[0] } -> std::same_as<const fields::RecordOf<Field>&>;
+                           })
+            fits = depth == 0 ? r == Row::R : depth == 1 && (r == Row::RB || r == Row::RP || r == Row::RPK);
+        else
+            rowerror::memberIsNotInTheTablesRecords();
+        if (!fits)
+            rowerror::dimsDoNotFitTheMember();
+        if (c.layout.padded &&
+            (ownField<Record, Field>() || depth != 1 || !std::is_integral_v<fields::Element<V>>))
+            rowerror::onlyPerRankIntegerVectorsArePadded();
+    }
+    return true;
+}
+
+template <class Record, class... F> constexpr bool validTable(const std::tuple<TableColumn<F>...>& table) {
+    int index = 0;
+    bool ok = std::apply([&](const auto&... c) { return (validColumn<Record>(c, index++) && ...); }, table);
+    const Column& key = std::get<sizeof...(F) - 1>(table).layout;
+    if (key.dtype != Dtype::I64 || key.row != Row::Scalar)
+        rowerror::keyIsNotAnInt64Scalar();
+    return ok;
+}
+static_assert(validTable<StepRecord>(kStepTable));
+static_assert(validTable<WeightRecord>(kWeightTable));
+static_assert(validTable<EvalRecord>(kEvalTable));
+static_assert(validTable<Event>(kEventTable));
+static_assert(validTable<FlightDump>(kDumpTable));
+static_assert(validTable<FlightEntry>(kEntryTable));
+
+// The tables' layouts alone, indexed by their enums (kStepColumns[kLoss].path): for code that needs no
+// record (the reader's validation, the absent list, diagnosis, the fuzzer).
+template <class... F>
+constexpr std::array<Column, sizeof...(F)> layoutsOf(const std::tuple<TableColumn<F>...>& t) {
+    return std::apply([](const auto&... c) { return std::array<Column, sizeof...(F)>{c.layout...}; }, t);
+}
+inline constexpr auto kStepColumns = layoutsOf(kStepTable);
+inline constexpr auto kWeightColumns = layoutsOf(kWeightTable);
+inline constexpr auto kEvalColumns = layoutsOf(kEvalTable);
+inline constexpr auto kEventColumns = layoutsOf(kEventTable);
+inline constexpr auto kDumpColumns = layoutsOf(kDumpTable);
+inline constexpr auto kEntryColumns = layoutsOf(kEntryTable);
+static_assert(kStepColumns.size() == kStepColCount && kWeightColumns.size() == kWeightColCount &&
+              kEvalColumns.size() == kEvalColCount && kEventColumns.size() == kEventColCount &&
+              kDumpColumns.size() == kDumpColCount && kEntryColumns.size() == kEntryColCount);
+
+// The record member a column holds, as messages name it: the dataset's name in camelCase, which is how
+// RunRecords.h spells its fields ("/grads/synced_fp" -> "syncedFp").
+inline std::string fieldName(const Column& c) {
+    const std::string_view path = c.path;
+    std::string out;
+    bool upper = false;
+    for (char ch : path.substr(path.rfind('/') + 1)) {
+        if (ch == '_') {
+            upper = true;
+            continue;
+        }
+        out += upper && ch >= 'a' && ch <= 'z' ? char(ch - 'a' + 'A') : ch;
+        upper = false;
+    }
+    return out;
+}
 
 // Root attributes a file may declare absent (kAttrAbsent) when its source cannot know them (an msprobe tree
 // names no model, batch, precision, loss scale or seed): the attribute then holds a placeholder that no view

@@ -93,11 +93,6 @@ bool sameFile(const std::string& a, const std::string& b) {
 
 } // namespace
 
-void sliceRun(const std::string& src, const std::string& dst, int64_t firstStep, int64_t lastStep,
-              bool overwrite) {
-    sliceRun(*RunReader::open(src), dst, firstStep, lastStep, overwrite);
-}
-
 void sliceRun(const RunReader& source, const std::string& dst, int64_t firstStep, int64_t lastStep,
               bool overwrite) {
     const std::string& src = source.path();

@@ -18,12 +18,10 @@ class RunReader;
 // flight dumps (by trigger step) in the same range. Step rows are copied ~256 at a time, so memory stays
 // bounded however long the run is (flight dumps are read whole: RunReader has no per-dump read). The slice is
 // closed with src's stop reason if src is complete, else "incomplete: <src stop reason>". A range that
-// matches no step still gives a valid (empty) run file.
+// matches no step still gives a valid (empty) run file. src: an open reader (openRunFile); its path is the
+// source file's.
 // Throws RunFileError (unreadable src, dst exists and !overwrite, write failure: a partly written dst is
 // removed) and std::invalid_argument (firstStep > lastStep, dst is src).
-void sliceRun(const std::string& src, const std::string& dst, int64_t firstStep, int64_t lastStep,
-              bool overwrite = false);
-// The same from an open reader (src is its path).
 void sliceRun(const RunReader& src, const std::string& dst, int64_t firstStep, int64_t lastStep,
               bool overwrite = false);
 

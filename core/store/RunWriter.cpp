@@ -1,7 +1,8 @@
 // RunWriter: creates the run file's full layout up front, switches to SWMR, then appends rows.
-// Per append: every column of the table is extended by the new rows and written with one hyperslab, the
-// non-key columns are flushed, then the key column is written and flushed (so a reader never counts a row
-// whose data is not on disk yet, even if the process is killed mid-append).
+// Per append, for the rows of the table in RunSchema.h: every record's values are staged (and checked)
+// column by column, then every column of the table is extended by the new rows and written with one
+// hyperslab, the non-key columns are flushed, then the key column is written and flushed (so a reader never
+// counts a row whose data is not on disk yet, even if the process is killed mid-append).
 #include "store/RunWriter.h"
 
 #include "store/Hdf5Lock.h"
@@ -78,6 +79,14 @@ struct WTable {
     hsize_t rows = 0;
 };
 
+// Which append a message is about: "appendStep(step 12)"; records of a table appended several at a time
+// (flight entries) are named by their index ("entry 1").
+struct Origin {
+    const char* op;
+    int64_t step;
+    const char* recordNoun = nullptr;
+};
+
 } // namespace
 
 struct RunWriter::Impl {
@@ -117,8 +126,15 @@ struct RunWriter::Impl {
     void writeRows(WColumn& c, hsize_t row, hsize_t n, const void* data);
     void flushColumn(WColumn& c);
     static H5::DSetAccPropList chunkCache(const WColumn& c);
-    void reopenColumns();                      // after SWMR starts
-    void appendRows(WTable& table, hsize_t n); // from each column's buf
+    void reopenColumns(); // after SWMR starts
+    // Appends records as rows of a table (RunSchema.h): stages (and so checks) every column's values first,
+    // then writes the columns, the key last. parentRow: what ParentRow columns hold (a flight entry's dump).
+    template <class Record, class Table>
+    void append(WTable& table, const Table& columns, std::span<const Record> records, const Origin& at,
+                int64_t parentRow = -1);
+    template <class Record, class Field>
+    void stage(const rsc::TableColumn<Field>& col, WColumn& c, const Record& rec, size_t i, const Origin& at,
+               int64_t parentRow) const;
     void writeStatus(bool complete, const std::string& reason);
     void closeAll();
 };
@@ -367,18 +383,6 @@ void RunWriter::Impl::flushColumn(WColumn& c) {
         invalid(fmt::format("flushing {}: {}", c.path, hdf5LastError()));
 }
 
-void RunWriter::Impl::appendRows(WTable& table, hsize_t n) {
-    const hsize_t row = table.rows;
-    WColumn& key = table.cols.back();
-    for (size_t i = 0; i + 1 < table.cols.size(); ++i)
-        extendAndWrite(table.cols[i], row, n, table.cols[i].buf.data());
-    for (size_t i = 0; i + 1 < table.cols.size(); ++i)
-        flushColumn(table.cols[i]);
-    extendAndWrite(key, row, n, key.buf.data());
-    flushColumn(key);
-    table.rows += n;
-}
-
 void RunWriter::Impl::writeStatus(bool complete, const std::string& reason) {
     try {
         const uint8_t flag = complete ? 1 : 0;
@@ -407,24 +411,47 @@ void RunWriter::Impl::closeAll() {
 
 namespace {
 
-template <class T> void put(std::vector<std::byte>& buf, size_t index, T value) {
-    std::memcpy(buf.data() + index * sizeof(T), &value, sizeof(T));
+// The value a row holds where a vector was not recorded: NaN for floats, 0 for integers, -1 in padded
+// columns (sample ids).
+template <class T> T missing(bool padded) {
+    if (padded)
+        return T(-1);
+    if constexpr (std::is_floating_point_v<T>)
+        return std::numeric_limits<T>::quiet_NaN();
+    else
+        return T(0);
 }
 
-// Copies one rank's per-parameter vector into its slot of a row; empty = not recorded (fill value).
-template <class T, class OnWrongSize>
-void putRankVector(std::vector<std::byte>& buf, size_t rank, size_t len, const std::vector<T>& v, T missing,
-                   OnWrongSize&& wrongSize) {
-    std::byte* dst = buf.data() + rank * len * sizeof(T);
-    if (v.size() == len) {
-        if (len)
-            std::memcpy(dst, v.data(), len * sizeof(T));
-    } else if (v.empty()) {
-        for (size_t i = 0; i < len; ++i)
-            std::memcpy(dst + i * sizeof(T), &missing, sizeof(T));
-    } else {
-        wrongSize(v.size());
-    }
+// One element in its stored form (an enum as its underlying integer).
+template <class T> void putElement(std::byte* dst, const T& v) {
+    const fields::Stored<T> stored = static_cast<fields::Stored<T>>(v);
+    std::memcpy(dst, &stored, sizeof stored);
+}
+
+// A vector into its len-element part of a row: all of it, or nothing (the missing fill); a padded column
+// also takes fewer and fills the rest. False if it does not fit.
+template <class T> bool putVector(std::byte* dst, size_t len, const std::vector<T>& v, bool padded) {
+    if (v.size() != len && !v.empty() && !(padded && v.size() < len))
+        return false;
+    if (!v.empty())
+        std::memcpy(dst, v.data(), v.size() * sizeof(T));
+    const T fill = missing<T>(padded);
+    for (size_t i = v.size(); i < len; ++i)
+        std::memcpy(dst + i * sizeof(T), &fill, sizeof(T));
+    return true;
+}
+
+// The dataset's name as words, for messages ("/steps/sample_ids" -> "sample ids").
+std::string words(const rsc::Column& c) {
+    std::string name = c.path;
+    name.erase(0, name.rfind('/') + 1);
+    std::replace(name.begin(), name.end(), '_', ' ');
+    return name;
+}
+
+// How a row's length is known, for messages.
+const char* dimsNote(Row row) {
+    return row == Row::T ? " (all parameter elements)" : row == Row::R ? " (world_size)" : "";
 }
 
 // Room kept free for the final flush and close (see SpaceReserve.h). Every step is flushed, so what is
@@ -433,10 +460,114 @@ void putRankVector(std::vector<std::byte>& buf, size_t rank, size_t len, const s
 constexpr int64_t kCloseReserveBytes = 8 << 20;
 constexpr int64_t kMinFreeBytes = 1 << 20; // beyond the reserve: the file's skeleton and its first steps
 
-constexpr float kNaNf = std::numeric_limits<float>::quiet_NaN();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 } // namespace
+
+// ---------------------------------------------------------------------------------------------------------
+// records -> rows, driven by the tables of RunSchema.h
+
+template <class Record, class Field>
+void RunWriter::Impl::stage(const rsc::TableColumn<Field>& col, WColumn& c, const Record& rec, size_t i,
+                            const Origin& at, int64_t parentRow) const {
+    std::byte* row = c.buf.empty() ? nullptr : c.buf.data() + i * c.rowBytes; // none for Row::T
+    const rsc::Column& spec = col.layout;
+    const size_t R = dims.R;
+    auto wrong = [&](const std::string& what) {
+        const std::string who = at.recordNoun ? fmt::format("{} {} ", at.recordNoun, i) : std::string();
+        invalid(fmt::format("{}(step {}): {}{}", at.op, at.step, who, what));
+    };
+    if constexpr (std::is_same_v<Field, rsc::ParentRow>) {
+        putElement(row, parentRow);
+    } else {
+        using V = fields::ValueOf<Field>;
+        using E = fields::Element<V>;
+        constexpr int depth = fields::kDepth<V>;
+        if constexpr (rsc::ownField<Record, Field>()) {
+            const V& v = rec.*col.field;
+            if constexpr (fields::kIsString<V>) {
+                putFixedString(row, c.rowBytes, v);
+            } else if constexpr (depth == 0) {
+                putElement(row, v);
+            } else if constexpr (depth == 1) {
+                if (v.size() != c.rowElems && at.recordNoun) // "entry 1 has 7 data entries, expected 10"
+                    wrong(fmt::format("has {} {} entries, expected {}{}", v.size(), rsc::fieldName(spec),
+                                      c.rowElems, dimsNote(spec.row)));
+                if (v.size() != c.rowElems)
+                    wrong(fmt::format("{} has {} entries, expected {}{}", rsc::fieldName(spec), v.size(),
+                                      c.rowElems, dimsNote(spec.row)));
+                if (spec.row != Row::T && !v.empty()) // Row::T rows go to the file straight from the record
+                    std::memcpy(row, v.data(), c.rowBytes);
+            } else {
+                if (v.size() != R)
+                    wrong(fmt::format("{} has {} entries, expected {} (world_size)", rsc::fieldName(spec),
+                                      v.size(), R));
+                const size_t len = c.rowElems / R;
+                for (size_t r = 0; r < R; ++r)
+                    if (!putVector(row + r * len * sizeof(E), len, v[r], spec.padded))
+                        wrong(fmt::format("rank {} {} has {} entries, expected {} or 0", r,
+                                          rsc::fieldName(spec), v[r].size(), len));
+            }
+        } else {
+            const auto& ranks = rsc::perRank<Field>(rec);
+            if (ranks.size() != R)
+                wrong(fmt::format("{} ranks, expected {} (world_size)", ranks.size(), R));
+            const size_t len = c.rowElems / R;
+            for (size_t r = 0; r < R; ++r) {
+                const V& v = ranks[r].*col.field;
+                if constexpr (depth == 0) {
+                    putElement(row + r * sizeof(fields::Stored<E>), v);
+                } else if (!putVector(row + r * len * sizeof(E), len, v, spec.padded)) {
+                    if (spec.padded) // "rank 1 has 5 sample ids, expected at most 4"
+                        wrong(fmt::format("rank {} has {} {}, expected at most {}", r, v.size(), words(spec),
+                                          len));
+                    wrong(fmt::format("rank {} {} has {} entries, expected {} or 0", r, rsc::fieldName(spec),
+                                      v.size(), len));
+                }
+            }
+        }
+    }
+}
+
+template <class Record, class Table>
+void RunWriter::Impl::append(WTable& table, const Table& columns, std::span<const Record> records,
+                             const Origin& at, int64_t parentRow) {
+    const size_t n = records.size();
+    if (n == 0)
+        return;
+    rsc::forEachColumn(columns, [&](const auto& col) {
+        WColumn& c = table.cols[size_t(col.id)];
+        if (col.layout.row != Row::T && c.buf.size() < c.rowBytes * n)
+            c.buf.resize(c.rowBytes * n);
+        for (size_t i = 0; i < n; ++i)
+            stage(col, c, records[i], i, at, parentRow);
+    });
+    const hsize_t row = table.rows;
+    rsc::forEachColumn(columns, [&](const auto& col) {
+        WColumn& c = table.cols[size_t(col.id)];
+        if (&c == &table.cols.back())
+            return; // the key, last
+        using Field = std::remove_cvref_t<decltype(col.field)>;
+        if constexpr (rsc::wholeRowVector<Record, Field>()) {
+            if (col.layout.row == Row::T) { // big rows (flight tensors): from the records, one at a time
+                try {
+                    c.dims[0] = row + n;
+                    c.ds.extend(c.dims.data());
+                } catch (const H5::Exception& e) {
+                    fail(fmt::format("extending {} to {} rows", c.path, row + n), e);
+                }
+                for (size_t i = 0; i < n; ++i)
+                    writeRows(c, row + i, 1, (records[i].*col.field).data());
+                return;
+            }
+        }
+        extendAndWrite(c, row, n, c.buf.data());
+    });
+    for (size_t k = 0; k + 1 < table.cols.size(); ++k)
+        flushColumn(table.cols[k]);
+    WColumn& key = table.cols.back();
+    extendAndWrite(key, row, n, key.buf.data());
+    flushColumn(key);
+    table.rows += n;
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // public API
@@ -525,159 +656,40 @@ void RunWriter::appendStep(const StepRecord& rec) {
     Hdf5Guard guard; // also serialises the staging buffers
     Impl& d = *m_d;
     d.requireOpen("appendStep");
-    const size_t R = d.dims.R, B = d.dims.B, P = d.dims.P, K = d.dims.K;
-    if (rec.ranks.size() != R)
-        d.invalid(fmt::format("appendStep(step {}): {} ranks, expected {} (world_size)", rec.step,
-                              rec.ranks.size(), R));
-    auto& c = d.steps.cols;
-    put(c[rsc::kStep].buf, 0, rec.step);
-    put(c[rsc::kEpoch].buf, 0, rec.epoch);
-    put(c[rsc::kLr].buf, 0, rec.lr);
-    for (size_t r = 0; r < R; ++r) {
-        const RankStep& s = rec.ranks[r];
-        put(c[rsc::kLoss].buf, r, s.loss);
-        put(c[rsc::kAccuracy].buf, r, s.accuracy);
-        put(c[rsc::kLossScale].buf, r, s.lossScale);
-        put(c[rsc::kStepMs].buf, r, s.stepMs);
-        put(c[rsc::kComputeMs].buf, r, s.computeMs);
-        put(c[rsc::kCommMs].buf, r, s.commMs);
-        put(c[rsc::kOverflow].buf, r, s.overflow);
-        put(c[rsc::kSkipped].buf, r, s.skipped);
-        put(c[rsc::kState].buf, r, s.state);
-        put(c[rsc::kSampleFp].buf, r, s.sampleFp);
-        put(c[rsc::kBufferFpStep].buf, r, s.bufferFp);
-        if (s.sampleIds.size() > B)
-            d.invalid(fmt::format("appendStep(step {}): rank {} has {} sample ids, expected at most {}",
-                                  rec.step, r, s.sampleIds.size(), B));
-        for (size_t i = 0; i < B; ++i)
-            put(c[rsc::kSampleIds].buf, r * B + i, i < s.sampleIds.size() ? s.sampleIds[i] : int32_t(-1));
-
-        auto sizeCheck = [&](const char* field, size_t expected) {
-            return [&d, &rec, r, field, expected](size_t got) {
-                d.invalid(fmt::format("appendStep(step {}): rank {} {} has {} entries, expected {} or 0",
-                                      rec.step, r, field, got, expected));
-            };
-        };
-        putRankVector(c[rsc::kLocalNorm].buf, r, P, s.localNorm, kNaNf, sizeCheck("localNorm", P));
-        putRankVector(c[rsc::kLocalMax].buf, r, P, s.localMax, kNaNf, sizeCheck("localMax", P));
-        putRankVector(c[rsc::kLocalSum].buf, r, P, s.localSum, kNaN, sizeCheck("localSum", P));
-        putRankVector(c[rsc::kNonfinite].buf, r, P, s.nonfinite, 0u, sizeCheck("nonfinite", P));
-        putRankVector(c[rsc::kOverflowCount].buf, r, P, s.overflowCount, 0u, sizeCheck("overflowCount", P));
-        putRankVector(c[rsc::kUnderflowCount].buf, r, P, s.underflowCount, 0u,
-                      sizeCheck("underflowCount", P));
-        putRankVector(c[rsc::kSketch].buf, r, P * K, s.sketch, kNaNf, sizeCheck("sketch", P * K));
-        putRankVector(c[rsc::kSyncedNorm].buf, r, P, s.syncedNorm, kNaNf, sizeCheck("syncedNorm", P));
-        putRankVector(c[rsc::kSyncedSum].buf, r, P, s.syncedSum, kNaN, sizeCheck("syncedSum", P));
-        putRankVector(c[rsc::kSyncedFp].buf, r, P, s.syncedFp, uint64_t(0), sizeCheck("syncedFp", P));
-    }
-    d.appendRows(d.steps, 1);
+    d.append(d.steps, rsc::kStepTable, std::span(&rec, 1), {"appendStep", rec.step});
     ++d.stepsWritten;
 }
 
 void RunWriter::appendWeights(const WeightRecord& rec) {
-    Hdf5Guard guard; // also serialises the staging buffers
+    Hdf5Guard guard;
     Impl& d = *m_d;
     d.requireOpen("appendWeights");
-    const size_t R = d.dims.R, P = d.dims.P;
-    auto check = [&](const char* field, size_t got, size_t expected) {
-        if (got != expected)
-            d.invalid(fmt::format("appendWeights(step {}): {} has {} entries, expected {}", rec.step, field,
-                                  got, expected));
-    };
-    check("fp", rec.fp.size(), R);
-    check("norm", rec.norm.size(), R);
-    check("bufferFp", rec.bufferFp.size(), R);
-    check("bufferDrift", rec.bufferDrift.size(), R);
-    auto& c = d.weights.cols;
-    put(c[rsc::kWStep].buf, 0, rec.step);
-    for (size_t r = 0; r < R; ++r) {
-        auto wrong = [&](const char* field) {
-            return [&d, &rec, r, field, P](size_t got) {
-                d.invalid(fmt::format("appendWeights(step {}): rank {} {} has {} entries, expected {} or 0",
-                                      rec.step, r, field, got, P));
-            };
-        };
-        putRankVector(c[rsc::kWFp].buf, r, P, rec.fp[r], uint64_t(0), wrong("fp"));
-        putRankVector(c[rsc::kWNorm].buf, r, P, rec.norm[r], kNaNf, wrong("norm"));
-        put(c[rsc::kWBufferFp].buf, r, rec.bufferFp[r]);
-        put(c[rsc::kWBufferDrift].buf, r, rec.bufferDrift[r]);
-    }
-    d.appendRows(d.weights, 1);
+    d.append(d.weights, rsc::kWeightTable, std::span(&rec, 1), {"appendWeights", rec.step});
 }
 
 void RunWriter::appendEval(const EvalRecord& rec) {
-    Hdf5Guard guard; // also serialises the staging buffers
+    Hdf5Guard guard;
     Impl& d = *m_d;
     d.requireOpen("appendEval");
-    const size_t R = d.dims.R;
-    if (rec.accuracy.size() != R || rec.loss.size() != R)
-        d.invalid(fmt::format("appendEval(step {}): {} accuracies and {} losses, expected {} (world_size)",
-                              rec.step, rec.accuracy.size(), rec.loss.size(), R));
-    auto& c = d.evals.cols;
-    put(c[rsc::kEStep].buf, 0, rec.step);
-    std::memcpy(c[rsc::kEAccuracy].buf.data(), rec.accuracy.data(), R * sizeof(float));
-    std::memcpy(c[rsc::kELoss].buf.data(), rec.loss.data(), R * sizeof(float));
-    d.appendRows(d.evals, 1);
+    d.append(d.evals, rsc::kEvalTable, std::span(&rec, 1), {"appendEval", rec.step});
 }
 
 void RunWriter::appendEvent(const Event& ev) {
-    Hdf5Guard guard; // also serialises the staging buffers
+    Hdf5Guard guard;
     Impl& d = *m_d;
     d.requireOpen("appendEvent");
-    auto& c = d.events.cols;
-    put(c[rsc::kVStep].buf, 0, ev.step);
-    put(c[rsc::kVRank].buf, 0, int32_t(ev.rank));
-    put(c[rsc::kVSeverity].buf, 0, uint8_t(ev.severity));
-    putFixedString(c[rsc::kVCode].buf.data(), rsc::kEventCodeLen, ev.code);
-    putFixedString(c[rsc::kVMessage].buf.data(), rsc::kEventMessageLen, ev.message);
-    d.appendRows(d.events, 1);
+    d.append(d.events, rsc::kEventTable, std::span(&ev, 1), {"appendEvent", ev.step});
 }
 
+// The entries first, each naming the dump's row, which is written last: a reader never sees a dump whose
+// entries are not all there.
 void RunWriter::appendFlightDump(const FlightDump& dump) {
-    Hdf5Guard guard; // also serialises the staging buffers
+    Hdf5Guard guard;
     Impl& d = *m_d;
     d.requireOpen("appendFlightDump");
-    const size_t n = dump.entries.size();
-    for (size_t i = 0; i < n; ++i)
-        if (dump.entries[i].data.size() != d.dims.T)
-            d.invalid(fmt::format("appendFlightDump(step {}): entry {} has {} floats, expected {} (all "
-                                  "parameter elements)",
-                                  dump.triggerStep, i, dump.entries[i].data.size(), d.dims.T));
-    const int64_t dumpRow = int64_t(d.dumps.rows);
-    if (n) {
-        // Entries first (data row by row straight from the records, the small columns in one go), key last.
-        auto& c = d.entries.cols;
-        for (size_t k : {size_t(rsc::kFStep), size_t(rsc::kFRank), size_t(rsc::kFKind), size_t(rsc::kFDump)})
-            c[k].buf.resize(c[k].rowBytes * n);
-        for (size_t i = 0; i < n; ++i) {
-            const FlightEntry& e = dump.entries[i];
-            put(c[rsc::kFStep].buf, i, e.step);
-            put(c[rsc::kFRank].buf, i, int32_t(e.rank));
-            put(c[rsc::kFKind].buf, i, e.kind);
-            put(c[rsc::kFDump].buf, i, dumpRow);
-        }
-        const hsize_t row = d.entries.rows;
-        WColumn& data = c[rsc::kFData];
-        try {
-            data.dims[0] = row + n;
-            data.ds.extend(data.dims.data());
-        } catch (const H5::Exception& e) {
-            d.fail(fmt::format("extending {}", data.path), e);
-        }
-        for (size_t i = 0; i < n; ++i)
-            d.writeRows(data, row + i, 1, dump.entries[i].data.data());
-        for (size_t k : {size_t(rsc::kFStep), size_t(rsc::kFRank), size_t(rsc::kFKind)})
-            d.extendAndWrite(c[k], row, n, c[k].buf.data());
-        for (size_t k = 0; k < size_t(rsc::kFDump); ++k)
-            d.flushColumn(c[k]);
-        d.extendAndWrite(c[rsc::kFDump], row, n, c[rsc::kFDump].buf.data());
-        d.flushColumn(c[rsc::kFDump]);
-        d.entries.rows += n;
-    }
-    auto& c = d.dumps.cols;
-    put(c[rsc::kDTriggerStep].buf, 0, dump.triggerStep);
-    putFixedString(c[rsc::kDReason].buf.data(), rsc::kReasonLen, dump.reason);
-    d.appendRows(d.dumps, 1);
+    const Origin at{"appendFlightDump", dump.triggerStep, "entry"};
+    d.append(d.entries, rsc::kEntryTable, std::span(dump.entries), at, int64_t(d.dumps.rows));
+    d.append(d.dumps, rsc::kDumpTable, std::span(&dump, 1), at);
 }
 
 void RunWriter::flush() {

@@ -1,7 +1,8 @@
 // Trainer: a run spread over node processes (issue 12). Joining the nodes and agreeing on the configuration,
-// the per-step exchange of every card's records (node 0 writes the one run file), and, after the run, what
-// each node's cards reported that the others cannot know.
-#include "store/ReaderProtocol.h"
+// the per-step exchange of every card's records (node 0 writes the one run file; the records travel in
+// RecordWire.h's encoding, which the run file's schema table defines), and, after the run, what each node's
+// cards reported that the others cannot know.
+#include "store/RecordWire.h"
 #include "train/TrainerImpl.h"
 
 #include <fmt/format.h>
@@ -45,8 +46,8 @@ void Trainer::Impl::joinNodes() {
 }
 
 template <class Record> std::vector<Record> Trainer::Impl::exchange(const Card& card, const Record& mine) {
-    readerwire::Writer w;
-    readerwire::put(w, std::vector<Record>{mine});
+    recordwire::Writer w;
+    recordwire::put(w, std::vector<Record>{mine});
     std::string& bytes = w.bytes();
     const uint64_t size = bytes.size();
     std::vector<uint64_t> sizes(size_t(cfg.ranks));
@@ -61,16 +62,8 @@ template <class Record> std::vector<Record> Trainer::Impl::exchange(const Card& 
     // What this node sent for the exchange: its block of the two all-gathers to each other node.
     recordBytesSent += uint64_t(cfg.nodes - 1) * uint64_t(localCards) * (sizeof size + width);
     for (int r = 0; r < cfg.ranks; ++r) {
-        readerwire::Reader in(std::string_view(all.data() + size_t(r) * width, size_t(sizes[size_t(r)])));
-        std::vector<Record> one;
-        if constexpr (std::is_same_v<Record, StepRecord>)
-            one = readerwire::getSteps(in);
-        else if constexpr (std::is_same_v<Record, WeightRecord>)
-            one = readerwire::getWeights(in);
-        else if constexpr (std::is_same_v<Record, EvalRecord>)
-            one = readerwire::getEvals(in);
-        else
-            one = readerwire::getFlightDumps(in);
+        recordwire::Reader in(std::string_view(all.data() + size_t(r) * width, size_t(sizes[size_t(r)])));
+        std::vector<Record> one = recordwire::get<Record>(in);
         if (one.size() != 1)
             throw std::runtime_error(fmt::format("a record from rank {} did not decode", r));
         out.push_back(std::move(one.front()));
@@ -79,10 +72,10 @@ template <class Record> std::vector<Record> Trainer::Impl::exchange(const Card& 
 }
 
 void Trainer::Impl::reportToNode0() {
-    readerwire::Writer w;
+    recordwire::Writer w;
     {
         std::lock_guard lock(nodeEventsMutex);
-        readerwire::put(w, nodeEvents);
+        recordwire::put(w, nodeEvents);
     }
     group->postReport(w.bytes());
 }
@@ -93,8 +86,8 @@ void Trainer::Impl::collectNodeReports() {
         if (!bytes)
             continue; // the node is gone: node 0's own cards have named its ranks in their timeouts
         try {
-            readerwire::Reader in(*bytes);
-            for (Event& e : readerwire::getEvents(in))
+            recordwire::Reader in(*bytes);
+            for (Event& e : recordwire::get<Event>(in))
                 push(std::move(e));
         } catch (const std::exception& e) {
             event(0, -1, Severity::Warning, eventcode::kTimeout,

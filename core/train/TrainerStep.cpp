@@ -1,7 +1,6 @@
 // Trainer: a card's work. Each step: forward and backward on its shard, local statistics, the all-reduce,
 // synced statistics, the optimizer, and the digest every rank shares; weights and evaluations on their
 // steps; the card's loop and how it ends.
-#include "store/ReaderProtocol.h"
 #include "telemetry/Fingerprint.h"
 #include "telemetry/GradStats.h"
 #include "train/SgdMomentum.h"

@@ -2,7 +2,8 @@
 
 The layout mirrors core/store/RunSchema.h, which is the reference: every column's path, dtype (exact size
 and sign: the reader converts nothing) and row shape. RankSight's reader validates a file against that
-header, so a difference here is refused with a message naming the dataset (tests/python checks it).
+header, so a difference here is refused with a message naming the dataset (tests/python checks it), and
+tests/python/test_schema.py compares the tables below with `ranksight-cli schema`, so they cannot drift.
 
 Write protocol, as RunWriter's: everything is created up front, then SWMR writing starts; a new row of a table
 is extended, written and flushed into every column, the table's key column (its last) last. A reader takes
@@ -96,6 +97,8 @@ ENTRY_COLUMNS = [
     ("/flight/entries/kind", "u8", SCALAR, True),
     ("/flight/entries/dump", "i64", SCALAR, True),
 ]
+# Columns whose unused entries hold -1 (C++: Column::padded); any other column's missing values are 0 here.
+PADDED = {"/steps/sample_ids"}
 GROUPS = ["/params", "/cards", "/status", "/steps", "/grads", "/weights", "/eval", "/events", "/flight",
           "/flight/dumps", "/flight/entries"]
 
@@ -296,7 +299,7 @@ class RunFileWriter:
             dims = self._row_dims(row)
             v = rec.get(name)
             if v is None:
-                v = np.full(dims, -1 if name == "sample_ids" else 0, dtype=_DTYPES[dt])
+                v = np.full(dims, -1 if path in PADDED else 0, dtype=_DTYPES[dt])
             values.append(np.asarray(v, dtype=_DTYPES[dt]).reshape(dims))
         self._append("steps", values)
 

@@ -14,6 +14,7 @@
 #include "panels/FindingsPanel.h"
 #include "panels/RunPanel.h"
 #include "panels/RunSummaryView.h"
+#include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 #include "train/TrainConfig.h"
 
@@ -58,7 +59,7 @@ TrainConfig tinyConfig(const QString& out, int64_t steps) {
 }
 
 std::unique_ptr<RunReader> reopen(const QString& path) {
-    return RunReader::open(path.toStdString());
+    return openRunFile(path.toStdString());
 }
 
 // The app's first run file in `runsDir` once it holds `steps` steps; empty until then.

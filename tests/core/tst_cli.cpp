@@ -1,5 +1,6 @@
 // ranksight-cli end to end, as a user runs it: train, inspect, export-csv, lint-ranktable, Ctrl-C, kill -9,
 // and the exit codes (0 success, 1 check failed, 2 bad usage or unreadable input).
+#include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 #include "store/RunSchema.h"
 #include "util/BlasSetup.h"
@@ -119,7 +120,7 @@ void TestCli::configFileAndOverrides() {
     const QString run = m_dir.filePath("cfg.h5");
     const auto train = cli({"train", "--config", cfg, "--steps", "4", "--out", run, "--quiet"});
     QVERIFY2(train.code == 0, qPrintable(train.err));
-    const auto reader = RunReader::open(run.toStdString());
+    const auto reader = openRunFile(run.toStdString());
     QCOMPARE(reader->meta().worldSize, 3);
     QCOMPARE(reader->meta().batchPerRank, 4);
     QCOMPARE(reader->meta().precision, std::string("O2"));
@@ -152,7 +153,7 @@ void TestCli::trainsOnRealCifarFiles() {
     const auto train = cli({"train", "--model", "mlp", "--ranks", "2", "--batch", "8", "--epochs", "2",
                             "--data", "cifar10:" + dir, "--precision", "O0", "--out", run, "--quiet"});
     QVERIFY2(train.code == 0, qPrintable(train.err));
-    const auto reader = RunReader::open(run.toStdString());
+    const auto reader = openRunFile(run.toStdString());
     QCOMPARE(reader->stepCount(), int64_t(2 * (200 / 2 / 8))); // 2 epochs of 12 steps: drop_last
     QVERIFY(QString::fromStdString(reader->meta().environment).contains("CIFAR-10"));
     const auto steps = reader->readSteps(0, reader->stepCount(), false);
@@ -349,7 +350,7 @@ int64_t TestCli::waitForSteps(const QString& path, int64_t atLeast, QProcess& pr
     while (t.elapsed() < 120000 && proc.state() == QProcess::Running) {
         try {
             if (QFile::exists(path)) {
-                const auto reader = RunReader::open(path.toStdString());
+                const auto reader = openRunFile(path.toStdString());
                 if (reader->stepCount() >= atLeast)
                     return reader->stepCount();
             }
@@ -372,7 +373,7 @@ void TestCli::ctrlCLeavesACompleteFile() {
     QVERIFY(p.waitForFinished(10000));
     QCOMPARE(p.exitStatus(), QProcess::NormalExit);
     QCOMPARE(p.exitCode(), 0);
-    const auto reader = RunReader::open(run.toStdString());
+    const auto reader = openRunFile(run.toStdString());
     QVERIFY(reader->complete());
     QCOMPARE(reader->stopReason(), std::string("stopped"));
     QVERIFY(reader->stepCount() >= 3);

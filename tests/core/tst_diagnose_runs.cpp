@@ -3,6 +3,7 @@
 // exit codes and JSON.
 #include "DiagnoseSim.h"
 #include "diagnose/Advice.h"
+#include "reader/OpenRunFile.h"
 #include "store/RunWriter.h"
 
 #include <QDir>
@@ -52,7 +53,7 @@ void TestDiagnoseRuns::followingAGrowingFileEqualsReadingItWhole() {
         }
     };
     append(0, 40);
-    const auto live = RunReader::open(path.toStdString());
+    const auto live = openRunFile(path.toStdString());
     Diagnoser d(live->meta());
     DiagnosisCursor at;
     diagnoseMore(*live, d, at);
@@ -65,7 +66,7 @@ void TestDiagnoseRuns::followingAGrowingFileEqualsReadingItWhole() {
     QCOMPARE(lastPercent, 100);
     QCOMPARE(at.steps, int64_t(300));
     QCOMPARE(at.weights, int64_t(30));
-    const auto whole = diagnoseRun(*RunReader::open(path.toStdString()));
+    const auto whole = diagnoseRun(*openRunFile(path.toStdString()));
     const auto followed = d.findings();
     QVERIFY2(!whole.empty(), "the fixture's data should give findings to compare");
     QCOMPARE(followed.size(), whole.size());
@@ -93,7 +94,7 @@ void TestDiagnoseRuns::cleanRealRuns() {
     for (const auto& args : runs) {
         const QString path = trainRun(args, QStringLiteral("clean%1.h5").arg(i++));
         QVERIFY2(!path.isEmpty(), qPrintable(args.join(' ')));
-        const auto reader = RunReader::open(path.toStdString());
+        const auto reader = openRunFile(path.toStdString());
         int last = -1;
         bool monotonic = true;
         const auto f = diagnoseRun(*reader, [&](int p) {

@@ -2,6 +2,7 @@
 // RunReader) shows the symptom the real mistake produces, while a clean run shows none of them.
 #include "faults/FaultPlan.h"
 #include "faults/FaultSpec.h"
+#include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 #include "train/Trainer.h"
 
@@ -103,7 +104,7 @@ TestFaults::Run TestFaults::run(const TrainConfig& cfg) {
     Run r;
     Trainer trainer(cfg);
     r.summary = trainer.run();
-    r.data = RunReader::open(cfg.out)->readAll();
+    r.data = openRunFile(cfg.out)->readAll();
     return r;
 }
 
@@ -245,7 +246,7 @@ void TestFaults::rankTableInvalid() {
     QVERIFY(cli.waitForFinished(60000));
     QCOMPARE(cli.exitCode(), 1);
     QVERIFY2(cli.readAllStandardError().contains("rank table"), "stderr names the rank table");
-    const RunData d = RunReader::open(out.toStdString())->readAll();
+    const RunData d = openRunFile(out.toStdString())->readAll();
     QVERIFY(d.steps.empty());
     QVERIFY(hasEvent(d, "RANK_TABLE", "server_count"));
     QVERIFY(hasEvent(d, "RANK_TABLE", "duplicate device_ip"));

@@ -3,6 +3,7 @@
 // is full, the file is closed (the writer's space reserve gives it room to close) and holds every step up to
 // the last complete one, whole. A disk that is full before the run starts is refused, leaving no file.
 // Mounting needs root (CAP_SYS_ADMIN); elsewhere the test is skipped and says why.
+#include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 
 #include <QDir>
@@ -84,7 +85,7 @@ private slots:
         QVERIFY2(r.err.contains(path), qPrintable(r.err));
         QVERIFY2(!r.err.contains("infinite loop"), qPrintable(r.err)); // HDF5 could not close its ids
 
-        const auto reader = RunReader::open(path.toStdString());
+        const auto reader = openRunFile(path.toStdString());
         QVERIFY2(reader->complete(), "the writer could not close the file");
         QVERIFY2(QString::fromStdString(reader->stopReason()).contains("the disk is full"),
                  reader->stopReason().c_str());

@@ -5,6 +5,7 @@
 // A regression FILE may come with FILE.expect, text the outcome ("accepted: ..." or "rejected: ...") must
 // contain: it pins what the input tests (and that gcc runs the same program as the clang fuzzer).
 #include "FuzzEntries.h"
+#include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 
 #include <QDir>
@@ -57,14 +58,14 @@ private slots:
     // Inputs whose run file crashes libhdf5 itself (fuzz-regressions/runfile-contained/): never read in this
     // process. Every command-line read command goes through the reader process and must exit 2 with one
     // line that names the file, says it is damaged and where (FILE.expect), and leave no core dump; so must
-    // RunReader::open.
+    // openRunFile.
     void containedThroughTheReaderProcess_data() {
         QTest::addColumn<QString>("file");
         QTest::addColumn<bool>("everyCommand");
         const QString dir = QStringLiteral(RANKSIGHT_TEST_DATA "/fuzz-regressions/runfile-contained");
         const QStringList all = inputs(dir);
         QVERIFY2(!all.isEmpty(), qPrintable("no inputs under " + dir));
-        // Every read command opens the file the same way (RunReader::open, through the reader process): each
+        // Every read command opens the file the same way (openRunFile, through the reader process): each
         // input goes through `inspect`, and the first crash and every hang through all of them.
         bool crashSeen = false;
         for (const QString& f : all) {
@@ -93,7 +94,7 @@ private slots:
         const auto restore = qScopeGuard([] { qunsetenv("RANKSIGHT_READER_TIMEOUT_MS"); });
         QString error;
         try {
-            rs::RunReader::open(run.toStdString());
+            rs::openRunFile(run.toStdString());
         } catch (const rs::RunFileError& e) {
             error = QString::fromUtf8(e.what());
         }

@@ -3,6 +3,7 @@
 // the same cards (losses, local gradient norms, synced gradient and weight fingerprints, evaluations); nodes
 // whose configurations differ refuse to start, naming the key and every node's value.
 #include "cluster/NodeGroup.h"
+#include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 
 #include <QElapsedTimer>
@@ -47,7 +48,7 @@ int64_t stepsSoFar(const QString& path) {
     if (!QFile::exists(path))
         return 0;
     try {
-        return RunReader::open(path.toStdString())->stepCount();
+        return openRunFile(path.toStdString())->stepCount();
     } catch (const std::exception&) {
         return 0;
     }
@@ -122,8 +123,8 @@ private slots:
         const Result single = finish(p);
         QVERIFY2(single.code == 0, qPrintable(single.err));
 
-        const auto a = RunReader::open(multi.toStdString());
-        const auto b = RunReader::open(one.toStdString());
+        const auto a = openRunFile(multi.toStdString());
+        const auto b = openRunFile(one.toStdString());
         QVERIFY(a->complete());
         QCOMPARE(a->meta().worldSize, nodes * cards);
         QCOMPARE(a->stepCount(), int64_t(8));
@@ -170,7 +171,7 @@ private slots:
             QCOMPARE(r.code, 1); // the run ends in rank 3's failure
         QVERIFY2(results[1].err.contains("rank 3: EL0004") && results[1].err.contains("node 1 of 2"),
                  qPrintable(results[1].err));
-        const auto reader = RunReader::open(out.toStdString());
+        const auto reader = openRunFile(out.toStdString());
         QVERIFY(reader->complete());
         QCOMPARE(reader->stepCount(), int64_t(22));
         QSet<QString> remote;
@@ -238,7 +239,7 @@ private slots:
         QCOMPARE(r.code, 1);
         QVERIFY2(r.err.contains("waiting for rank(s) 2, 3") && r.err.contains("node 1 is gone"),
                  qPrintable(r.err));
-        const auto reader = RunReader::open(out.toStdString());
+        const auto reader = openRunFile(out.toStdString());
         QVERIFY(reader->complete());
         QVERIFY(reader->stepCount() >= 3);
         QProcess diagnose;
@@ -291,7 +292,7 @@ private slots:
         qInfo("both nodes ended %lld ms after the SIGTERM to node 1", t.elapsed());
         QVERIFY2(t.elapsed() < 10000, "the nodes waited for a collective timeout");
         QVERIFY2(r0.code == 0 && r1.code == 0, qPrintable(r0.err + r1.err));
-        const auto reader = RunReader::open(out.toStdString());
+        const auto reader = openRunFile(out.toStdString());
         QVERIFY(reader->complete());
         QCOMPARE(QString::fromStdString(reader->stopReason()), QString("stopped"));
     }

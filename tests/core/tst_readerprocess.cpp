@@ -1,10 +1,11 @@
-// The reader process (RunReader::open, core/store/ReaderProcess.h): it answers exactly what libhdf5 in this
+// The reader process (openRunFile, core/reader/ReaderProcess.h): it answers exactly what libhdf5 in this
 // process answers (every record field, over the wire), keeps RunFileError messages, follows a file while it
 // grows, and contains what it exists for: a file that crashes libhdf5, a reader killed mid-session, a hung
 // reader, one that runs out of its memory limit. After each, no reader process is left and no core dump.
 #include "RunFileFixtures.h"
-#include "store/ReaderProcess.h"
-#include "store/ReaderProtocol.h"
+#include "reader/OpenRunFile.h"
+#include "reader/ReaderProcess.h"
+#include "reader/ReaderProtocol.h"
 
 #include <QDir>
 #include <QElapsedTimer>
@@ -79,8 +80,8 @@ private slots:
             w->appendFlightDump(makeDump(meta, 20, 4));
             w->close("completed");
         }
-        const auto local = RunReader::openInProcess(path.toStdString());
-        const auto remote = RunReader::open(path.toStdString());
+        const auto local = openRunFile(path.toStdString(), ReadIn::ThisProcess);
+        const auto remote = openRunFile(path.toStdString());
         QVERIFY(dynamic_cast<ProcessRunReader*>(remote.get()));
         QCOMPARE(remote->path(), path.toStdString());
         QCOMPARE(encoded(remote->meta()), encoded(local->meta()));
@@ -124,7 +125,7 @@ private slots:
     void keepsTheReadersErrorMessages() {
         const QString good = m_dir.filePath("good.h5");
         writeRun(good, makeMeta(2, 3, 4, 4), 10);
-        auto r = RunReader::open(good.toStdString());
+        auto r = openRunFile(good.toStdString());
         const QString outOfRange = errorOf([&] { r->readSteps(5, 11); });
         QVERIFY2(outOfRange.contains("readSteps(5, 11): outside the 10 rows"), qPrintable(outOfRange));
         // A column id the reader process must check before it indexes anything with it.
@@ -132,8 +133,9 @@ private slots:
         const QString notAColumn = errorOf([&] { r->readStepScalar(bogus, 0, 1); });
         QVERIFY2(notAColumn.contains("column 999 is not a per-rank scalar step column"),
                  qPrintable(notAColumn));
-        QCOMPARE(notAColumn,
-                 errorOf([&] { RunReader::openInProcess(good.toStdString())->readStepScalar(bogus, 0, 1); }));
+        QCOMPARE(notAColumn, errorOf([&] {
+                     openRunFile(good.toStdString(), ReadIn::ThisProcess)->readStepScalar(bogus, 0, 1);
+                 }));
         QCOMPARE(r->readSteps(0, 10).size(), size_t(10)); // an error is an answer: the reader goes on
         r.reset();
 
@@ -143,9 +145,9 @@ private slots:
         f.write("not a run file\n");
         f.close();
         for (const QString& p : {text, m_dir.filePath("missing.h5"), m_dir.path()}) {
-            const QString remote = errorOf([&] { RunReader::open(p.toStdString()); });
+            const QString remote = errorOf([&] { openRunFile(p.toStdString()); });
             QVERIFY(!remote.isEmpty());
-            QCOMPARE(remote, errorOf([&] { RunReader::openInProcess(p.toStdString()); }));
+            QCOMPARE(remote, errorOf([&] { openRunFile(p.toStdString(), ReadIn::ThisProcess); }));
         }
         QVERIFY(noChildrenLeft());
     }
@@ -156,7 +158,7 @@ private slots:
         auto w = RunWriter::create(path.toStdString(), meta, true);
         for (int s = 0; s < 5; ++s)
             w->appendStep(makeStep(meta, s));
-        const auto r = RunReader::open(path.toStdString());
+        const auto r = openRunFile(path.toStdString());
         QCOMPARE(r->stepCount(), int64_t(5));
         QVERIFY(!r->complete());
         for (int s = 5; s < 12; ++s)
@@ -177,7 +179,7 @@ private slots:
         QVERIFY(QFile::copy(QStringLiteral(RANKSIGHT_TEST_DATA "/damaged-vlen-heap.h5"), path));
         QString error;
         try {
-            RunReader::open(path.toStdString());
+            openRunFile(path.toStdString());
         } catch (const ReaderDiedError& e) {
             error = QString::fromUtf8(e.what());
         }
@@ -192,7 +194,7 @@ private slots:
     void aReaderThatDiesMidSessionFailsEveryLaterCall() {
         const QString path = m_dir.filePath("good2.h5");
         writeRun(path, makeMeta(2, 3, 4, 4), 10);
-        auto r = RunReader::open(path.toStdString());
+        auto r = openRunFile(path.toStdString());
         auto* process = dynamic_cast<ProcessRunReader*>(r.get());
         QVERIFY(process && process->pid() > 0);
         QCOMPARE(::kill(process->pid(), SIGSEGV), 0);
@@ -225,7 +227,7 @@ private slots:
         const EnvGuard timeout("RANKSIGHT_READER_TIMEOUT_MS", "500");
         QElapsedTimer t;
         t.start();
-        const QString error = errorOf([&] { RunReader::open(path.toStdString()); });
+        const QString error = errorOf([&] { openRunFile(path.toStdString()); });
         QVERIFY2(error.contains("made no progress for 0.5 s while reading the file"), qPrintable(error));
         QVERIFY2(t.elapsed() < 20000, qPrintable(QString::number(t.elapsed()))); // not the 60 s of the hang
         QVERIFY(noChildrenLeft());
@@ -246,7 +248,7 @@ private slots:
             w->close("completed");
         }
         const EnvGuard limit("RANKSIGHT_READER_MEMORY_MB", "100");
-        const auto r = RunReader::open(path.toStdString());
+        const auto r = openRunFile(path.toStdString());
         QCOMPARE(r->readStepScalar(runschema::kLoss, 0, 250).size(), size_t(250 * 8));
         const QString error = errorOf([&] { r->readSteps(0, 250, true); });
         QVERIFY2(error.contains("out of memory: the reader process is limited to 100 MiB"),

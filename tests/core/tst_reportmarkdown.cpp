@@ -1,6 +1,7 @@
 // report.md's text: the summary figures against hand-computed values, the first mismatch, the events cap,
 // every section present, and readReportInput on a run file with known scalars.
 #include "core/RunFileFixtures.h"
+#include "reader/OpenRunFile.h"
 #include "report/ReportMarkdown.h"
 #include "store/RunReader.h"
 #include "store/RunWriter.h"
@@ -287,7 +288,7 @@ void TestReportMarkdown::readsRunFile() {
         w->appendEvent(ev(130, 2, Severity::Error, "GRADIENT_SYNC", "GRADIENT_SYNC: Rank 0 and Rank 2 ..."));
         w->close("completed");
     }
-    const auto reader = RunReader::open(path);
+    const auto reader = openRunFile(path);
     const ReportInput in = readReportInput(*reader);
     QCOMPARE(in.runName, std::string("known"));
     QCOMPARE(in.stepCount, int64_t(50));

@@ -2,6 +2,7 @@
 // live writer (in this process and in another); a killed writer leaves every flushed step readable; the
 // writer refuses inconsistent records. Foreign, newer, truncated and inconsistent files: tst_runfile_errors.
 #include "RunFileFixtures.h"
+#include "reader/OpenRunFile.h"
 
 #include <QFile>
 #include <QJsonArray>
@@ -202,7 +203,7 @@ void TestRunFile::roundTrip() {
         w->close("completed");
     }
 
-    const auto reader = RunReader::open(path.toStdString());
+    const auto reader = openRunFile(path.toStdString());
     QCOMPARE(reader->formatVersion(), runschema::kFormatVersion);
     QVERIFY(reader->complete());
     QCOMPARE(reader->stopReason(), std::string("completed"));
@@ -315,7 +316,7 @@ void TestRunFile::missingValuesArePaddedAndStringsCut() {
         w->appendEvent(ev);
         w->close();
     }
-    const auto reader = RunReader::open(path.toStdString());
+    const auto reader = openRunFile(path.toStdString());
     const RankStep got = reader->readSteps(0, 1)[0].ranks[1];
     QCOMPARE(got.localNorm.size(), size_t(3));
     for (float v : got.localNorm)
@@ -345,7 +346,7 @@ void TestRunFile::flightRowsLargerThanAChunk() {
         w->appendFlightDump(dump);
         w->close();
     }
-    const auto reader = RunReader::open(path.toStdString());
+    const auto reader = openRunFile(path.toStdString());
     const auto dumps = reader->readFlightDumps();
     QCOMPARE(dumps.size(), size_t(1));
     QCOMPARE(dumps[0].entries.size(), size_t(3));
@@ -372,7 +373,7 @@ void TestRunFile::absentColumnsAreDeclaredInTheFile() {
         w->appendStep(makeStep(meta, 0));
         w->close();
     }
-    const auto reader = RunReader::open(path.toStdString());
+    const auto reader = openRunFile(path.toStdString());
     // An msprobe file written before the importer listed the attributes it cannot know gets them from the
     // reader.
     QCOMPARE(reader->meta().absent,
@@ -399,12 +400,12 @@ void TestRunFile::absentColumnsAreDeclaredInTheFile() {
     ddp.lossScale = "none";
     ddp.absent = {"data", "/steps/overflow"};
     RunWriter::create(file("absent-ddp.h5").toStdString(), ddp)->close();
-    QCOMPARE(RunReader::open(file("absent-ddp.h5").toStdString())->meta().absent,
+    QCOMPARE(openRunFile(file("absent-ddp.h5").toStdString())->meta().absent,
              (std::vector<std::string>{"data", "/steps/overflow", "/steps/loss_scale", "/steps/skipped"}));
 
     const QString full = file("absent-none.h5");
     RunWriter::create(full.toStdString(), makeMeta(2, 3, 2, 4))->close();
-    QVERIFY(RunReader::open(full.toStdString())->meta().absent.empty());
+    QVERIFY(openRunFile(full.toStdString())->meta().absent.empty());
 }
 
 // /steps/buffer_fp came after the first format 2 files: such a file (here: the column unlinked) opens, in
@@ -416,8 +417,8 @@ void TestRunFile::fileBeforeAColumnWasAddedOpens() {
     writeRun(path, meta, 5);
     mutateFile(path, [](H5::H5File& f) { f.unlink("/steps/buffer_fp"); });
     for (const bool inProcess : {true, false}) {
-        const auto reader =
-            inProcess ? RunReader::openInProcess(path.toStdString()) : RunReader::open(path.toStdString());
+        const auto reader = inProcess ? openRunFile(path.toStdString(), ReadIn::ThisProcess)
+                                      : openRunFile(path.toStdString());
         QCOMPARE(reader->meta().absent, std::vector<std::string>{"/steps/buffer_fp"});
         QCOMPARE(reader->stepCount(), int64_t(5));
         const auto steps = reader->readSteps(0, 5, true);
@@ -434,7 +435,7 @@ void TestRunFile::fileBeforeAColumnWasAddedOpens() {
     writeRun(noSample, meta, 5);
     mutateFile(noSample, [](H5::H5File& f) { f.unlink("/steps/sample_fp"); });
     QVERIFY(errorOf([&] {
-                RunReader::openInProcess(noSample.toStdString());
+                openRunFile(noSample.toStdString(), ReadIn::ThisProcess);
             }).contains("dataset /steps/sample_fp is missing"));
 }
 
@@ -464,7 +465,7 @@ void TestRunFile::writerRejectsInconsistentRecords() {
     w->close();
     QVERIFY(errorOf([&] { w->appendStep(makeStep(meta, 2)); }).contains("after the writer was closed"));
 
-    const auto reader = RunReader::open(path.toStdString());
+    const auto reader = openRunFile(path.toStdString());
     QCOMPARE(reader->stepCount(), int64_t(2)); // rejected records left no trace
     QCOMPARE(reader->flightDumpCount(), int64_t(0));
     RS_COMPARE_EMPTY(diffSteps(reader->readSteps(1, 2)[0], makeStep(meta, 1)));
@@ -488,11 +489,11 @@ void TestRunFile::createRefusesAnExistingFile() {
     writeRun(path, meta, 3);
     const QString err = errorOf([&] { RunWriter::create(path.toStdString(), meta); });
     QVERIFY2(err.contains(path) && err.contains("already exists"), qPrintable(err));
-    QCOMPARE(RunReader::open(path.toStdString())->stepCount(), int64_t(3)); // untouched
+    QCOMPARE(openRunFile(path.toStdString())->stepCount(), int64_t(3)); // untouched
 
     auto w = RunWriter::create(path.toStdString(), meta, /*overwrite*/ true);
     w->close();
-    QCOMPARE(RunReader::open(path.toStdString())->stepCount(), int64_t(0));
+    QCOMPARE(openRunFile(path.toStdString())->stepCount(), int64_t(0));
 
     const QString nowhere = file("no/such/dir/run.h5");
     const QString err2 = errorOf([&] { RunWriter::create(nowhere.toStdString(), meta); });
@@ -507,7 +508,7 @@ void TestRunFile::writerDestroyedWithoutCloseLeavesIncompleteFile() {
         for (int s = 0; s < 5; ++s)
             w->appendStep(makeStep(meta, s));
     }
-    const auto reader = RunReader::open(path.toStdString());
+    const auto reader = openRunFile(path.toStdString());
     QVERIFY(!reader->complete());
     QVERIFY(QString::fromStdString(reader->stopReason()).startsWith("aborted"));
     QCOMPARE(reader->stepCount(), int64_t(5));
@@ -577,7 +578,7 @@ void TestRunFile::liveReaderInProcess() {
     auto w = RunWriter::create(path.toStdString(), meta);
     for (int s = 0; s < 5; ++s)
         w->appendStep(makeStep(meta, s));
-    const auto reader = RunReader::open(path.toStdString());
+    const auto reader = openRunFile(path.toStdString());
     QCOMPARE(reader->stepCount(), int64_t(5));
     QVERIFY(!reader->complete());
     QCOMPARE(reader->stopReason(), std::string("running"));
@@ -603,7 +604,7 @@ void TestRunFile::liveReaderOnAnotherThread() {
     const QString path = file("live-thread.h5");
     auto w = RunWriter::create(path.toStdString(), meta);
     w->appendStep(makeStep(meta, 0));
-    const auto reader = RunReader::open(path.toStdString());
+    const auto reader = openRunFile(path.toStdString());
     constexpr int kSteps = 150;
     std::atomic<bool> failed{false};
     std::thread writer([&] {
@@ -659,7 +660,7 @@ void TestRunFile::liveReaderInAnotherProcess() {
     });
 
     QVERIFY(waitForCount(counts[0], 5) >= 5);
-    const auto reader = RunReader::open(path.toStdString());
+    const auto reader = openRunFile(path.toStdString());
     const int64_t first = reader->stepCount();
     QVERIFY2(first >= 5, qPrintable(QString::number(first)));
     QVERIFY(!reader->complete());
@@ -722,7 +723,7 @@ void TestRunFile::killedWriterLeavesReadableSteps() {
     QVERIFY2(reported >= 20, qPrintable(QStringLiteral("child reported %1 steps").arg(reported)));
     QVERIFY(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 
-    const auto reader = RunReader::open(path.toStdString());
+    const auto reader = openRunFile(path.toStdString());
     QVERIFY(!reader->complete());
     QCOMPARE(reader->stopReason(), std::string("running"));
     const int64_t n = reader->stepCount();

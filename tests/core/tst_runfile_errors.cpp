@@ -2,6 +2,7 @@
 // inconsistent files are refused with a message that says what was found; rows a killed writer left beyond
 // the key column are ignored.
 #include "RunFileFixtures.h"
+#include "reader/OpenRunFile.h"
 
 #include <QDir>
 #include <QFile>
@@ -46,7 +47,7 @@ void TestRunFileErrors::rowsBeyondTheKeyColumnAreIgnored() {
             ds.extend(dims.data());
         }
     });
-    const auto reader = RunReader::open(path.toStdString());
+    const auto reader = openRunFile(path.toStdString());
     QCOMPARE(reader->stepCount(), int64_t(6));
     QCOMPARE(reader->readAll().steps.size(), size_t(6));
 }
@@ -225,7 +226,7 @@ void TestRunFileErrors::badInput() {
         });
     }
 
-    const QString err = errorOf([&] { RunReader::open(path.toStdString()); });
+    const QString err = errorOf([&] { openRunFile(path.toStdString()); });
     QVERIFY2(!err.isEmpty(), "no error");
     qInfo("%s", qPrintable(QString(err).replace(m_dir.path(), "DIR")));
     QVERIFY2(err.startsWith(path), qPrintable(err));
@@ -256,7 +257,7 @@ void TestRunFileErrors::formatVersion1FilesWithVariableLengthStringsStillOpen() 
         const int v = 1;
         f.openAttribute("format_version").write(H5::PredType::NATIVE_INT, &v);
     });
-    const auto r = RunReader::open(path.toStdString());
+    const auto r = openRunFile(path.toStdString());
     QCOMPARE(r->formatVersion(), 1);
     QCOMPARE(r->meta().model, meta.model);
     QCOMPARE(r->meta().environment, meta.environment); // UTF-8 survives

@@ -3,6 +3,7 @@
 // dumps by step, refuses to overwrite, carries the stop reason; firstAnomalyStep and sliceWindow pick the
 // window.
 #include "RunFileFixtures.h"
+#include "reader/OpenRunFile.h"
 #include "store/RunSlice.h"
 
 #include <QTemporaryDir>
@@ -125,10 +126,10 @@ void TestRunSlice::slice() {
     QFETCH(qint64, expectedFirst);
     QFETCH(qint64, expectedCount);
     const QString dst = path(QStringLiteral("slice-%1.h5").arg(QTest::currentDataTag()));
-    sliceRun(m_src.toStdString(), dst.toStdString(), first, last);
+    sliceRun(*openRunFile(m_src.toStdString()), dst.toStdString(), first, last);
 
-    const auto src = RunReader::open(m_src.toStdString());
-    const auto out = RunReader::open(dst.toStdString());
+    const auto src = openRunFile(m_src.toStdString());
+    const auto out = openRunFile(dst.toStdString());
     QCOMPARE(out->stepCount(), int64_t(expectedCount));
     std::vector<int64_t> expectedSteps(static_cast<size_t>(expectedCount));
     std::iota(expectedSteps.begin(), expectedSteps.end(), int64_t(expectedFirst));
@@ -153,10 +154,10 @@ void TestRunSlice::slice() {
 
 void TestRunSlice::copiesWeightsEvalsEventsDumps() {
     const QString dst = path("filtered.h5");
-    sliceRun(m_src.toStdString(), dst.toStdString(), 95, 150);
-    const auto src = RunReader::open(m_src.toStdString());
+    sliceRun(*openRunFile(m_src.toStdString()), dst.toStdString(), 95, 150);
+    const auto src = openRunFile(m_src.toStdString());
     const RunData in = src->readAll();
-    const RunData out = RunReader::open(dst.toStdString())->readAll();
+    const RunData out = openRunFile(dst.toStdString())->readAll();
 
     QCOMPARE(out.weights.size(), size_t(6)); // 100, 110, ..., 150
     for (const WeightRecord& w : out.weights) {
@@ -202,8 +203,8 @@ void TestRunSlice::copiesWeightsEvalsEventsDumps() {
 
 void TestRunSlice::emptyWindow() {
     const QString dst = path("empty.h5");
-    sliceRun(m_src.toStdString(), dst.toStdString(), 5000, 6000);
-    const RunData out = RunReader::open(dst.toStdString())->readAll();
+    sliceRun(*openRunFile(m_src.toStdString()), dst.toStdString(), 5000, 6000);
+    const RunData out = openRunFile(dst.toStdString())->readAll();
     QCOMPARE(out.steps.size(), size_t(0));
     QCOMPARE(out.weights.size(), size_t(0));
     QCOMPARE(out.events.size(), size_t(0));
@@ -219,11 +220,11 @@ void TestRunSlice::incompleteSource() {
         for (int s = 0; s < 20; ++s)
             w->appendStep(makeStep(m_meta, s));
     }
-    const std::string srcReason = RunReader::open(src.toStdString())->stopReason();
+    const std::string srcReason = openRunFile(src.toStdString())->stopReason();
     QVERIFY(srcReason.rfind("aborted", 0) == 0);
     const QString dst = path("killed-slice.h5");
-    sliceRun(src.toStdString(), dst.toStdString(), 5, 9);
-    const auto out = RunReader::open(dst.toStdString());
+    sliceRun(*openRunFile(src.toStdString()), dst.toStdString(), 5, 9);
+    const auto out = openRunFile(dst.toStdString());
     QVERIFY(out->complete());
     QCOMPARE(out->stopReason(), "incomplete: " + srcReason);
     QCOMPARE(out->stepCount(), int64_t(5));
@@ -231,33 +232,35 @@ void TestRunSlice::incompleteSource() {
 
 void TestRunSlice::refusesOverwrite() {
     const QString dst = path("existing.h5");
-    sliceRun(m_src.toStdString(), dst.toStdString(), 10, 19);
-    const QString error = errorOf([&] { sliceRun(m_src.toStdString(), dst.toStdString(), 30, 69); });
+    sliceRun(*openRunFile(m_src.toStdString()), dst.toStdString(), 10, 19);
+    const QString error =
+        errorOf([&] { sliceRun(*openRunFile(m_src.toStdString()), dst.toStdString(), 30, 69); });
     QVERIFY2(error.contains("exists"), qPrintable(error));
-    QCOMPARE(RunReader::open(dst.toStdString())->stepCount(), int64_t(10)); // untouched
+    QCOMPARE(openRunFile(dst.toStdString())->stepCount(), int64_t(10)); // untouched
 
-    sliceRun(m_src.toStdString(), dst.toStdString(), 30, 69, true);
-    const auto out = RunReader::open(dst.toStdString());
+    sliceRun(*openRunFile(m_src.toStdString()), dst.toStdString(), 30, 69, true);
+    const auto out = openRunFile(dst.toStdString());
     QCOMPARE(out->stepCount(), int64_t(40));
     QCOMPARE(out->readStepNumbers(0, 1).front(), int64_t(30));
 }
 
 void TestRunSlice::refusesBadArguments() {
     const std::string src = m_src.toStdString();
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, sliceRun(src, path("bad.h5").toStdString(), 20, 10));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             sliceRun(*openRunFile(src), path("bad.h5").toStdString(), 20, 10));
     QVERIFY(!std::filesystem::exists(path("bad.h5").toStdString()));
     // Slicing onto the source (even with overwrite) would truncate what is being read.
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, sliceRun(src, src, 0, 10, true));
-    QCOMPARE(RunReader::open(src)->stepCount(), int64_t(kSteps));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, sliceRun(*openRunFile(src), src, 0, 10, true));
+    QCOMPARE(openRunFile(src)->stepCount(), int64_t(kSteps));
     QVERIFY(!errorOf([&] {
-                 sliceRun(path("missing.h5").toStdString(), path("x.h5").toStdString(), 0, 1);
+                 sliceRun(*openRunFile(path("missing.h5").toStdString()), path("x.h5").toStdString(), 0, 1);
              }).isEmpty());
     QVERIFY(!std::filesystem::exists(path("x.h5").toStdString()));
 }
 
 // The fixture's first event (step 0) is a GRADIENT_SYNC of severity Info: the code alone makes it an anomaly.
 void TestRunSlice::anomalyWindowOfFixture() {
-    const auto src = RunReader::open(m_src.toStdString());
+    const auto src = openRunFile(m_src.toStdString());
     const int64_t anomaly = rs::firstAnomalyStep(src->readEvents());
     QCOMPARE(anomaly, int64_t(0));
     const auto [first, last] = rs::sliceWindow(anomaly, 0, kSteps - 1);

@@ -5,6 +5,7 @@
 // failure can be replayed. (Closing the window at random moments is in tst_mainwindow; SIGKILL in
 // tst_killsafety; a full disk in tst_fulldisk.)
 #include "faults/FaultSpec.h"
+#include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 #include "train/TrainConfig.h"
 #include "train/Trainer.h"
@@ -43,7 +44,7 @@ TrainConfig smallRun(const QString& out, ModelKind model, int ranks, int64_t ste
 
 // Every row is there, in order, with its per-parameter data: nothing half-written is counted.
 void checkWhole(const QString& path, int64_t expectSteps) {
-    const auto r = RunReader::open(path.toStdString());
+    const auto r = openRunFile(path.toStdString());
     QVERIFY2(r->complete(), qPrintable(path + " was not closed: " + QString::fromStdString(r->stopReason())));
     if (expectSteps >= 0)
         QCOMPARE(r->stepCount(), expectSteps);

@@ -1,6 +1,7 @@
 // The proof that data parallelism is real: N ranks x batch b give the gradients and the loss trajectory of
 // one replica on the concatenated batch; a clean run keeps every replica bitwise identical; Stop is prompt.
 #include "cluster/Communicator.h"
+#include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 #include "train/Replica.h"
 #include "train/Trainer.h"
@@ -243,7 +244,7 @@ void TestTraining::cleanRunKeepsReplicasIdentical() {
         for (const auto& fp : w.fp)
             QCOMPARE(fp, w.fp[0]);
 
-    const auto reader = RunReader::open(cfg.out);
+    const auto reader = openRunFile(cfg.out);
     QVERIFY(reader->complete());
     QCOMPARE(reader->stepCount(), int64_t(12));
     QCOMPARE(reader->meta().worldSize, ranks);
@@ -296,7 +297,7 @@ void TestTraining::stopEndsPromptlyAndFileIsComplete() {
     QVERIFY2(timer.elapsed() < 1000, qPrintable(QString("stop took %1 ms").arg(timer.elapsed())));
     QCOMPARE(summary.stopReason, std::string("stopped"));
     QCOMPARE(summary.cardStates, std::vector<CardState>(4, CardState::Stopped));
-    const auto reader = RunReader::open(cfg.out);
+    const auto reader = openRunFile(cfg.out);
     QVERIFY(reader->complete());
     QCOMPARE(reader->stepCount(), summary.stepsCompleted);
     QVERIFY(reader->stepCount() >= 3);
@@ -334,7 +335,7 @@ void TestTraining::flightRecorderDumpsOnRequest() {
     t.join();
     QVERIFY2(summary.completed, summary.stopReason.c_str());
 
-    const auto reader = RunReader::open(cfg.out);
+    const auto reader = openRunFile(cfg.out);
     const auto dumps = reader->readFlightDumps();
     QCOMPARE(dumps.size(), size_t(1));
     const auto& dump = dumps[0];
@@ -380,7 +381,7 @@ void TestTraining::flightDepthOneDumpsTheLiveTensors() {
         cfg.faults = {"sdc-after@6:1"};
         Trainer trainer(cfg);
         trainer.run();
-        const auto dumps = RunReader::open(cfg.out)->readFlightDumps();
+        const auto dumps = openRunFile(cfg.out)->readFlightDumps();
         return dumps.empty() ? FlightDump{} : dumps.front();
     };
     const FlightDump one = dumpAt(1), three = dumpAt(3);
@@ -412,7 +413,7 @@ void TestTraining::flightRecorderDumpsOnNonFiniteLoss() {
     cfg.evalSamples = 0;
     Trainer trainer(cfg);
     trainer.run();
-    const auto reader = RunReader::open(cfg.out);
+    const auto reader = openRunFile(cfg.out);
     const auto dumps = reader->readFlightDumps();
     QVERIFY(!dumps.empty());
     QCOMPARE(dumps[0].reason, std::string("non-finite loss"));

@@ -3,6 +3,7 @@
 // before the kill with all its per-parameter data, `inspect` reports it as incomplete, and the app's model
 // opens it.
 #include "model/RunModel.h"
+#include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 
 #include <QJsonDocument>
@@ -38,7 +39,7 @@ private slots:
                 [&] {
                     try {
                         if (!live)
-                            live = RunReader::open(path.toStdString());
+                            live = openRunFile(path.toStdString());
                         live->refresh();
                         return live->stepCount() >= 1;
                     } catch (const std::exception&) {
@@ -54,7 +55,7 @@ private slots:
             QCOMPARE(cli.exitStatus(), QProcess::CrashExit);
             live.reset();
 
-            const auto after = RunReader::open(path.toStdString());
+            const auto after = openRunFile(path.toStdString());
             QVERIFY2(after->stepCount() >= seen,
                      qPrintable(QStringLiteral("kill %1: %2 steps after, %3 seen before")
                                     .arg(i)

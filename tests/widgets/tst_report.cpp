@@ -3,6 +3,7 @@
 // run of `ranksight-cli bench-open`.
 #include "core/RunFileFixtures.h"
 #include "model/RunModel.h"
+#include "reader/OpenRunFile.h"
 #include "report/ReportExporter.h"
 #include "store/RunReader.h"
 #include "store/RunWriter.h"
@@ -151,7 +152,7 @@ void TestReport::writesTheWholeFolder() {
         csv.back().startsWith(QByteArray::number(kSteps - 1) + "," + QByteArray::number(kRanks - 1) + ","));
     QVERIFY(readAll(QDir(dir).filePath("events.csv")).contains("GRADIENT_SYNC"));
 
-    const auto slice = RunReader::open(QDir(dir).filePath("slice.h5").toStdString());
+    const auto slice = openRunFile(QDir(dir).filePath("slice.h5").toStdString());
     QCOMPARE(slice->stepCount(), int64_t(101));
     QCOMPARE(slice->readStepNumbers(0, 1).front(), int64_t(kMismatchStep - 50));
     QCOMPARE(slice->readStepNumbers(100, 101).front(), int64_t(kMismatchStep + 50));
@@ -180,7 +181,7 @@ void TestReport::noAnomalySlicesTheWholeRun() {
     const QString dir = m_dir.filePath("clean-report");
     QString error;
     QVERIFY2(ReportExporter(&model).write(dir, &error), qPrintable(error));
-    const auto slice = RunReader::open(QDir(dir).filePath("slice.h5").toStdString());
+    const auto slice = openRunFile(QDir(dir).filePath("slice.h5").toStdString());
     QCOMPARE(slice->stepCount(), int64_t(40));
     const QString md = QString::fromUtf8(readAll(QDir(dir).filePath("report.md")));
     QVERIFY(md.contains("Cursor and heatmaps at step 39 (the last step: no finding and no anomaly)."));

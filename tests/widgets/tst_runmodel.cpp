@@ -5,6 +5,7 @@
 #include "core/RunFileFixtures.h"
 #include "model/RunDelta.h"
 #include "model/RunModel.h"
+#include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 
 #include <QProcess>
@@ -60,7 +61,7 @@ private slots:
         QCOMPARE(model.events().size(), size_t(3));
         QCOMPARE(model.weightSteps(), (std::vector<int64_t>{0, 10, 20, 30, 40, 50}));
 
-        auto reader = RunReader::open(path.toStdString());
+        auto reader = openRunFile(path.toStdString());
         for (int c = 0; c < kStepColumnCount; ++c) {
             const auto expected = reader->readStepScalar(schemaColumn(stepColumnAt(c)), 0, 57);
             const auto& got = model.column(stepColumnAt(c));
@@ -147,7 +148,7 @@ private slots:
         QVERIFY(cli.waitForFinished(30000));
         QTRY_VERIFY_WITH_TIMEOUT(model.isComplete(), 10000);
         QCOMPARE(model.stopReason(), QString("stopped"));
-        QCOMPARE(model.stepCount(), RunReader::open(path.toStdString())->stepCount());
+        QCOMPARE(model.stepCount(), openRunFile(path.toStdString())->stepCount());
     }
 
     void aReplacedFileDropsItsLateResults() {

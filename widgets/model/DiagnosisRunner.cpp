@@ -3,6 +3,7 @@
 
 #include "diagnose/Diagnoser.h"
 #include "model/RunModel.h"
+#include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 
 #include <QtConcurrent>
@@ -115,7 +116,7 @@ void DiagnosisRunner::start() {
         Result r;
         try {
             if (!session->reader) {
-                session->reader = RunReader::open(session->path);
+                session->reader = openRunFile(session->path);
                 session->diagnoser = std::make_unique<Diagnoser>(session->reader->meta());
             } else {
                 session->reader->refresh();

@@ -1,7 +1,7 @@
 // RunLoader: see RunLoader.h. Everything named do*/poll/read*/serve* runs in m_thread.
 #include "model/RunLoader.h"
 
-#include "store/ReaderProcess.h"
+#include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 
 #include <QTimer>
@@ -94,7 +94,7 @@ void RunLoader::doOpen(uint64_t generation, const QString& path) {
     m_generation = generation;
     m_path = path;
     try {
-        m_reader = RunReader::open(path.toStdString());
+        m_reader = openRunFile(path.toStdString());
         readNewRows(true);
     } catch (const std::exception& e) {
         fail(QString::fromStdString(e.what()));

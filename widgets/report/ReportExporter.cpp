@@ -15,6 +15,7 @@
 #include "diagnose/EvidenceView.h"
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
+#include "reader/OpenRunFile.h"
 #include "report/ReportMarkdown.h"
 #include "store/CsvExport.h"
 #include "store/RunReader.h"
@@ -95,7 +96,7 @@ bool waitForDetail(RunModel* model, int64_t step) {
 // model already holds: no second read of the file.
 void writeStepsCsv(const RunModel& model, const QString& path) {
     NewFile out(path);
-    std::string buf = kStepsCsvHeader;
+    std::string buf = stepsCsvHeader();
     auto flush = [&] {
         out.write(buf);
         buf.clear();
@@ -103,16 +104,12 @@ void writeStepsCsv(const RunModel& model, const QString& path) {
     const int R = model.worldSize();
     const StepsCsvRecorded recorded = stepsCsvRecorded(model.meta());
     for (int64_t row = 0; row < model.stepCount(); ++row) {
-        for (int r = 0; r < R; ++r)
-            appendCsvRow(buf,
-                         StepsCsvRow{model.stepAt(row), r, model.value(StepColumn::Loss, row, r),
-                                     model.value(StepColumn::Accuracy, row, r),
-                                     model.value(StepColumn::LossScale, row, r),
-                                     model.value(StepColumn::Overflow, row, r) != 0,
-                                     model.value(StepColumn::Skipped, row, r) != 0,
-                                     model.value(StepColumn::StepMs, row, r),
-                                     model.value(StepColumn::CommMs, row, r)},
-                         recorded);
+        for (int r = 0; r < R; ++r) {
+            StepsCsvRow csv{model.stepAt(row), r, {}};
+            for (size_t i = 0; i < kStepsCsvValues; ++i)
+                csv.values[i] = model.value(StepColumn(kStepsCsvColumns[i].column), row, r);
+            appendCsvRow(buf, csv, recorded);
+        }
         if (buf.size() > (1 << 20))
             flush();
     }
@@ -196,7 +193,7 @@ private:
         watcher.setFuture(QtConcurrent::run([src = m_model->path().toStdString()] {
             Diagnosis d;
             try {
-                const auto reader = RunReader::open(src);
+                const auto reader = openRunFile(src);
                 d.findings = diagnoseRun(*reader, {}, nullptr, &d.notRun);
                 d.advice = configAdvice(reader->meta());
             } catch (const std::exception& e) {
@@ -300,7 +297,7 @@ private:
         QObject::connect(&watcher, &QFutureWatcher<QString>::finished, &loop, &QEventLoop::quit);
         watcher.setFuture(QtConcurrent::run([src, dst, first = first, last = last]() -> QString {
             try {
-                sliceRun(src, dst, first, last, /*overwrite=*/false);
+                sliceRun(*openRunFile(src), dst, first, last, /*overwrite=*/false);
                 return {};
             } catch (const std::exception& e) {
                 return QString::fromStdString(e.what());

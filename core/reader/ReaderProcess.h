@@ -1,5 +1,6 @@
-// The contained RunReader (RunReader::open): libhdf5 parses the file in a child process, ranksight-reader
-// (ReaderServer.h), and this class forwards each call to it over a socket (ReaderProtocol.h).
+// The contained RunReader (openRunFile, OpenRunFile.h): libhdf5 parses the file in a child process,
+// ranksight-reader (ReaderServer.h, app/reader), and this class forwards each call to it over a socket
+// (ReaderProtocol.h).
 //
 // Why: run files arrive attached to bug reports, copied from clusters, half-downloaded, and libhdf5 (Debian's
 // 1.10.8 among others) has memory errors on crafted or damaged files that no check on our side can rule out:
@@ -16,7 +17,8 @@
 // ../libexec/ranksight/ from it, or in the build tree this program was built in.
 #pragma once
 
-#include "store/ReaderProtocol.h"
+#include "reader/OpenRunFile.h"
+#include "reader/ReaderProtocol.h"
 #include "store/RunReader.h"
 
 #include <memory>
@@ -29,13 +31,6 @@ namespace rs {
 namespace readertrace {
 struct Page;
 }
-
-// The reader process crashed, hung or could not be started: the file (or the installation) is at fault,
-// and the reader is unusable from now on.
-class ReaderDiedError : public RunFileError {
-public:
-    using RunFileError::RunFileError;
-};
 
 class ProcessRunReader final : public RunReader {
 public:

@@ -1,9 +1,9 @@
 // ReaderServer: see ReaderServer.h. One request at a time: read a frame, call the in-process reader, send
 // the answer (or the exception's message).
-#include "store/ReaderServer.h"
+#include "reader/ReaderServer.h"
 
+#include "reader/ReaderProtocol.h"
 #include "store/Hdf5RunReader.h"
-#include "store/ReaderProtocol.h"
 
 #include <cerrno>
 #include <new>

@@ -1,5 +1,7 @@
 // ReaderTrace: see ReaderTrace.h.
-#include "store/ReaderTrace.h"
+#include "reader/ReaderTrace.h"
+
+#include "store/ReadTrace.h"
 
 #include <algorithm>
 #include <cstring>
@@ -10,7 +12,8 @@ namespace {
 
 Page* g_page = nullptr;
 
-void write(std::string_view a, std::string_view b, std::string_view c = {}) {
+// The in-process reader's trace sink (store/ReadTrace.h): the parts, joined, into the shared page.
+void write(std::string_view a, std::string_view b, std::string_view c) {
     Page* p = g_page;
     if (!p)
         return;
@@ -29,22 +32,7 @@ void write(std::string_view a, std::string_view b, std::string_view c = {}) {
 
 void attach(Page* page) {
     g_page = page;
-}
-
-void atFile(std::string_view what) {
-    write(what, {});
-}
-
-void atAttribute(std::string_view name) {
-    write("root attribute '", name, "'");
-}
-
-void atDataset(std::string_view path) {
-    write("dataset ", path);
-}
-
-void atChunkIndex(std::string_view datasetPath) {
-    write("the chunk index of dataset ", datasetPath);
+    readtrace::setSink(&write);
 }
 
 std::string_view text(const Page& page) {

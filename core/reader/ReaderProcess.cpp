@@ -1,9 +1,9 @@
 // ProcessRunReader: see ReaderProcess.h. The child is started with posix_spawn (safe in a threaded
 // process: no fork of the parent's locks), gets the socket as fd 3 and the trace page as fd 4, and inherits
 // the environment and the working directory (relative paths mean the same in both).
-#include "store/ReaderProcess.h"
+#include "reader/ReaderProcess.h"
 
-#include "store/ReaderTrace.h"
+#include "reader/ReaderTrace.h"
 
 #include <cerrno>
 #include <chrono>
@@ -385,22 +385,22 @@ bool ProcessRunReader::refresh() {
 std::vector<StepRecord> ProcessRunReader::readSteps(int64_t begin, int64_t end, bool perParam) const {
     std::string args = range(begin, end);
     args.push_back(char(perParam));
-    return request(wire::Op::ReadSteps, args, [](wire::Reader& in) { return wire::getSteps(in); });
+    return request(wire::Op::ReadSteps, args, [](wire::Reader& in) { return wire::get<StepRecord>(in); });
 }
 
 std::vector<WeightRecord> ProcessRunReader::readWeights(int64_t begin, int64_t end) const {
     return request(wire::Op::ReadWeights, range(begin, end),
-                   [](wire::Reader& in) { return wire::getWeights(in); });
+                   [](wire::Reader& in) { return wire::get<WeightRecord>(in); });
 }
 
 std::vector<EvalRecord> ProcessRunReader::readEvals(int64_t begin, int64_t end) const {
     return request(wire::Op::ReadEvals, range(begin, end),
-                   [](wire::Reader& in) { return wire::getEvals(in); });
+                   [](wire::Reader& in) { return wire::get<EvalRecord>(in); });
 }
 
 std::vector<Event> ProcessRunReader::readEvents(int64_t begin, int64_t end) const {
     return request(wire::Op::ReadEvents, range(begin, end),
-                   [](wire::Reader& in) { return wire::getEvents(in); });
+                   [](wire::Reader& in) { return wire::get<Event>(in); });
 }
 
 std::vector<int64_t> ProcessRunReader::readStepNumbers(int64_t begin, int64_t end) const {
@@ -414,7 +414,7 @@ std::vector<int64_t> ProcessRunReader::readWeightSteps(int64_t begin, int64_t en
 }
 
 std::vector<FlightDump> ProcessRunReader::readFlightDumps() const {
-    return request(wire::Op::ReadFlightDumps, {}, [](wire::Reader& in) { return wire::getFlightDumps(in); });
+    return request(wire::Op::ReadFlightDumps, {}, [](wire::Reader& in) { return wire::get<FlightDump>(in); });
 }
 
 std::vector<float> ProcessRunReader::readStepScalar(runschema::StepCol column, int64_t begin,
