@@ -39,8 +39,11 @@ foreach(in ${_gz_inputs})
 endforeach()
 add_custom_target(ranksight_packaging_files ALL DEPENDS ${_gz_outputs})
 install(FILES ${_gen}/ranksight.1.gz ${_gen}/ranksight-cli.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
-install(FILES ${_gen}/changelog.gz ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/run-file.md
+install(FILES ${_gen}/changelog.gz ${PROJECT_SOURCE_DIR}/README.md
         ${PROJECT_SOURCE_DIR}/resources/desktop/copyright DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/ranksight)
+# The README's links into docs/ resolve in the installed copy too (the screenshots stay in the source tree).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/ranksight/docs
+        FILES_MATCHING PATTERN "*.md" PATTERN "man" EXCLUDE PATTERN "screenshots" EXCLUDE)
 
 set(CPACK_PACKAGE_NAME ranksight)
 set(CPACK_PACKAGE_VENDOR "RankSight developers")

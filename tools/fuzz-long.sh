@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Long fuzzing of every target, as the README's Reliability section reports it:
+# Long fuzzing of every target (docs/reliability.md, "Fuzzing"):
 #   tools/fuzz-long.sh [RUNFILE_MINUTES [OTHER_MINUTES]]        (defaults: 60 and 10)
 # A target given 0 minutes is not run; the causes of the crash inputs already in $FUZZ_OUT are still
 # printed (so a long run can be done in parts: `60 0`, then `0 10`).

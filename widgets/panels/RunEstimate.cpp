@@ -11,8 +11,8 @@ namespace rs {
 
 namespace {
 
-// Cluster images per second with telemetry on and the run file written, on the 2-core VM of the README's
-// Measured section, 4 cards x batch 8: ResNets from `tools/bench-report` on commit be66add, SmallCNN and MLP
+// Cluster images per second with telemetry on and the run file written, measured on a 2-core VM, 4 cards x
+// batch 8: ResNets from `tools/bench-report` on commit be66add, SmallCNN and MLP
 // from `ranksight-cli bench --model M --ranks 4 --batch 8 --steps 40 --repeat 3 --precision P` on the same
 // commit. On 2 shared cores the cluster's rate barely depends on the number of cards.
 double builtInImagesPerSecond(ModelKind model, Precision precision) {

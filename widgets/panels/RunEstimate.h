@@ -1,6 +1,6 @@
 // How long a run will take on this machine, before Start: images per second for the model and precision
-// (what the last run of that kind measured here, else the figures bench-report printed on the 2-core VM the
-// README describes), turned into a step time and a whole-run time for the form's cards, batch and length.
+// (what the last run of that kind measured here, else figures bench-report printed on a 2-core VM), turned
+// into a step time and a whole-run time for the form's cards, batch and length.
 #pragma once
 
 #include "train/TrainConfig.h"

@@ -123,7 +123,7 @@ RunPanel::RunPanel(QWidget* parent)
     m_estimate->setWordWrap(true);
     m_estimate->setToolTip(tr("Training time on this machine for these settings, from the images per second "
                               "the last run of this model and precision measured here (or, before one, "
-                              "the README's 2-core measurements); evaluation and start-up come on top"));
+                              "figures measured on a 2-core machine); evaluation and start-up come on top"));
 
     m_start = new QPushButton(tr("Start"), this);
     m_start->setObjectName(QStringLiteral("start"));
