@@ -8,7 +8,6 @@
 
 #include <array>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -36,10 +35,6 @@ enum class Cause : uint8_t {
     Straggler,
 };
 inline constexpr size_t kCauseCount = 16;
-
-class Check;
-struct CheckContext;
-using CheckFactory = std::unique_ptr<Check> (*)(CheckContext&);
 
 // What the fault lab's spec for a cause accepts after its name.
 enum class FaultArgs : uint8_t {
@@ -69,7 +64,6 @@ struct CauseInfo {
     // causes starts at or before it: the other explains its weak sign.
     std::array<std::optional<Cause>, 2> explainedBy;
     double explainedBelow;
-    CheckFactory makeCheck; // its check (diagnose/checks/)
 };
 
 std::span<const CauseInfo> causes();

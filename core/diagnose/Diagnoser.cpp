@@ -5,6 +5,7 @@
 
 #include "diagnose/Check.h"
 #include "diagnose/CheckNeeds.h"
+#include "diagnose/checks/Checks.h"
 #include "store/RunReader.h"
 
 #include <algorithm>
@@ -40,7 +41,7 @@ struct Diagnoser::Impl {
         , tallies(facts) {
         CheckContext context{facts, tallies};
         for (const CauseInfo& c : causes())
-            checks.emplace_back(c.id, c.makeCheck(context));
+            checks.emplace_back(c.id, checks::makeCheck(c.id, context));
     }
 
     // Tallies first: the checks read them when they conclude.

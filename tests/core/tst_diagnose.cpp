@@ -5,6 +5,7 @@
 #include "diagnose/Advice.h"
 #include "diagnose/Cause.h"
 #include "diagnose/Check.h"
+#include "diagnose/checks/Checks.h"
 #include "diagnose/tally/RankDepartures.h"
 #include "faults/FaultSpec.h"
 
@@ -556,7 +557,7 @@ void TestDiagnose::causeTable() {
         QCOMPARE(findCause(c.key), &c);
         const FaultSpec spec = parseFault(c.reproduce);
         QVERIFY2(spec.cause == c.id && spec.name == c.key, c.reproduce);
-        QVERIFY2(c.makeCheck && c.makeCheck(context), c.key);
+        QVERIFY2(checks::makeCheck(c.id, context), c.key);
         for (const auto& by : c.explainedBy)
             QVERIFY2(!by || *by != c.id, c.key);
         const std::string fix = causeFix(c.id, 7, 123, "layer.bias");

@@ -1,9 +1,11 @@
-// The check of each cause (one file each in this folder), as the cause table (diagnose/Cause.cpp) makes them.
+// The check of each cause, one file each in this folder; makeCheck picks a cause's (Checks.cpp).
 #pragma once
 
 #include "diagnose/Check.h"
 
 namespace rs::checks {
+
+std::unique_ptr<Check> makeCheck(Cause cause, CheckContext& context);
 
 std::unique_ptr<Check> rankTableInvalid(CheckContext&);
 std::unique_ptr<Check> rankExit(CheckContext&);
