@@ -16,7 +16,6 @@
 #include <limits>
 #include <memory>
 #include <string>
-#include <typeinfo>
 #include <vector>
 
 namespace rs {
@@ -78,8 +77,8 @@ public:
         : m_facts(facts) {}
     template <class T> T& get() {
         for (const auto& a : m_all)
-            if (typeid(*a) == typeid(T))
-                return static_cast<T&>(*a);
+            if (auto* t = dynamic_cast<T*>(a.get()))
+                return *t;
         m_all.push_back(std::make_unique<T>(m_facts));
         return static_cast<T&>(*m_all.back());
     }

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <limits>
+#include <stdexcept>
 
 namespace rs {
 
@@ -468,15 +469,21 @@ constexpr int64_t kMinFreeBytes = 1 << 20; // beyond the reserve: the file's ske
 template <class Record, class Field>
 void RunWriter::Impl::stage(const rsc::TableColumn<Field>& col, WColumn& c, const Record& rec, size_t i,
                             const Origin& at, int64_t parentRow) const {
-    std::byte* row = c.buf.empty() ? nullptr : c.buf.data() + i * c.rowBytes; // none for Row::T
     const rsc::Column& spec = col.layout;
+    // Record i's bytes in the staging buffer. Row::T columns (flight tensors) have none: their rows go to the
+    // file straight from the record, so for them only the sizes are checked here.
+    const auto stagedRow = [&] {
+        if (c.buf.size() < (i + 1) * c.rowBytes)
+            throw std::logic_error(fmt::format("{}: no staged row {}", spec.path, i));
+        return c.buf.data() + i * c.rowBytes;
+    };
     const size_t R = dims.R;
     auto wrong = [&](const std::string& what) {
         const std::string who = at.recordNoun ? fmt::format("{} {} ", at.recordNoun, i) : std::string();
         invalid(fmt::format("{}(step {}): {}{}", at.op, at.step, who, what));
     };
     if constexpr (std::is_same_v<Field, rsc::ParentRow>) {
-        putElement(row, parentRow);
+        putElement(stagedRow(), parentRow);
     } else {
         using V = fields::ValueOf<Field>;
         using E = fields::Element<V>;
@@ -484,9 +491,9 @@ void RunWriter::Impl::stage(const rsc::TableColumn<Field>& col, WColumn& c, cons
         if constexpr (rsc::ownField<Record, Field>()) {
             const V& v = rec.*col.field;
             if constexpr (fields::kIsString<V>) {
-                putFixedString(row, c.rowBytes, v);
+                putFixedString(stagedRow(), c.rowBytes, v);
             } else if constexpr (depth == 0) {
-                putElement(row, v);
+                putElement(stagedRow(), v);
             } else if constexpr (depth == 1) {
                 if (v.size() != c.rowElems && at.recordNoun) // "entry 1 has 7 data entries, expected 10"
                     wrong(fmt::format("has {} {} entries, expected {}{}", v.size(), rsc::fieldName(spec),
@@ -494,13 +501,14 @@ void RunWriter::Impl::stage(const rsc::TableColumn<Field>& col, WColumn& c, cons
                 if (v.size() != c.rowElems)
                     wrong(fmt::format("{} has {} entries, expected {}{}", rsc::fieldName(spec), v.size(),
                                       c.rowElems, dimsNote(spec.row)));
-                if (spec.row != Row::T && !v.empty()) // Row::T rows go to the file straight from the record
-                    std::memcpy(row, v.data(), c.rowBytes);
+                if (spec.row != Row::T && !v.empty())
+                    std::memcpy(stagedRow(), v.data(), c.rowBytes);
             } else {
                 if (v.size() != R)
                     wrong(fmt::format("{} has {} entries, expected {} (world_size)", rsc::fieldName(spec),
                                       v.size(), R));
                 const size_t len = c.rowElems / R;
+                std::byte* const row = stagedRow();
                 for (size_t r = 0; r < R; ++r)
                     if (!putVector(row + r * len * sizeof(E), len, v[r], spec.padded))
                         wrong(fmt::format("rank {} {} has {} entries, expected {} or 0", r,
@@ -511,6 +519,7 @@ void RunWriter::Impl::stage(const rsc::TableColumn<Field>& col, WColumn& c, cons
             if (ranks.size() != R)
                 wrong(fmt::format("{} ranks, expected {} (world_size)", ranks.size(), R));
             const size_t len = c.rowElems / R;
+            std::byte* const row = stagedRow();
             for (size_t r = 0; r < R; ++r) {
                 const V& v = ranks[r].*col.field;
                 if constexpr (depth == 0) {
