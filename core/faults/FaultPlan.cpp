@@ -2,7 +2,7 @@
 // a rank id, a sampler, a dead card) rather than writing its symptom into the telemetry.
 #include "faults/FaultPlan.h"
 
-#include "train/TrainConfig.h"
+#include "util/ConfigError.h"
 
 #include <cmath>
 #include <cstring>
@@ -12,17 +12,17 @@
 
 namespace rs {
 
-std::unique_ptr<FaultPlan> FaultPlan::make(const TrainConfig& cfg) {
+std::unique_ptr<FaultPlan> FaultPlan::make(const std::vector<std::string>& faults, int ranks,
+                                           const std::string& lossScale) {
     auto plan = std::unique_ptr<FaultPlan>(new FaultPlan); // NOLINT(modernize-make-unique): private ctor
-    plan->m_specs = parseFaults(cfg.faults);
-    plan->m_ranks = cfg.ranks;
-    checkFaults(plan->m_specs, cfg.ranks);
-    if (plan->find(Cause::LossScaleNotRestored) && cfg.lossScale.mode != LossScaleMode::Dynamic)
+    plan->m_specs = parseFaults(faults);
+    plan->m_ranks = ranks;
+    checkFaults(plan->m_specs, ranks);
+    if (plan->find(Cause::LossScaleNotRestored) && lossScale.rfind("dynamic", 0) != 0)
         throw ConfigError(fmt::format(
             "fault '{}': needs a dynamic loss scale (this run's is '{}'): it starts one rank's over "
             "from its initial value",
-            causeInfo(Cause::LossScaleNotRestored).key,
-            cfg.lossScale.mode == LossScaleMode::None ? "none" : "fixed"));
+            causeInfo(Cause::LossScaleNotRestored).key, lossScale));
     return plan;
 }
 
@@ -40,24 +40,16 @@ bool FaultPlan::at(Cause cause, int rank, int64_t step, int64_t defaultStep) con
     return false;
 }
 
-void FaultPlan::adjustConfig(TrainConfig& cfg) const {
-    if (find(Cause::InitMismatch))
-        cfg.broadcastInit = false; // and initSeed() gives every rank its own seed: nobody fixed it
-    if (find(Cause::GradSum))
-        cfg.gradientsMean = false;
-    if (find(Cause::LossScaleTooHigh)) {
-        // A fixed scale copied from an fp32 recipe: 2^30 overflows fp16 (max 65504) on every step.
-        cfg.lossScale.mode = LossScaleMode::Fixed;
-        cfg.lossScale.value = 1073741824.0f;
-        if (cfg.precision == Precision::O0)
-            cfg.precision = Precision::O2;
-    }
-    if (find(Cause::NoLossScale)) {
-        // fp16 gradients (O2, or O3 where it was asked for) with the loss scale left out.
-        if (cfg.precision == Precision::O0)
-            cfg.precision = Precision::O2;
-        cfg.lossScale = parseLossScale("none");
-    }
+FaultPlan::ConfigChanges FaultPlan::configChanges() const {
+    ConfigChanges c;
+    c.broadcastInit = !find(Cause::InitMismatch); // and initSeed() gives every rank its own seed
+    c.gradientsMean = !find(Cause::GradSum);
+    if (find(Cause::LossScaleTooHigh)) // a fixed scale copied from an fp32 recipe: 2^30 overflows fp16
+        c.lossScale = "fixed:1073741824";
+    if (find(Cause::NoLossScale)) // fp16 gradients with the loss scale left out
+        c.lossScale = "none";
+    c.halfGradients = c.lossScale.has_value();
+    return c;
 }
 
 std::optional<std::string> FaultPlan::rankTableText(const std::string& goodJson) const {

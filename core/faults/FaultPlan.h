@@ -12,17 +12,23 @@
 
 namespace rs {
 
-struct TrainConfig;
-
 class FaultPlan {
 public:
-    // An empty plan when cfg.faults is empty. Throws ConfigError like TrainConfig::validate.
-    static std::unique_ptr<FaultPlan> make(const TrainConfig& cfg);
+    // The plan of a run's `faults` specs on `ranks` cards whose loss scale is `lossScale` (as the config
+    // names it: none, fixed:V, dynamic...). An empty plan when there are no specs. Throws ConfigError.
+    static std::unique_ptr<FaultPlan> make(const std::vector<std::string>& faults, int ranks,
+                                           const std::string& lossScale);
 
-    // Config mistakes: init-mismatch (no broadcast), grad-sum (gradients_mean off), loss-scale-too-high
-    // (fixed 2^30 under O2), no-loss-scale (fp16 gradients, O2 unless O3 was asked for, without a loss
-    // scale). Applied before anything is built.
-    void adjustConfig(TrainConfig& cfg) const;
+    // The config mistakes, which the trainer applies before anything is built: init-mismatch (no
+    // broadcast), grad-sum (gradients_mean off), loss-scale-too-high (fixed 2^30) and no-loss-scale (no
+    // scale), the last two with fp16 gradients (O2 unless O3 was asked for).
+    struct ConfigChanges {
+        bool broadcastInit = true;
+        bool gradientsMean = true;
+        std::optional<std::string> lossScale; // parseLossScale's text; nullopt keeps the run's
+        bool halfGradients = false;           // O0 becomes O2
+    };
+    ConfigChanges configChanges() const;
     // rank-table-invalid: the hccl.json text the job would have been given (server_count, device_ip and
     // rank_id mistakes); nullopt otherwise.
     std::optional<std::string> rankTableText(const std::string& goodJson) const;

@@ -3,7 +3,7 @@
 // than it says.
 #include "faults/FaultSpec.h"
 
-#include "train/TrainConfig.h"
+#include "util/ConfigError.h"
 
 #include <algorithm>
 #include <fmt/format.h>

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "train/ModelKind.h"
+#include "util/ConfigError.h"
 
 #include <cstdint>
 #include <stdexcept>
@@ -9,11 +10,6 @@
 #include <vector>
 
 namespace rs {
-
-class ConfigError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
 
 enum class LossScaleMode { None, Fixed, Dynamic };
 

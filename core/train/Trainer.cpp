@@ -25,6 +25,16 @@ std::string nowUtc() {
     return buf;
 }
 
+// The fault lab's config mistakes, made the way a user makes them: in the config, before anything is built.
+void applyConfigChanges(const FaultPlan::ConfigChanges& c, TrainConfig& cfg) {
+    cfg.broadcastInit = cfg.broadcastInit && c.broadcastInit;
+    cfg.gradientsMean = cfg.gradientsMean && c.gradientsMean;
+    if (c.lossScale)
+        cfg.lossScale = parseLossScale(*c.lossScale);
+    if (c.halfGradients && cfg.precision == Precision::O0)
+        cfg.precision = Precision::O2;
+}
+
 } // namespace
 
 int64_t stepsPerEpoch(int64_t datasetSize, int ranks, int batchPerRank) {
@@ -71,8 +81,8 @@ float Trainer::Impl::learningRate(int64_t step) const {
 
 void Trainer::Impl::setup() {
     cfg.validate();
-    faults = FaultPlan::make(cfg);
-    faults->adjustConfig(cfg);
+    faults = FaultPlan::make(cfg.faults, cfg.ranks, lossScaleName(cfg.lossScale));
+    applyConfigChanges(faults->configChanges(), cfg);
     // LibTorch allocates and frees the same large activation buffers every step; glibc would hand each one
     // back to the kernel (mmap/munmap) and fault it in again. Keep them in the heap instead.
     mallopt(M_MMAP_THRESHOLD, 32 << 20); // NOLINT(concurrency-mt-unsafe): before the card threads start
