@@ -21,7 +21,8 @@ void write(std::string_view a, std::string_view b, std::string_view c) {
     size_t n = 0;
     for (std::string_view s : {a, b, c}) {
         const size_t take = std::min(s.size(), sizeof p->text - 1 - n);
-        std::memcpy(p->text + n, s.data(), take);
+        if (take > 0) // an empty part's data() may be null, which memcpy must not get even for 0 bytes
+            std::memcpy(p->text + n, s.data(), take);
         n += take;
     }
     p->text[n] = '\0';
