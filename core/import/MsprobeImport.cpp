@@ -17,8 +17,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <regex>
 #include <set>
+#include <string_view>
 #include <unistd.h>
 #include <unordered_map>
 
@@ -30,11 +30,63 @@ namespace rsc = runschema;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-// The monitor's per-rank folder: <%b%d_%H-%M-%S>-rank<N>-<8 hex> (the time part is not checked: locales
-// differ in the month name).
-const std::regex kRankFolder(R"(^.+-rank([0-9]+)-[0-9A-Fa-f]{8}$)");
-// <prefix>_<start>-<end>.csv
-const std::regex kCsvFile(R"(^([A-Za-z_]+?)_([0-9]+)-([0-9]+)\.csv$)");
+// Names are matched by hand rather than with std::regex, whose matcher recurses once per character and so
+// can overflow the stack on a long enough file name.
+
+bool allOf(std::string_view s, int (*is)(int)) {
+    return !s.empty() &&
+           std::all_of(s.begin(), s.end(), [is](char c) { return is(static_cast<unsigned char>(c)); });
+}
+
+// A decimal number that fits in 18 digits; nullopt for anything else.
+std::optional<int64_t> decimal(std::string_view s) {
+    if (!allOf(s, isdigit) || s.size() > 18)
+        return std::nullopt;
+    int64_t v = 0;
+    for (char c : s)
+        v = v * 10 + (c - '0');
+    return v;
+}
+
+// The rank digits of a monitor rank folder's name, <%b%d_%H-%M-%S>-rank<N>-<8 hex> (the time part is not
+// checked: locales differ in the month name); nullopt for any other name.
+std::optional<std::string_view> rankFolderDigits(std::string_view name) {
+    constexpr size_t kHex = 8;
+    if (name.size() < kHex + 1 || name[name.size() - kHex - 1] != '-' ||
+        !allOf(name.substr(name.size() - kHex), isxdigit))
+        return std::nullopt;
+    const std::string_view head = name.substr(0, name.size() - kHex - 1); // <time>-rank<N>
+    const size_t at = head.rfind("-rank");
+    if (at == std::string_view::npos || at == 0 || !allOf(head.substr(at + 5), isdigit))
+        return std::nullopt;
+    return head.substr(at + 5);
+}
+
+// <prefix>_<start>-<end>.csv, the prefix letters and underscores.
+struct CsvName {
+    std::string prefix;
+    int64_t first = 0;
+    int64_t last = 0;
+};
+std::optional<CsvName> csvName(std::string_view name) {
+    constexpr std::string_view kExt = ".csv";
+    if (name.size() <= kExt.size() || name.substr(name.size() - kExt.size()) != kExt)
+        return std::nullopt;
+    const std::string_view stem = name.substr(0, name.size() - kExt.size());
+    const size_t dash = stem.rfind('-');
+    const size_t under = dash == std::string_view::npos ? dash : stem.rfind('_', dash);
+    if (under == std::string_view::npos)
+        return std::nullopt;
+    const std::string_view prefix = stem.substr(0, under);
+    const auto first = decimal(stem.substr(under + 1, dash - under - 1));
+    const auto last = decimal(stem.substr(dash + 1));
+    if (!first || !last ||
+        !std::all_of(prefix.begin(), prefix.end(),
+                     [](char c) { return c == '_' || std::isalpha(static_cast<unsigned char>(c)); }) ||
+        prefix.empty())
+        return std::nullopt;
+    return CsvName{std::string(prefix), *first, *last};
+}
 
 enum Kind : int { kUnreduced, kReduced, kParamOrigin, kParamUpdated, kKindCount };
 
@@ -124,7 +176,7 @@ fs::path findMonitorDir(const fs::path& dir) {
     auto hasRankFolders = [](const fs::path& d) {
         std::error_code e;
         for (const auto& entry : fs::directory_iterator(d, e))
-            if (entry.is_directory(e) && std::regex_match(entry.path().filename().string(), kRankFolder))
+            if (entry.is_directory(e) && rankFolderDigits(entry.path().filename().string()))
                 return true;
         return false;
     };
@@ -140,21 +192,21 @@ fs::path findMonitorDir(const fs::path& dir) {
 void findRankFolders(Tree& t) {
     std::map<int, fs::path> byRank;
     for (const auto& entry : fs::directory_iterator(t.monitorDir)) {
-        std::smatch m;
         const std::string name = entry.path().filename().string();
-        if (!entry.is_directory() || !std::regex_match(name, m, kRankFolder))
+        const auto digits = rankFolderDigits(name);
+        if (!entry.is_directory() || !digits)
             continue;
-        const long rank = std::strtol(m[1].str().c_str(), nullptr, 10);
-        if (rank < 0 || rank >= rsc::kMaxWorldSize)
-            throw ImportError(fmt::format("{}: rank {} is out of range", entry.path().string(), m[1].str()));
-        auto [it, inserted] = byRank.emplace(int(rank), entry.path());
+        const auto rank = decimal(*digits);
+        if (!rank || *rank >= rsc::kMaxWorldSize)
+            throw ImportError(fmt::format("{}: rank {} is out of range", entry.path().string(), *digits));
+        auto [it, inserted] = byRank.emplace(int(*rank), entry.path());
         if (!inserted) {
             const std::string first = it->second.filename().string();
             const std::string& a = std::min(first, name);
             const std::string& b = std::max(first, name);
             throw ImportError(fmt::format("{}: two folders for rank {}: {} and {} (two runs in one "
                                           "monitor_output? move one of them out and import again)",
-                                          t.monitorDir.string(), rank, a, b));
+                                          t.monitorDir.string(), *rank, a, b));
         }
     }
     int expect = 0;
@@ -294,17 +346,16 @@ void readTree(Tree& t, const std::function<void(int)>& progress) {
     t.reducedOnRank.assign(t.rankFolders.size(), false);
     for (size_t i = 0; i < files.size(); ++i) {
         const auto& [rank, path] = files[i];
-        std::smatch m;
-        const std::string name = path.filename().string();
-        if (!std::regex_match(name, m, kCsvFile))
+        const auto csv = csvName(path.filename().string());
+        if (!csv)
             throw ImportError(fmt::format("{}: not a monitor csv name (expected <prefix>_<start>-<end>.csv)",
                                           path.string()));
-        const auto kind = kindOf(m[1].str());
+        const auto kind = kindOf(csv->prefix);
         if (!kind) {
-            t.ignoredPrefixes.insert(m[1].str());
+            t.ignoredPrefixes.insert(csv->prefix);
             continue;
         }
-        const int64_t first = std::stoll(m[2].str()), last = std::stoll(m[3].str());
+        const int64_t first = csv->first, last = csv->last;
         if (first > last)
             throw ImportError(
                 fmt::format("{}: the step range {}-{} is backwards", path.string(), first, last));
