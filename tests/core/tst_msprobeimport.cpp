@@ -26,7 +26,8 @@ private slots:
             QTest::addRow("%s", mistake) << QStringList{"--mistake", mistake} << QString();
         QTest::newRow("dp-group") << QStringList{"--dp-group"} << QStringLiteral("only rank 0 wrote reduced");
         QTest::newRow("older header") << QStringList{"--legacy-header"} << QString();
-        QTest::newRow("micro steps") << QStringList{"--micro-steps", "2"} << QStringLiteral("last micro step");
+        QTest::newRow("micro steps") << QStringList{"--micro-steps", "2"}
+                                     << QStringLiteral("last micro step");
     }
     void goodTrees() {
         QFETCH(QStringList, options);
@@ -67,8 +68,9 @@ private slots:
         QTest::newRow("mixed steps") << "mixed-steps"
                                      << "rank2-1a2b3c02/grad_unreduced_5-9.csv:32: step 11 is outside the "
                                         "file's range 5-9";
-        QTest::newRow("ragged row") << "ragged-row"
-                                    << "rank2-1a2b3c02/grad_unreduced_5-9.csv:32: 4 fields, the header has 11";
+        QTest::newRow("ragged row")
+            << "ragged-row"
+            << "rank2-1a2b3c02/grad_unreduced_5-9.csv:32: 4 fields, the header has 11";
         QTest::newRow("two folders") << "two-folders"
                                      << "two folders for rank 1: Dec01_12-00-01-rank1-1a2b3c01 and "
                                         "Dec01_13-00-00-rank1-deadbeef";
