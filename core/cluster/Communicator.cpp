@@ -133,7 +133,7 @@ const char* reduceOpName(ReduceOp op) {
 
 CollectiveTimeout::CollectiveTimeout(std::string collective_, std::vector<int> missingRanks_,
                                      int64_t sequence_, std::chrono::milliseconds timeout_,
-                                     std::vector<int> failedRanks_, std::string detail_)
+                                     std::vector<int> failedRanks_, std::string detail_, bool nodeGone_)
     : std::runtime_error(timeoutMessage(collective_, missingRanks_, sequence_, timeout_, failedRanks_) +
                          (detail_.empty() ? std::string() : "; " + detail_))
     , collective(std::move(collective_))
@@ -141,7 +141,8 @@ CollectiveTimeout::CollectiveTimeout(std::string collective_, std::vector<int> m
     , sequence(sequence_)
     , timeout(timeout_)
     , failedRanks(std::move(failedRanks_))
-    , detail(std::move(detail_)) {}
+    , detail(std::move(detail_))
+    , nodeGone(nodeGone_) {}
 
 CollectiveCancelled::CollectiveCancelled(std::string collective_, int64_t sequence_)
     : std::runtime_error(fmt::format("HCCL {} cancelled (call #{})", collective_, sequence_))
@@ -388,7 +389,8 @@ void Communicator::nodeStage(std::unique_lock<std::mutex>& lock, Call& call,
             m_broken = Broken{true,      "",
                               call.name, missing,
                               {},        call.sequence,
-                              m_timeout, fmt::format("node {} is gone ({})", nodes, what)};
+                              m_timeout, fmt::format("node {} is gone ({})", nodes, what),
+                              true};
         m_cv.notify_all();
     }
     sync(lock, call, false);
@@ -613,7 +615,8 @@ std::optional<std::string> Communicator::mismatch(const Call& first, const Call&
 void Communicator::throwBroken() const {
     const Broken& b = *m_broken;
     if (b.timedOut)
-        throw CollectiveTimeout(b.collective, b.missingRanks, b.sequence, b.timeout, b.failedRanks, b.detail);
+        throw CollectiveTimeout(b.collective, b.missingRanks, b.sequence, b.timeout, b.failedRanks, b.detail,
+                                b.nodeGone);
     throw std::logic_error(b.message);
 }
 

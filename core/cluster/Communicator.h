@@ -34,7 +34,7 @@ class CollectiveTimeout : public std::runtime_error {
 public:
     CollectiveTimeout(std::string collective, std::vector<int> missingRanks, int64_t sequence,
                       std::chrono::milliseconds timeout, std::vector<int> failedRanks = {},
-                      std::string detail = {});
+                      std::string detail = {}, bool nodeGone = false);
 
     std::string collective;        // "AllReduce", "Broadcast", "AllGather", "Barrier"
     std::vector<int> missingRanks; // ranks that had not arrived at call `sequence`, ascending
@@ -42,6 +42,7 @@ public:
     std::chrono::milliseconds timeout;
     std::vector<int> failedRanks; // the missing ranks that were marked failed (markFailed)
     std::string detail;           // appended after "; ", e.g. which node is gone and what gloo said
+    bool nodeGone;                // the missing ranks are a node process that is gone (multi-node)
 };
 
 // The communicator was cancelled (Stop). what(): "HCCL AllReduce cancelled (call #17)"
@@ -142,6 +143,7 @@ private:
         int64_t sequence = 0;
         std::chrono::milliseconds timeout{0};
         std::string detail;
+        bool nodeGone = false;
     };
 
     void checkRank(int rank, const char* what) const;

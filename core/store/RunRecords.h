@@ -136,6 +136,11 @@ struct Event {
     Severity severity = Severity::Info;
     std::string code;    // e.g. GRADIENT_SYNC, LOSS_FLUCTUATION, OVERFLOW, TIMEOUT (<= 31 chars)
     std::string message; // the line users know (<= 255 chars)
+    // TIMEOUT: the rank `rank` waited for, one event per missing rank (-1: none, or a file older than the
+    // column: RunMeta::recorded says which), and whether that rank's node process is gone (multi-node).
+    // Diagnosis reads these, never the message.
+    int peer = -1;
+    uint8_t peerGone = 0;
 };
 
 // The event codes RankSight writes: programs (diagnosis, the charts, the report, a slice) match on these, the

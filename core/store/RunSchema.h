@@ -221,12 +221,14 @@ inline constexpr std::tuple kEvalTable{
     col(kEStep, "/eval/step", Dtype::I64, Row::Scalar, &EvalRecord::step),
 };
 
-enum EventCol : int { kVRank, kVSeverity, kVCode, kVMessage, kVStep, kEventColCount };
+enum EventCol : int { kVRank, kVSeverity, kVCode, kVMessage, kVPeer, kVPeerGone, kVStep, kEventColCount };
 inline constexpr std::tuple kEventTable{
     col(kVRank, "/events/rank", Dtype::I32, Row::Scalar, &Event::rank),
     col(kVSeverity, "/events/severity", Dtype::U8, Row::Scalar, &Event::severity),
     col(kVCode, "/events/code", Dtype::Str32, Row::Scalar, &Event::code),
     col(kVMessage, "/events/message", Dtype::Str256, Row::Scalar, &Event::message),
+    col(kVPeer, "/events/peer", Dtype::I32, Row::Scalar, &Event::peer, {.addedLater = true}),
+    col(kVPeerGone, "/events/peer_gone", Dtype::U8, Row::Scalar, &Event::peerGone, {.addedLater = true}),
     col(kVStep, "/events/step", Dtype::I64, Row::Scalar, &Event::step),
 };
 

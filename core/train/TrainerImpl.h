@@ -128,7 +128,9 @@ struct Trainer::Impl {
     }
     // A card's event. On nodes other than 0 it is also kept for node 0's file (see reportToNode0).
     void event(int64_t step, int rank, Severity sev, std::string code, std::string message) {
-        Event e{step, rank, sev, std::move(code), std::move(message)};
+        event(Event{step, rank, sev, std::move(code), std::move(message)});
+    }
+    void event(Event e) {
         if (group && cfg.nodeRank != 0) {
             std::lock_guard lock(nodeEventsMutex);
             nodeEvents.push_back(e);

@@ -515,7 +515,12 @@ void Trainer::Impl::cardLoop(Card& card) {
         card.state = static_cast<uint8_t>(CardState::Stopped);
     } catch (const CollectiveTimeout& e) {
         card.state = static_cast<uint8_t>(CardState::TimedOut);
-        event(step, r, Severity::Error, eventcode::kTimeout, fmt::format("Rank {}: {}", r, e.what()));
+        // One event per rank it waited for, which diagnosis reads (the message is for people).
+        const std::string message = fmt::format("Rank {}: {}", r, e.what());
+        for (int peer : e.missingRanks)
+            event(Event{step, r, Severity::Error, eventcode::kTimeout, message, peer, uint8_t(e.nodeGone)});
+        if (e.missingRanks.empty())
+            event(step, r, Severity::Error, eventcode::kTimeout, message);
         std::lock_guard lock(summaryMutex);
         cardErrors.push_back(fmt::format("rank {}: {}", r, e.what()));
     } catch (const std::exception& e) {

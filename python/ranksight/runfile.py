@@ -84,6 +84,8 @@ EVENT_COLUMNS = [
     ("/events/severity", "u8", SCALAR, True),
     ("/events/code", "s32", SCALAR, True),
     ("/events/message", "s256", SCALAR, True),
+    ("/events/peer", "i32", SCALAR, True),
+    ("/events/peer_gone", "u8", SCALAR, True),
     ("/events/step", "i64", SCALAR, True),
 ]
 DUMP_COLUMNS = [
@@ -313,10 +315,13 @@ class RunFileWriter:
         self._append("eval", [np.asarray(accuracy, "<f4").reshape(self.R), np.asarray(loss, "<f4").reshape(self.R),
                               np.int64(step)])
 
-    def append_event(self, step, rank, severity, code, message):
+    def append_event(self, step, rank, severity, code, message, peer=-1, peer_gone=False):
+        """peer, peer_gone: for a TIMEOUT, the rank `rank` waited for (one event per missing rank) and
+        whether its node process is gone; -1 and False otherwise."""
         self._append("events", [np.int32(rank), np.uint8(severity),
                                 _utf8(_fixed(code, EVENT_CODE_LEN), EVENT_CODE_LEN),
-                                _utf8(_fixed(message, EVENT_MESSAGE_LEN), EVENT_MESSAGE_LEN), np.int64(step)])
+                                _utf8(_fixed(message, EVENT_MESSAGE_LEN), EVENT_MESSAGE_LEN), np.int32(peer),
+                                np.uint8(1 if peer_gone else 0), np.int64(step)])
 
     @property
     def steps_written(self):

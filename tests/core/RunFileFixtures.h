@@ -207,6 +207,10 @@ inline Event makeEvent(int64_t i) {
     e.code = codes[i % 4];
     e.message = "[ERROR] GRADIENT_SYNC: Rank 0 and Rank " + std::to_string(i) +
                 " parameter gradient mismatch at step " + std::to_string(e.step);
+    if (e.code == std::string("TIMEOUT")) {
+        e.peer = int(i % 5);
+        e.peerGone = uint8_t(i % 2);
+    }
     return e;
 }
 

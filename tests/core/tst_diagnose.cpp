@@ -38,6 +38,8 @@ private slots:
     void nanReplicaIsNotInEvalMode();
     void causeTable();
     void timeoutRanksFromMessage();
+    void timeoutPeersAreData();
+    void timeoutPeersOfOlderFiles();
 };
 
 void TestDiagnose::cleanSynthetic_data() {
@@ -85,22 +87,23 @@ void TestDiagnose::rule_data() {
             s.events.push_back(
                 {30, r, Severity::Error, "TIMEOUT",
                  "Rank " + std::to_string(r) +
-                     ": HCCL AllReduce timed out after 2000 ms waiting for rank(s) 2 (call #91)"});
+                     ": HCCL AllReduce timed out after 2000 ms waiting for rank(s) 2 (call #91)",
+                 2});
     }) << "rank-exit" << qint64(30)
                                << ints({2});
     QTest::addRow("shard-uneven, the rank left without failing") << 4 << Edit([](Sim& s) {
         s.steps.resize(33);
-        s.events.push_back(
-            {33, 0, Severity::Error, "TIMEOUT",
-             "Rank 0: HCCL AllGather timed out after 2000 ms waiting for rank(s) 3 (call #99)"});
+        s.events.push_back({33, 0, Severity::Error, "TIMEOUT",
+                            "Rank 0: HCCL AllGather timed out after 2000 ms waiting for rank(s) 3 (call #99)",
+                            3});
     }) << "shard-uneven" << qint64(33) << ints({3});
     QTest::addRow("shard-uneven") << 4 << Edit([](Sim& s) {
         s.steps.resize(30);
         for (auto& st : s.steps)
             st.epoch = st.step / 10;
-        s.events.push_back(
-            {30, 0, Severity::Error, "TIMEOUT",
-             "Rank 0: HCCL AllReduce timed out after 2000 ms waiting for rank(s) 1 (call #91)"});
+        s.events.push_back({30, 0, Severity::Error, "TIMEOUT",
+                            "Rank 0: HCCL AllReduce timed out after 2000 ms waiting for rank(s) 1 (call #91)",
+                            1});
     }) << "shard-uneven" << qint64(30)
                                   << ints({1});
     QTest::addRow("init-mismatch") << 4 << Edit([](Sim& s) {
@@ -581,6 +584,56 @@ void TestDiagnose::timeoutRanksFromMessage() {
         ranksNamedIn("HCCL Barrier timed out after 5 ms waiting for rank(s) 12 (call #1); node 1 is gone"),
         std::vector<int>({12}));
     QCOMPARE(ranksNamedIn("rank 2 failed at step 4"), std::vector<int>());
+}
+
+namespace {
+
+// A 4-rank run whose rank 2's node process went at step 30: ranks 0, 1 and 3 wait for it, each with one
+// TIMEOUT naming it in /events/peer and /events/peer_gone. `message` is what they say.
+Sim nodeGoneRun(const std::string& message) {
+    Sim s(4, 6, 60, false);
+    s.steps.resize(30);
+    s.weights.resize(3);
+    for (int r : {0, 1, 3})
+        s.events.push_back({30, r, Severity::Error, "TIMEOUT", message, 2, 1});
+    return s;
+}
+
+const Finding* findingOf(const std::vector<Finding>& fs, const std::string& cause) {
+    for (const Finding& f : fs)
+        if (f.cause == cause)
+            return &f;
+    return nullptr;
+}
+
+} // namespace
+
+// Diagnosis reads which rank a TIMEOUT waited for from the event's data: a message worded otherwise (another
+// communicator, a translated one) names the same rank, and a message naming another rank changes nothing.
+void TestDiagnose::timeoutPeersAreData() {
+    for (const std::string& message :
+         {std::string("Rank 0: collective stalled; peer unreachable"),
+          std::string("Rank 0: HCCL AllReduce timed out after 2000 ms waiting for rank(s) 1 (call #91)")}) {
+        const auto fs = nodeGoneRun(message).diagnose();
+        const Finding* f = findingOf(fs, "rank-exit");
+        QVERIFY2(f, qPrintable(describe(fs)));
+        QCOMPARE(f->ranks, std::vector<int>({2}));
+        QCOMPARE(f->firstStep, int64_t(30));
+        QVERIFY2(f->evidence.find("rank 2's node process is gone") != std::string::npos, f->evidence.c_str());
+    }
+}
+
+// A file written before /events/peer lists it as absent: then, and only then, the ranks come from the
+// communicator's message.
+void TestDiagnose::timeoutPeersOfOlderFiles() {
+    Sim s = nodeGoneRun("Rank 0: HCCL AllReduce timed out after 2000 ms waiting for rank(s) 1 (call #91)");
+    for (Event& e : s.events)
+        e.peer = 0, e.peerGone = 0; // what the reader gives for a column the file lacks
+    s.meta.absent = {"/events/peer", "/events/peer_gone"};
+    const auto fs = s.diagnose();
+    const Finding* f = findingOf(fs, "shard-uneven");
+    QVERIFY2(f, qPrintable(describe(fs)));
+    QCOMPARE(f->ranks, std::vector<int>({1}));
 }
 
 #include "tst_diagnose.moc"

@@ -63,6 +63,15 @@ bool hasEvent(const RunData& d, const std::string& code, const std::string& text
     });
 }
 
+// The TIMEOUT events `rank` wrote, as the ranks each waited for (/events/peer) and whether its node was gone.
+std::vector<std::pair<int, int>> timeoutPeers(const RunData& d, int rank) {
+    std::vector<std::pair<int, int>> out;
+    for (const Event& e : d.events)
+        if (e.code == "TIMEOUT" && e.rank == rank)
+            out.emplace_back(e.peer, e.peerGone);
+    return out;
+}
+
 float median(std::vector<float> v) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0.f : v[v.size() / 2];
@@ -272,6 +281,7 @@ void TestFaults::rankExit() {
     QCOMPARE(r.data.steps.size(), size_t(3));
     QVERIFY(hasEvent(r.data, "CARD_FAILED", "HBM", 1));
     QVERIFY(hasEvent(r.data, "TIMEOUT", "rank(s) 1", 0));
+    QCOMPARE(timeoutPeers(r.data, 0), (std::vector<std::pair<int, int>>{{1, 0}})); // as data, one per peer
 }
 
 void TestFaults::initMismatch() {
@@ -300,6 +310,7 @@ void TestFaults::shardUneven() {
     QCOMPARE(r.summary.cardStates.at(1), CardState::Ok);
     QCOMPARE(r.summary.cardStates.at(0), CardState::TimedOut);
     QVERIFY(hasEvent(r.data, "TIMEOUT", "waiting for rank(s) 1", 0));
+    QCOMPARE(timeoutPeers(r.data, 0), (std::vector<std::pair<int, int>>{{1, 0}}));
     QVERIFY2(r.data.stopReason.find("timed out") != std::string::npos, r.data.stopReason.c_str());
 }
 

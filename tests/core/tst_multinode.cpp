@@ -178,6 +178,9 @@ private slots:
         for (const Event& e : reader->readEvents())
             if (e.rank >= 2)
                 remote.insert(QString::fromStdString(e.code) + "@" + QString::number(e.rank));
+        for (const Event& e : reader->readEvents()) // node 1's report carries the event's data too
+            if (e.code == "TIMEOUT" && e.rank == 2)
+                QCOMPARE(e.peer, 3);
         QVERIFY2(remote.contains("CARD_FAILED@3") && remote.contains("TIMEOUT@2"),
                  qPrintable(QStringList(remote.values()).join(' ')));
         const auto dumps = reader->readFlightDumps();
@@ -242,6 +245,11 @@ private slots:
         const auto reader = openRunFile(out.toStdString());
         QVERIFY(reader->complete());
         QVERIFY(reader->stepCount() >= 3);
+        QSet<int> goneInData; // node 0's cards' TIMEOUTs name each rank they waited for, and that it is gone
+        for (const Event& e : reader->readEvents())
+            if (e.code == "TIMEOUT" && e.peerGone)
+                goneInData.insert(e.peer);
+        QCOMPARE(goneInData, QSet<int>({2, 3}));
         QProcess diagnose;
         diagnose.start(RANKSIGHT_CLI, {"diagnose", out, "--json"});
         QVERIFY(diagnose.waitForFinished(60000));

@@ -243,6 +243,8 @@ void TestRunFile::roundTrip() {
         QCOMPARE(got.events[i].severity, expected.events[i].severity);
         QCOMPARE(got.events[i].code, expected.events[i].code);
         QCOMPARE(got.events[i].message, expected.events[i].message);
+        QCOMPARE(got.events[i].peer, expected.events[i].peer);
+        QCOMPARE(got.events[i].peerGone, expected.events[i].peerGone);
     }
     QCOMPARE(got.flightDumps.size(), expected.flightDumps.size());
     for (size_t i = 0; i < got.flightDumps.size(); ++i) {

@@ -1,6 +1,8 @@
 // RankDepartures: see RankDepartures.h.
 #include "diagnose/tally/RankDepartures.h"
 
+#include "store/RunSchema.h"
+
 #include <algorithm>
 #include <cctype>
 #include <fmt/format.h>
@@ -46,6 +48,7 @@ struct RankDepartures::PerRank {
 
 RankDepartures::RankDepartures(const RunFacts& f)
     : m_facts(f)
+    , m_peerRecorded(f.meta.recorded(runschema::kEventColumns[runschema::kVPeer].path))
     , m_deadStep(size_t(std::max(f.R, 0)), kNoStep)
     , m_paddedSteps(size_t(std::max(f.R, 0)), 0) {}
 
@@ -66,8 +69,15 @@ void RankDepartures::addEvent(const Event& e) {
     const bool failure = e.code == eventcode::kCardFailed;
     if ((!failure && e.code != eventcode::kTimeout) || m_events.size() >= kMaxEvents)
         return;
-    const bool nodeGone = !failure && e.message.find(" is gone (") != std::string::npos;
-    m_events.push_back({e.step, e.rank, failure, nodeGone, e.message, ranksNamedIn(e.message)});
+    if (failure) {
+        m_events.push_back({e.step, e.rank, true, false, e.message, {}});
+    } else if (m_peerRecorded) { // one TIMEOUT per rank waited for, as data
+        m_events.push_back({e.step, e.rank, false, e.peerGone != 0, e.message,
+                            e.peer >= 0 ? std::vector<int>{e.peer} : std::vector<int>{}});
+    } else { // a file older than /events/peer: the communicator's message is all there is
+        const bool nodeGone = e.message.find(" is gone (") != std::string::npos;
+        m_events.push_back({e.step, e.rank, false, nodeGone, e.message, ranksNamedIn(e.message)});
+    }
 }
 
 // A rank whose own node reported it waiting (its TIMEOUT reached node 0's file) was alive: its node ended

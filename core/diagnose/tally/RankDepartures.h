@@ -37,6 +37,7 @@ private:
     bool onEpochEdge(int rank, int64_t at, const RunExtent& run) const;
 
     const RunFacts& m_facts;
+    bool m_peerRecorded; // TIMEOUT events name their peer in /events/peer (else: ranksNamedIn the message)
     std::vector<Kept> m_events;         // capped
     std::vector<int64_t> m_deadStep;    // [rank] first step recorded Dead
     std::vector<int64_t> m_paddedSteps; // [rank] steps whose batch has -1 (short shard)
@@ -44,7 +45,8 @@ private:
     int64_t m_prevEpoch = -1;
 };
 
-// "... waiting for rank(s) 1, 3 (call #12)" -> {1, 3}: the ranks a TIMEOUT message names.
+// "... waiting for rank(s) 1, 3 (call #12)" -> {1, 3}: the ranks a TIMEOUT message names. Only for files
+// written before /events/peer: their messages come from this communicator's wording at the time.
 std::vector<int> ranksNamedIn(const std::string& message);
 
 } // namespace rs
