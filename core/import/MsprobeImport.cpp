@@ -10,6 +10,7 @@
 #include <array>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
@@ -38,14 +39,16 @@ bool allOf(std::string_view s, int (*is)(int)) {
            std::all_of(s.begin(), s.end(), [is](char c) { return is(static_cast<unsigned char>(c)); });
 }
 
-// A decimal number that fits in 18 digits; nullopt for anything else.
+// Digits only, as a number; nullopt for anything else, or one too large for int64.
 std::optional<int64_t> decimal(std::string_view s) {
-    if (!allOf(s, isdigit) || s.size() > 18)
-        return std::nullopt;
     int64_t v = 0;
-    for (char c : s)
-        v = v * 10 + (c - '0');
+    if (!allOf(s, isdigit) || std::from_chars(s.data(), s.data() + s.size(), v).ec != std::errc())
+        return std::nullopt;
     return v;
+}
+
+int isPrefixChar(int c) {
+    return c == '_' || std::isalpha(c);
 }
 
 // The rank digits of a monitor rank folder's name, <%b%d_%H-%M-%S>-rank<N>-<8 hex> (the time part is not
@@ -80,10 +83,7 @@ std::optional<CsvName> csvName(std::string_view name) {
     const std::string_view prefix = stem.substr(0, under);
     const auto first = decimal(stem.substr(under + 1, dash - under - 1));
     const auto last = decimal(stem.substr(dash + 1));
-    if (!first || !last ||
-        !std::all_of(prefix.begin(), prefix.end(),
-                     [](char c) { return c == '_' || std::isalpha(static_cast<unsigned char>(c)); }) ||
-        prefix.empty())
+    if (!first || !last || !allOf(prefix, isPrefixChar))
         return std::nullopt;
     return CsvName{std::string(prefix), *first, *last};
 }

@@ -3,6 +3,7 @@
 // line that names the file, says it is damaged and where (FILE.expect), and leave no core dump; so must
 // openRunFile. (The in-process fuzz regressions are tst_fuzzregressions.)
 #include "FuzzEntries.h"
+#include "FuzzInputs.h"
 #include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 
@@ -16,19 +17,6 @@
 #include <memory>
 #include <vector>
 
-namespace {
-
-QStringList inputs(const QString& dir) {
-    QStringList out;
-    const QDir d(dir);
-    for (const QString& f : d.entryList(QDir::Files, QDir::Name))
-        if (!f.endsWith(QLatin1String(".expect")))
-            out << d.filePath(f);
-    return out;
-}
-
-} // namespace
-
 class TestContainedCrashes : public QObject {
     Q_OBJECT
 
@@ -37,7 +25,7 @@ private slots:
         QTest::addColumn<QString>("file");
         QTest::addColumn<bool>("everyCommand");
         const QString dir = QStringLiteral(RANKSIGHT_TEST_DATA "/fuzz-regressions/runfile-contained");
-        const QStringList all = inputs(dir);
+        const QStringList all = fuzzInputs(dir);
         QVERIFY2(!all.isEmpty(), qPrintable("no inputs under " + dir));
         // Every read command opens the file the same way (openRunFile, through the reader process): each
         // input goes through `inspect`, and the first crash and every hang through all of them.

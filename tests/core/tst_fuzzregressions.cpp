@@ -7,6 +7,7 @@
 // In-process only (label outside-input: the asan-input preset runs it); the inputs that crash libhdf5 itself
 // are tst_containedcrashes.
 #include "FuzzEntries.h"
+#include "FuzzInputs.h"
 
 #include <QDir>
 #include <QFile>
@@ -28,15 +29,6 @@ const Target kTargets[] = {{"ranktable", rs::fuzz::runRankTable},
                            {"cifar", rs::fuzz::runCifar},
                            {"runfile", rs::fuzz::runRunFile}};
 
-QStringList inputs(const QString& dir) {
-    QStringList out;
-    const QDir d(dir);
-    for (const QString& f : d.entryList(QDir::Files, QDir::Name))
-        if (!f.endsWith(QLatin1String(".expect")))
-            out << d.filePath(f);
-    return out;
-}
-
 } // namespace
 
 class TestFuzzRegressions : public QObject {
@@ -57,7 +49,7 @@ private:
         QTest::addColumn<QString>("file");
         int rows = 0;
         for (int t = 0; t < int(std::size(kTargets)); ++t)
-            for (const QString& f : inputs(root + QLatin1String(kTargets[t].name))) {
+            for (const QString& f : fuzzInputs(root + QLatin1String(kTargets[t].name))) {
                 QTest::addRow("%s/%s", kTargets[t].name, qPrintable(QFileInfo(f).fileName())) << t << f;
                 ++rows;
             }
