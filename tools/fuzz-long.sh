@@ -64,13 +64,13 @@ causes() {
                    END { for (k in n) printf "%4d %s | e.g. %s\n", n[k], k, ex[k] }' | tee -a "$summary"
 }
 
-# portable NAME MODE: copies of fuzz_runfile's crash inputs that replay without RANKSIGHT_FUZZ_MODE (byte 1,
-# the mode byte, rewritten to select the same mode by itself), ready for tests/data/fuzz-regressions/.
+# portable NAME MODE: copies of fuzz_runfile's crash and timeout inputs that replay without RANKSIGHT_FUZZ_MODE
+# (byte 1, the mode byte, rewritten to select the same mode by itself), ready for tests/data/fuzz-regressions/.
 portable() {
   local name=$1 mode=$2 f
   mkdir -p "$out/portable/$name"
   shopt -s nullglob
-  for f in "$out/artifacts/$name/"crash-*; do
+  for f in "$out/artifacts/$name/"crash-* "$out/artifacts/$name/"timeout-*; do
     /usr/bin/python3 - "$f" "$mode" "$out/portable/$name/$(basename "$f")" <<'PY'
 import sys
 data = bytearray(open(sys.argv[1], "rb").read())
