@@ -1,6 +1,6 @@
-// `import-msprobe`: an Ascend (or PyTorch) run recorded by msprobe's training-state monitor, turned into a
-// run file (core/import/MsprobeImport.h). A broken tree exits 2 with one line naming the file and line;
-// nothing is written then.
+// `import-msprobe`: an Ascend (or PyTorch) run recorded by msprobe's training-state monitor (V1 or V2),
+// turned into a run file (core/import/MsprobeImport.h). A broken tree exits 2 with one line naming the file
+// and line; nothing is written then.
 #include "CliArgs.h"
 #include "Commands.h"
 #include "import/MsprobeImport.h"
@@ -26,9 +26,9 @@ int importMsprobeCommand(const Args& argv) {
         return 2;
     }
     if (!args.flag("quiet")) {
-        std::printf("%s: %d ranks, %lld steps, %d parameters from %lld csv files in %s\n", out->c_str(),
-                    r.ranks, static_cast<long long>(r.steps), r.params, static_cast<long long>(r.files),
-                    r.monitorDir.c_str());
+        std::printf("%s: %d ranks, %lld steps, %d parameters from %lld csv files of msprobe %s in %s\n",
+                    out->c_str(), r.ranks, static_cast<long long>(r.steps), r.params,
+                    static_cast<long long>(r.files), r.layout.c_str(), r.monitorDir.c_str());
         for (const std::string& n : r.notes)
             std::printf("note: %s\n", n.c_str());
     }

@@ -172,8 +172,9 @@ void MainWindow::createMenus() {
     QAction* import = file->addAction(tr("&Import msprobe Folder…"), QKeySequence(Qt::CTRL | Qt::Key_I), this,
                                       &MainWindow::importMsprobeDialog);
     import->setStatusTip(
-        tr("An Ascend or PyTorch run recorded by msprobe's monitor (monitor_output/, one folder "
-           "per rank): imported into a run file and opened. Dropping the folder does the same."));
+        tr("An Ascend or PyTorch run recorded by msprobe's monitor (Monitor V1: monitor_output/; V2: the "
+           "folder holding rank_<N>/): imported into a run file and opened. Dropping the folder does the "
+           "same."));
     QMenu* recent = file->addMenu(tr("Open &Recent"));
     m_recent = new RecentFiles(recent, this);
     connect(m_recent, &RecentFiles::openRequested, this, &MainWindow::openRun);
@@ -486,10 +487,11 @@ void MainWindow::dropEvent(QDropEvent* event) {
 
 QString MainWindow::importTarget(const QString& monitorDir) const {
     QFileInfo info(QDir::cleanPath(monitorDir));
-    // monitor_output/ says nothing: the job's folder above it names the run.
-    QString name = info.fileName() == QStringLiteral("monitor_output")
-                       ? QFileInfo(info.absolutePath()).fileName()
-                       : info.fileName();
+    // monitor_output/ (V1) and monitor_v2_out/ (V2's documented default) say nothing: the job's folder above
+    // them names the run.
+    const bool generic = info.fileName() == QStringLiteral("monitor_output") ||
+                         info.fileName() == QStringLiteral("monitor_v2_out");
+    QString name = generic ? QFileInfo(info.absolutePath()).fileName() : info.fileName();
     if (name.isEmpty())
         name = QStringLiteral("msprobe");
     const QDir runs(m_runsDir);
@@ -502,7 +504,9 @@ QString MainWindow::importTarget(const QString& monitorDir) const {
 void MainWindow::importMsprobeDialog() {
     QSettings s;
     const QString dir = QFileDialog::getExistingDirectory(
-        this, tr("Import msprobe Monitor Folder (monitor_output or the folder holding it)"),
+        this,
+        tr("Import msprobe Monitor Folder (V1: monitor_output or the folder holding it; V2: the folder "
+           "holding rank_<N>)"),
         s.value(QStringLiteral("lastImportDir"), QDir::homePath()).toString());
     if (dir.isEmpty())
         return;

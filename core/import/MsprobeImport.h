@@ -1,16 +1,15 @@
-// Imports a run that msprobe's training-state monitor (TrainerMon, MindSpore >= 2.4.10 and PyTorch) recorded
-// into a RankSight run file, so an Ascend job's ranks can be put side by side, heatmapped and diagnosed like
-// an emulated run. The monitor writes, under monitor_output/, one folder per rank named
-// `<%b%d_%H-%M-%S>-rank<N>-<8 hex>` holding `<prefix>_<start>-<end>.csv` files; the header is
-// `vpp_stage,name,step[,micro_step],<ops...>` (older versions: `param_name`), ops among
-// norm,min,max,zeros,nans,mean,shape,dtype,id.
+// Imports a run that msprobe's training-state monitor recorded (MindSpore >= 2.4.10 and PyTorch) into a
+// RankSight run file, so an Ascend job's ranks can be put side by side, heatmapped and diagnosed like an
+// emulated run. Both layouts msprobe writes are read, detected from the tree (MsprobeLayout.h): Monitor V1
+// (TrainerMon: monitor_output/<time>-rank<N>-<8 hex>/<prefix>_<start>-<end>.csv) and Monitor V2
+// (TrainerMonitorV2: <output_dir>/rank_<N>/<monitor>_step<start>-<end>.csv).
 //
-// What maps: grad_unreduced -> the local gradient (norm, max |g| from min and max, non-finite from nans,
-// sum = mean x numel), grad_reduced -> the synced gradient (norm, sum), param_origin / param_updated ->
-// weight norms. Everything else a RankSight file holds (fingerprints, sketches, sample ids, loss, timing) the
-// monitor does not record: the file lists it in its `absent` attribute and diagnosis says which checks could
-// not run. The whole tree is read and checked before anything is written; a broken tree throws ImportError
-// with "FILE:LINE: what was wrong" and leaves no file behind.
+// What maps: the unreduced gradient -> the local gradient (norm, max |g| from min and max, non-finite from
+// nans, sum = mean x numel where the shape is printed), the reduced gradient -> the synced gradient (norm,
+// sum), param_origin / param_updated -> weight norms. Everything else a RankSight file holds (fingerprints,
+// sketches, sample ids, loss, timing) the monitor does not record: the file lists it in its `absent`
+// attribute and diagnosis says which checks could not run. The whole tree is read and checked before anything
+// is written; a broken tree throws ImportError with "FILE:LINE: what was wrong" and leaves no file behind.
 #pragma once
 
 #include "import/CsvTable.h"
@@ -24,10 +23,12 @@ namespace rs {
 
 struct MsprobeImportResult {
     std::string monitorDir; // the folder holding the rank folders
+    std::string layout;     // "Monitor V1" or "Monitor V2"
     int ranks = 0;
     int64_t steps = 0;
     int params = 0;
     int64_t files = 0;
+    int64_t events = 0;              // the monitor's alerts (V1 anomaly_detected/), as MONITOR_ANOMALY events
     std::vector<std::string> notes;  // what the user should know (dp_group, micro steps, ignored files)
     std::vector<std::string> absent; // the run file's absent columns
 };

@@ -156,6 +156,7 @@ inline constexpr const char* kTimeout = "TIMEOUT";                  // a collect
 inline constexpr const char* kCardFailed = "CARD_FAILED";           // a card stopped with an error
 inline constexpr const char* kFlightRecorder = "FLIGHT_RECORDER";   // full tensors dumped around an anomaly
 inline constexpr const char* kRankTable = "RANK_TABLE"; // the rank table failed the pre-flight check
+inline constexpr const char* kMonitorAnomaly = "MONITOR_ANOMALY"; // an alert of msprobe's monitor (imported)
 } // namespace eventcode
 
 // Full tensors of the last K steps, written when an anomaly appears or on request.

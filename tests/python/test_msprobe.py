@@ -1,5 +1,5 @@
-"""`ranksight-cli import-msprobe` on monitor_output/ trees written by tests/msprobe/make_msprobe_tree.py in
-msprobe's layout: the run file it writes opens, says where it came from and what it lacks, and diagnosis names
+"""`ranksight-cli import-msprobe` on trees written by tests/msprobe/make_msprobe_tree.py in msprobe's layouts
+(Monitor V1 and V2): the run file it writes opens, says where it came from and what it lacks, and diagnosis names
 the mistake each tree holds (judged to the csv's rounding) or nothing for the clean tree; a broken tree exits
 2 with one line naming the file and line, and writes nothing. Run from ctest (py_msprobe) with RANKSIGHT_CLI."""
 
@@ -105,8 +105,8 @@ class MsprobeImportTest(unittest.TestCase):
             self.assertEqual(self.diagnosis(path)["findings"], [], name)
         self.assertIn("last micro step", self.imported("micro2", "--micro-steps", "2")[1])
 
-    def check(self, mistake, cause, ranks=None, parameters=None):
-        path, _ = self.imported(mistake, "--mistake", mistake)
+    def check(self, mistake, cause, ranks=None, parameters=None, layout="v1"):
+        path, _ = self.imported("%s-%s" % (layout, mistake), "--mistake", mistake, "--layout", layout)
         f = self.diagnosis(path)["findings"]
         self.assertEqual([x["cause"] for x in f], [cause], json.dumps(f, indent=1))
         if ranks is not None:
@@ -118,6 +118,7 @@ class MsprobeImportTest(unittest.TestCase):
     def test_a_parameter_never_all_reduced(self):
         f = self.check("param-not-synced", "param-not-synced", parameters=["layers.0.attention.dense.bias"])
         self.assertIn("equal to the file's rounding", f["evidence"])
+        self.assertRegex(f["evidence"], r"on [1-9]\d* of those its synced sum equals each rank's own local sum")
 
     def test_gradients_summed_instead_of_averaged(self):
         self.check("grad-sum", "grad-sum")
@@ -130,6 +131,55 @@ class MsprobeImportTest(unittest.TestCase):
         f = self.check("init-mismatch", "init-mismatch", ranks=[0, 3])
         self.assertEqual(f["first_step"], 0)
         self.assertIn("weight norms as recorded", f["evidence"])
+
+    def test_monitor_v2_tree_imports_and_has_no_findings(self):
+        path, out = self.imported("v2-clean", "--layout", "v2")
+        self.assertIn("4 ranks, 12 steps, 6 parameters from 24 csv files of msprobe Monitor V2", out)
+        self.assertIn("not imported (no run-file column holds them): cc (communication operators), module "
+                      "(forward and backward activations), optimizer (exp_avg, exp_avg_sq)", out)
+        self.assertIn("Monitor V2 prints no tensor shapes", out)
+        j = json.loads(self.cli("inspect", path, "--json").stdout)
+        self.assertEqual((j["source"], j["world_size"], j["steps_recorded"], j["parameter_tensors"]),
+                         ("msprobe", 4, 12, 6))
+        for absent in ("/grads/local_sum", "/grads/synced_sum", "/grads/synced_fp"):
+            self.assertIn(absent, j["absent"])
+        for recorded in ("/grads/local_norm", "/grads/local_max", "/grads/nonfinite", "/grads/synced_norm",
+                         "/weights/norm"):
+            self.assertNotIn(recorded, j["absent"])
+        self.assertEqual(self.diagnosis(path)["findings"], [])
+
+    def test_monitor_v2_mistakes_are_named(self):
+        """The same mistakes as V1's, in V2's layout (full precision, no shapes), but grad-sum, which needs the
+        sums that shapes give."""
+        f = self.check("param-not-synced", "param-not-synced", parameters=["layers.0.attention.dense.bias"],
+                       layout="v2")
+        self.assertRegex(f["evidence"], r"on [1-9]\d* of those every rank's synced value is its own \(the source "
+                                        r"recorded no gradient sums")
+        # V2 prints no shapes, so no gradient sums: the arithmetic check says it could not run, never "clean".
+        path, _ = self.imported("v2-grad-sum", "--mistake", "grad-sum", "--layout", "v2")
+        d = self.diagnosis(path)
+        self.assertEqual(d["findings"], [])
+        arithmetic = [c for c in d["not_run"] if "grad-sum" in c["causes"]]
+        self.assertEqual(len(arithmetic), 1, d["not_run"])
+        self.assertIn("no local gradient sums (/grads/local_sum)", arithmetic[0]["reason"])
+        self.check("shard-overlap", "shard-overlap", ranks=[0, 1, 2, 3], layout="v2")
+        self.assertEqual(self.check("init-mismatch", "init-mismatch", ranks=[0, 3], layout="v2")["first_step"], 0)
+
+    def test_monitor_v2_micro_batches_import_the_last(self):
+        path, out = self.imported("v2-micro", "--layout", "v2", "--micro-steps", "3")
+        self.assertIn("last micro step", out)
+        self.assertEqual(self.diagnosis(path)["findings"], [])
+
+    def test_monitor_v1_alerts_become_events(self):
+        path, out = self.imported("alerts", "--anomalies")
+        self.assertIn("note: 2 alerts of the monitor (anomaly_detected/) imported as MONITOR_ANOMALY events", out)
+        csv_dir = os.path.join(self.dir.name, "alerts-csv")
+        p = self.cli("export-csv", path, "--out", csv_dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(csv_dir, "events.csv"), encoding="utf-8") as fh:
+            rows = [r for r in fh.read().splitlines() if "MONITOR_ANOMALY" in r]
+        self.assertEqual(len(rows), 2, rows)
+        self.assertIn("Rule AnomalyNan reports anomaly signal in", rows[0])
 
     def test_dp_group_set_imports_with_a_note(self):
         path, out = self.imported("dp", "--dp-group")
@@ -148,10 +198,15 @@ class MsprobeImportTest(unittest.TestCase):
             "ragged-row": ("rank2-1a2b3c02/grad_unreduced_5-9.csv:32: 4 fields, the header has 11"),
             "two-folders": ("two folders for rank 1: Dec01_12-00-01-rank1-1a2b3c01 and "
                             "Dec01_13-00-00-rank1-deadbeef"),
+            "bad-anomaly": "anomaly_detected/rank2/anomaly.json: not JSON",
+            "v2:bad-number": "rank_2/weight_grad_step5-9.csv:4: column 'min': '1.2.3' is not a number",
+            "v2:missing-rank": "no folder for rank 1 (rank folders found: 0, 2, 3)",
+            "v2:both-layouts": "holds both Monitor V1 rank folders",
         }
-        for broken, expected in cases.items():
-            src = self.tree("broken-" + broken, "--broken", broken)
-            out = os.path.join(self.dir.name, "broken-%s.h5" % broken)
+        for case, expected in cases.items():
+            layout, broken = case.split(":") if ":" in case else ("v1", case)
+            src = self.tree("broken-%s-%s" % (layout, broken), "--broken", broken, "--layout", layout)
+            out = os.path.join(self.dir.name, "broken-%s-%s.h5" % (layout, broken))
             p = self.cli("import-msprobe", src, "--out", out)
             self.assertEqual(p.returncode, 2, broken)
             lines = p.stderr.strip().splitlines()

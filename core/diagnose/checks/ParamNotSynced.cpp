@@ -24,20 +24,28 @@ public:
         const std::vector<int> left = m_synced.leftOut(run);
         if (left.empty())
             return;
-        int64_t first = m_synced.paramFirst[size_t(left[0])], ownSteps = 0;
+        int64_t first = m_synced.paramFirst[size_t(left[0])], ownSteps = 0, distinctSteps = 0;
         std::vector<std::string> names;
         for (int p : left) {
             names.push_back(m_facts.paramName(p));
             first = std::min(first, m_synced.paramFirst[size_t(p)]);
             ownSteps += m_synced.paramOwnSum[size_t(p)];
+            distinctSteps += m_synced.paramAllDistinct[size_t(p)];
         }
+        // Without gradient sums (an msprobe Monitor V2 import prints no shapes) the own-sum comparison has
+        // nothing to compare: say so rather than "on 0 steps".
+        const bool sums =
+            m_facts.meta.recorded("/grads/local_sum") && m_facts.meta.recorded("/grads/synced_sum");
+        const std::string why =
+            sums ? fmt::format("on {} of those its synced sum equals each rank's own local sum", ownSteps)
+                 : fmt::format("on {} of those every rank's synced value is its own (the source recorded no "
+                               "gradient sums to compare with each rank's local one)",
+                               distinctSteps);
         Finding f = makeFinding(
             Cause::ParamNotSynced, 0.9, first, allRanks(m_facts.R),
-            fmt::format(
-                "the synced gradient of {} differs across ranks on {} of {} steps while every other "
-                "parameter agrees; on {} of those its synced sum equals each rank's own local sum: it never "
-                "went through the all-reduce",
-                names.front(), m_synced.paramMismatch[size_t(left[0])], run.paramSteps, ownSteps) +
+            fmt::format("the synced gradient of {} differs across ranks on {} of {} steps while every other "
+                        "parameter agrees; {}: it never went through the all-reduce",
+                        names.front(), m_synced.paramMismatch[size_t(left[0])], run.paramSteps, why) +
                 syncedBasis(m_facts),
             causeFix(Cause::ParamNotSynced, -1, first, names.front()));
         f.parameters = std::move(names);
