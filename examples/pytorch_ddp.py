@@ -2,12 +2,14 @@
 training a small CNN on a built-in learnable CIFAR-10-shaped set (no download).
 
     PYTHONPATH=python /usr/bin/python3 examples/pytorch_ddp.py --out runs/ddp.h5 [--ranks 4] [--steps 60]
-        [--mistake none|not-synced|checkpoint-one-rank|same-batches|sum-hook|eval-mode|slow-rank|sdc-after]
+        [--mistake none|not-synced|checkpoint-one-rank|same-batches|sum-hook|eval-mode|slow-rank|sdc-after|
+                   own-lr]
         [--no-sample-ids]
 
 The mistakes are the real ones DDP users make: a parameter left out of DDP's buckets, a checkpoint loaded
 on one rank after wrapping, every rank reading the same batches (no DistributedSampler), a hook that sums
-instead of averaging, one rank left in eval mode, a slow rank; and what a faulty card does: one bit of the
+instead of averaging, one rank left in eval mode, a slow rank, one rank's own learning rate (a per-rank
+schedule: the last rank's optimizer steps 1.5x as far); and what a faulty card does: one bit of the
 all-reduced gradient flipped on the last rank at step 8 (silent data corruption after the all-reduce).
 --no-sample-ids keeps the sample ids from the recorder, as a job that does not pass them.
 """
@@ -31,7 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from ranksight.ddp import Recorder  # noqa: E402
 
 MISTAKES = ["none", "not-synced", "checkpoint-one-rank", "same-batches", "sum-hook", "eval-mode", "slow-rank",
-            "sdc-after"]
+            "sdc-after", "own-lr"]
 SDC_STEP = 8
 
 
@@ -106,7 +108,8 @@ def worker(rank, args, port):
     rec = Recorder(ddp, args.out, hook=hook, batch_size=0 if args.no_sample_ids else args.batch,
                    model_name="smallcnn", planned_steps=args.steps,
                    config={"mistake": args.mistake, "ranks": args.ranks, "batch": args.batch, "lr": args.lr})
-    opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
+    lr = args.lr * (1.5 if args.mistake == "own-lr" and rank == args.ranks - 1 else 1.0)
+    opt = torch.optim.SGD(ddp.parameters(), lr=lr, momentum=0.9)
     images, labels = dataset(args.ranks * args.batch * 64)
     n = images.shape[0]
     ddp.train()

@@ -105,6 +105,18 @@ constexpr CauseInfo kCauses[] = {
      // Ranks whose loss scales differ apply different gradients from the same all-reduced bytes: their synced
      // fingerprints differ from the split on, which is the scale's doing, not a corrupted copy.
      {LossScaleNotRestored}, 2.0},
+    {OptimizerMismatch, "optimizer-mismatch", "parallel", "one rank's optimizer updates differently",
+     RankMetric::WeightMismatch, false, "optimizer-mismatch@5:2", FaultArgs::StepRank,
+     "Give every rank the same optimizer: rank {rank}'s weights parted from the others' at step {step} although "
+     "every rank received the same synced gradients. Look for a learning-rate schedule that depends on the rank, "
+     "gradient clipping (clip_grad_norm_) or loss scaling inside `if rank == 0`, weight decay or momentum set "
+     "differently, or an optimizer built before a checkpoint was loaded on one rank only.",
+     "Give every rank the same optimizer: the weights parted after an update while every rank received the same "
+     "synced gradients. Look for a learning-rate schedule that depends on the rank, gradient clipping inside `if "
+     "rank == 0`, weight decay or momentum set differently, or an optimizer built before a checkpoint was loaded "
+     "on one rank only.",
+     // A rank that skipped an update alone, or whose synced copy was corrupted, also parts its weights.
+     {OverflowNotSynced, SdcAfter}, 1.0},
     {GradSum, "grad-sum", "parallel", "the all-reduce sums instead of averaging",
      kNoMetric, false, "grad-sum", FaultArgs::None,
      "Average the gradients: set_auto_parallel_context(gradients_mean=True) in MindSpore (or "

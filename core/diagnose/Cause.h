@@ -31,10 +31,11 @@ enum class Cause : uint8_t {
     SdcBefore,
     ParamNotSynced,
     SdcAfter,
+    OptimizerMismatch,
     GradSum,
     Straggler,
 };
-inline constexpr size_t kCauseCount = 16;
+inline constexpr size_t kCauseCount = 17;
 
 // What the fault lab's spec for a cause accepts after its name.
 enum class FaultArgs : uint8_t {

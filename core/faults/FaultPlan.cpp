@@ -147,6 +147,13 @@ bool FaultPlan::scaleRestarts(int rank, int64_t step) const {
     return at(Cause::LossScaleNotRestored, rank, step, 5);
 }
 
+float FaultPlan::lrFactor(int rank, int64_t step) const {
+    const FaultSpec* f = find(Cause::OptimizerMismatch);
+    if (!f || rankOf(*f) != rank || step < (f->step >= 0 ? f->step : 5))
+        return 1.f;
+    return 1.5f;
+}
+
 void FaultPlan::flipBit(float* data, int64_t count, int bit) {
     if (count <= 0 || bit < 0 || bit > 31)
         return;

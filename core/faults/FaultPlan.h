@@ -49,6 +49,10 @@ public:
     // loss-scale-not-restored: a rank restarted (or resumed from a checkpoint) with a fresh loss-scale
     // manager at its initial value while the others keep theirs. True on the step its scaler starts over.
     bool scaleRestarts(int rank, int64_t step) const;
+    // optimizer-mismatch: the factor on rank's learning rate at step (1 for a clean run): from the spec's
+    // step on, one rank runs its own schedule, as a rank-dependent scheduler or a step size set on one rank
+    // does.
+    float lrFactor(int rank, int64_t step) const;
 
     // Flips bit `bit` (0..31 of the IEEE float; 30, the top exponent bit, by default) of one element near
     // the middle of the buffer whose magnitude is below 1: a silent data corruption. The default turns a

@@ -340,7 +340,8 @@ void Trainer::Impl::updateWeights(Card& card, const StepWork& w, bool skip) {
         w.slot && flightDepth > 1 ? (w.slot->weights.resize(size_t(N)), w.slot->weights.data()) : nullptr;
     const bool o3 = cfg.precision == Precision::O3;
     if (!skip)
-        sgdMomentumStep(weights, card.momentum.data(), w.synced, N, learningRate(w.step), cfg.momentum,
+        sgdMomentumStep(weights, card.momentum.data(), w.synced, N,
+                        learningRate(w.step) * faults->lrFactor(card.rank, w.step), cfg.momentum,
                         cfg.weightDecay, w.unscale, o3 ? nullptr : keep);
     if (o3 && !skip)
         card.replica->roundWeightsThroughHalf();

@@ -134,6 +134,11 @@ class Recorder:
         if self.rank == 0:
             self.writer = RunFileWriter(path, self._meta(model_name, config), overwrite=True)
         dist.barrier()
+        # The weights before any update, as DDP's broadcast at construction left them (or a checkpoint loaded
+        # since on one rank): weight row 0. A row labelled s holds the weights step s starts from, as the
+        # engine's do, so ranks that part after an update (optimizer-mismatch) are told from ranks that
+        # started apart (init-mismatch).
+        self._write_weights(0, self._gather(self._weights_packed()))
 
     # --- per forward -----------------------------------------------------------------------------------------
 
@@ -290,7 +295,8 @@ class Recorder:
         if self._last_launch is not None and self._comm_end is not None:
             comm_ms += max(self._comm_end - self._last_launch, 0.0) * 1000.0
         compute_ms = max(step_ms - comm_ms, 0.0)
-        weights_due = self.steps % self.weight_every == 0
+        # This step's update is done: the weights step `steps + 1` starts from.
+        weights_due = (self.steps + 1) % self.weight_every == 0
 
         ids = np.full(self.B, -1, dtype=np.int64)
         if sample_ids is not None and self.B:
@@ -305,14 +311,7 @@ class Recorder:
         ints = [_signed64(sample_fp), skipped, _signed64(self._buffer_chain)] + [_signed64(x) for x in self._synced_fp]
         wnorm, wfp, bnorm, bfp = [], [], 0.0, 0
         if weights_due:
-            with torch.no_grad():
-                for _, p in self.params:
-                    wnorm.append(float(p.detach().double().norm()))
-                    wfp.append(_signed64(fingerprint(p)))
-                bufs = [b.detach().reshape(-1).double() for _, b in self.buffers]
-                flat = torch.cat(bufs) if bufs else torch.zeros(0, dtype=torch.float64)
-                bnorm = float(flat.norm())
-                bfp = _signed64(self._buffer_chain)
+            wnorm, wfp, bnorm, bfp = self._weights()
         packed_f = torch.cat([torch.tensor(floats, dtype=torch.float64), torch.from_numpy(self._local.reshape(-1)),
                               torch.from_numpy(self._sketch.reshape(-1)), torch.from_numpy(self._synced.reshape(-1)),
                               torch.tensor(wnorm + [bnorm], dtype=torch.float64)])
@@ -331,6 +330,40 @@ class Recorder:
         self.steps += 1
         self._reset()
         self._last = time.perf_counter()  # the recorder's own time is not the next step's
+
+    def _weights(self):
+        """This rank's weight norms and fingerprints, the BatchNorm buffers' norm and the buffer chain."""
+        wnorm, wfp = [], []
+        with torch.no_grad():
+            for _, p in self.params:
+                wnorm.append(float(p.detach().double().norm()))
+                wfp.append(_signed64(fingerprint(p)))
+            bufs = [b.detach().reshape(-1).double() for _, b in self.buffers]
+            flat = torch.cat(bufs) if bufs else torch.zeros(0, dtype=torch.float64)
+        return wnorm, wfp, float(flat.norm()), _signed64(self._buffer_chain)
+
+    def _weights_packed(self):
+        wnorm, wfp, bnorm, bfp = self._weights()
+        return torch.cat([torch.tensor(wnorm + [bnorm], dtype=torch.float64).view(torch.int64),
+                          torch.tensor(wfp + [bfp], dtype=torch.int64)])
+
+    def _gather(self, packed):
+        gathered = [torch.empty_like(packed) for _ in range(self.world)] if self.rank == 0 else None
+        dist.gather(packed, gathered, dst=0)
+        return gathered
+
+    def _write_weights(self, step, gathered):
+        """Rank 0: one weight row from every rank's _weights_packed()."""
+        if self.rank != 0:
+            return
+        P = self.P
+        wnorm = np.stack([g[:P].view(torch.float64).numpy() for g in gathered])
+        bnorm = np.array([float(g[P:P + 1].view(torch.float64)) for g in gathered])
+        u64 = lambda a: np.asarray(a, dtype=np.int64).view(np.uint64)  # noqa: E731
+        wfp = np.stack([u64(g[P + 1:2 * P + 1].numpy()) for g in gathered])
+        bfp = np.array([u64(g[2 * P + 1:2 * P + 2].numpy())[0] for g in gathered])
+        drift = np.abs(bnorm - bnorm[0]) / bnorm[0] if bnorm[0] > 0 else np.zeros(self.world)
+        self.writer.append_weights(step, wfp, wnorm, bfp, drift)
 
     def _write(self, gathered, weights_due, lr, epoch):
         R, P, K = self.world, self.P, self.K
@@ -363,7 +396,7 @@ class Recorder:
             wfp = np.stack([u64(i[3 + P:3 + 2 * P]) for i in ints])
             bfp = np.array([u64(i[3 + 2 * P]) for i in ints])
             drift = np.abs(bnorm - bnorm[0]) / bnorm[0] if bnorm[0] > 0 else np.zeros(R)
-            self.writer.append_weights(step, wfp, wnorm, bfp, drift)
+            self.writer.append_weights(step + 1, wfp, wnorm, bfp, drift)
         # The event log says when ranks start to disagree (or which parameters changes), not every step.
         mismatch = [r for r in range(1, R) if (synced_fp[r] != synced_fp[0]).any()]
         params = tuple(np.nonzero((synced_fp != synced_fp[:1]).any(axis=0))[0].tolist())

@@ -36,11 +36,32 @@ private slots:
     void absentColumnsGiveNoFindingFromTheirFill();
     void jsonKeys();
     void nanReplicaIsNotInEvalMode();
+    void roundingRatioIsNoSdc();
     void causeTable();
     void timeoutRanksFromMessage();
     void timeoutPeersAreData();
     void timeoutPeersOfOlderFiles();
 };
+
+// A DDP job's bias feeding BatchNorm has a gradient that is zero up to rounding: 9.7e-9 on one rank against
+// 8.6e-12 and 0 is a 1e3x ratio of roundings, not a corrupted value, while every other parameter's max |g| is
+// ~0.1. The same ratio on a value that matters is sdc-before.
+void TestDiagnose::roundingRatioIsNoSdc() {
+    auto tinyBias = [](float outlier) {
+        Sim sim(4, 6, 60, false);
+        for (auto& st : sim.steps)
+            for (int r = 0; r < sim.R; ++r)
+                st.ranks[size_t(r)].localMax[1] = r == 0 ? 8.6e-12f : 0.f;
+        sim.steps[23].ranks[3].localMax[1] = outlier;
+        return sim.diagnose();
+    };
+    const auto rounding = tinyBias(9.7e-9f);
+    QVERIFY2(rounding.empty(), qPrintable(describe(rounding)));
+    const auto material = tinyBias(0.05f); // 5.8e9x the others and half the step's scale
+    QVERIFY2(!material.empty() && material.front().cause == "sdc-before", qPrintable(describe(material)));
+    QCOMPARE(material.front().firstStep, int64_t(23));
+    QCOMPARE(material.front().ranks, std::vector<int>{3});
+}
 
 void TestDiagnose::cleanSynthetic_data() {
     QTest::addColumn<int>("ranks");
@@ -253,6 +274,14 @@ void TestDiagnose::rule_data() {
                 fp ^= 1;
     }) << "sdc-after" << qint64(25)
                                << ints({1});
+    // Rank 2 runs its own learning rate from step 15 on: its weights part at the next weight row (step 20)
+    // while every synced gradient still agrees, and the first row agreed (no init-mismatch).
+    QTest::addRow("optimizer-mismatch") << 4 << Edit([](Sim& s) {
+        for (size_t i = 2; i < s.weights.size(); ++i)
+            for (auto& fp : s.weights[i].fp[2])
+                fp ^= 0x9e3779b97f4a7c15ull;
+    }) << "optimizer-mismatch" << qint64(20)
+                                        << ints({2});
     // Slow from step 12 on, with a noisy neighbour's marks: one slow spike at step 1, and step 13 not slow.
     // The date is where the streak starts, not the spike nor the step after the gap.
     QTest::addRow("straggler") << 4 << Edit([](Sim& s) {
@@ -387,7 +416,7 @@ void TestDiagnose::checksNotRunNameWhatIsMissing() {
         names << QString::fromStdString(c.check);
     // Synced agreement still runs on the synced norms; shards on the local gradients.
     QCOMPARE(names, QStringList({"weight consistency", "BatchNorm statistics", "step timing"}));
-    QCOMPARE(notRun[0].causes, std::vector<std::string>{"init-mismatch"});
+    QCOMPARE(notRun[0].causes, (std::vector<std::string>{"init-mismatch", "optimizer-mismatch"}));
     QCOMPARE(notRun[0].reason,
              std::string("the source (msprobe) recorded no weight fingerprints (/weights/fp) or "
                          "weight norms (/weights/norm)"));

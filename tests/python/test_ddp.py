@@ -99,6 +99,15 @@ class DdpRecorderTest(unittest.TestCase):
     def test_a_checkpoint_loaded_on_one_rank_after_wrapping(self):
         self.check_top("checkpoint-one-rank", "init-mismatch", rank=3)
 
+    def test_one_rank_with_its_own_learning_rate(self):
+        """The weights start alike (row 0 is taken before the first update, after DDP's broadcast) and every
+        rank receives the same synced gradients: the rank whose optimizer steps further is optimizer-mismatch,
+        not init-mismatch."""
+        f = self.check_top("own-lr", "optimizer-mismatch", rank=3)
+        self.assertEqual(f["ranks"], [3])
+        self.assertEqual(f["first_step"], 10)  # the first weight row after an update (weight_every 10)
+        self.assertIn("after starting alike (step 0's weight row agrees on every rank)", f["evidence"])
+
     def test_every_rank_reads_the_same_batches(self):
         self.check_top("same-batches", "shard-overlap")
 

@@ -185,7 +185,8 @@ private slots:
         QVERIFY2(panel.runner()->error().isEmpty(), qPrintable(panel.runner()->error()));
         const QString text = panel.notRunText();
         QVERIFY2(text.startsWith("Could not run on this file:"), qPrintable(text));
-        QVERIFY2(text.contains("weight consistency (init-mismatch): the source (msprobe) recorded no weight "
+        QVERIFY2(text.contains("weight consistency (init-mismatch, optimizer-mismatch): the source (msprobe) "
+                               "recorded no weight "
                                "fingerprints (/weights/fp) or weight norms (/weights/norm)"),
                  qPrintable(text));
         QVERIFY2(text.contains("step timing (straggler)"), qPrintable(text));

@@ -8,9 +8,23 @@ using Factory = std::unique_ptr<Check> (*)(CheckContext&);
 
 // Indexed by Cause: a row per cause, in enum order.
 constexpr Factory kFactories[] = {
-    rankTableInvalid, rankExit,         shardUneven, initMismatch,      shardOverlap,         duplicateRankId,
-    evalMode,         lossScaleTooHigh, noLossScale, overflowNotSynced, lossScaleNotRestored, sdcBefore,
-    paramNotSynced,   sdcAfter,         gradSum,     straggler,
+    rankTableInvalid,
+    rankExit,
+    shardUneven,
+    initMismatch,
+    shardOverlap,
+    duplicateRankId,
+    evalMode,
+    lossScaleTooHigh,
+    noLossScale,
+    overflowNotSynced,
+    lossScaleNotRestored,
+    sdcBefore,
+    paramNotSynced,
+    sdcAfter,
+    optimizerMismatch,
+    gradSum,
+    straggler,
 };
 static_assert(std::size(kFactories) == kCauseCount, "a check for every cause");
 

@@ -21,6 +21,7 @@ std::unique_ptr<Check> lossScaleNotRestored(CheckContext&);
 std::unique_ptr<Check> sdcBefore(CheckContext&);
 std::unique_ptr<Check> paramNotSynced(CheckContext&);
 std::unique_ptr<Check> sdcAfter(CheckContext&);
+std::unique_ptr<Check> optimizerMismatch(CheckContext&);
 std::unique_ptr<Check> gradSum(CheckContext&);
 std::unique_ptr<Check> straggler(CheckContext&);
 

@@ -1,7 +1,9 @@
 // sdc-before: silent data corruption before the all-reduce. A finite local-gradient value a thousand times
 // every other rank's largest, on one rank and few steps, while the synced gradients still agree. Corruption
 // before the all-reduce never splits the synced copies; a split at or before the outlier is sdc-after's (the
-// corrupted replica's later gradients are the outliers then).
+// corrupted replica's later gradients are the outliers then). A ratio of two roundings is not corruption: a
+// parameter whose gradient is zero up to rounding on every rank (a bias feeding BatchNorm: 9.7e-9 against
+// 8.6e-12 and 0) can show any ratio, so an outlier must also be material against the step's gradient scale.
 #include "diagnose/CheckNeeds.h"
 #include "diagnose/checks/Checks.h"
 #include "diagnose/tally/SyncedAgreement.h"
@@ -13,6 +15,10 @@ namespace rs::checks {
 namespace {
 
 constexpr double kOutlierRatio = 1e3; // local max |g| vs the other ranks' largest
+// The outlier's max |g| against the step's gradient scale (the largest over parameters of the median over
+// ranks of max |g|): below this it is rounding noise, whatever its ratio. A corrupted exponent or mantissa
+// bit of a gradient that matters lands far above it.
+constexpr double kMaterialShare = 1e-4;
 
 class SdcBefore : public Check {
 public:
@@ -25,11 +31,16 @@ public:
         if (m_facts.R < 2)
             return;
         bool counted = false;
+        const double floor = kMaterialShare * stepScale(st);
         for (int p = 0; p < m_facts.P; ++p)
             for (int r = 0; r < m_facts.R; ++r) {
                 const double ratio = outlierRatio(st, r, p);
                 if (ratio < kOutlierRatio)
                     continue;
+                if (!(st.ranks[size_t(r)].localMax[size_t(p)] >= floor)) {
+                    ++m_immaterial;
+                    continue;
+                }
                 if (!counted) {
                     counted = true;
                     ++m_steps;
@@ -40,7 +51,10 @@ public:
     }
 
     std::string figures() const override {
-        return fmt::format("local outlier steps {} (synced agreeing {})", m_steps, m_syncedAgree);
+        return fmt::format(
+            "local outlier steps {} (synced agreeing {}); ratios over {:g} left out as below {:g} of "
+            "the step's gradient scale: {}",
+            m_steps, m_syncedAgree, kOutlierRatio, kMaterialShare, m_immaterial);
     }
 
     void conclude(const RunExtent& run, std::vector<Finding>& out) const override {
@@ -79,6 +93,21 @@ private:
         return others > 0 ? mx / others : 0;
     }
 
+    // The largest over parameters of the median over ranks of max |g|: how large this step's gradients are.
+    double stepScale(const StepRecord& st) const {
+        double scale = 0;
+        std::vector<double> v;
+        for (int p = 0; p < m_facts.P; ++p) {
+            v.clear();
+            for (int r = 0; r < m_facts.R; ++r)
+                if (const double x = st.ranks[size_t(r)].localMax[size_t(p)]; std::isfinite(x))
+                    v.push_back(x);
+            if (!v.empty())
+                scale = std::max(scale, median(v));
+        }
+        return scale;
+    }
+
     bool syncedAgree(const StepRecord& st) const {
         for (int q = 1; q < m_facts.R; ++q)
             for (int p = 0; p < m_facts.P; ++p)
@@ -92,6 +121,7 @@ private:
     const SyncedAgreement& m_synced;
     int64_t m_steps = 0;       // steps with an outlier
     int64_t m_syncedAgree = 0; // of those, with every synced gradient identical across ranks
+    int64_t m_immaterial = 0;  // (rank, parameter) ratios over kOutlierRatio below the material floor
     FirstSeen m_first;         // value: ratio to the other ranks' largest
 };
 
