@@ -4,14 +4,16 @@ training a small CNN on a built-in learnable CIFAR-10-shaped set (no download).
     PYTHONPATH=python /usr/bin/python3 examples/pytorch_ddp.py --out runs/ddp.h5 [--ranks 4] [--steps 60]
         [--mistake none|not-synced|checkpoint-one-rank|same-batches|sum-hook|eval-mode|slow-rank|sdc-after|
                    own-lr]
-        [--no-sample-ids]
+        [--no-sample-ids] [--comm-hook allreduce|powersgd|fp16]
 
 The mistakes are the real ones DDP users make: a parameter left out of DDP's buckets, a checkpoint loaded
 on one rank after wrapping, every rank reading the same batches (no DistributedSampler), a hook that sums
 instead of averaging, one rank left in eval mode, a slow rank, one rank's own learning rate (a per-rank
 schedule: the last rank's optimizer steps 1.5x as far); and what a faulty card does: one bit of the
 all-reduced gradient flipped on the last rank at step 8 (silent data corruption after the all-reduce).
---no-sample-ids keeps the sample ids from the recorder, as a job that does not pass them.
+--no-sample-ids keeps the sample ids from the recorder, as a job that does not pass them. --comm-hook picks
+DDP's own communication hook (torch.distributed.algorithms.ddp_comm_hooks): PowerSGD (rank-1 approximation
+after 2 exact steps) and fp16 compression are lossy, and not mistakes.
 """
 
 import argparse
@@ -27,6 +29,7 @@ import torch.multiprocessing as mp
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powerSGD
 from torch.nn.parallel import DistributedDataParallel
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
@@ -105,7 +108,13 @@ def worker(rank, args, port):
             for p in model.parameters():
                 p.add_(0.01 * torch.randn_like(p))
     hook = {"sum-hook": sum_hook, "sdc-after": bitflip_hook(rank, args.ranks)}.get(args.mistake)
-    rec = Recorder(ddp, args.out, hook=hook, batch_size=0 if args.no_sample_ids else args.batch,
+    state = None
+    if hook is None and args.comm_hook == "powersgd":
+        state = powerSGD.PowerSGDState(process_group=None, matrix_approximation_rank=1, start_powerSGD_iter=2)
+        hook = powerSGD.powerSGD_hook
+    elif hook is None and args.comm_hook == "fp16":
+        hook = default_hooks.fp16_compress_hook
+    rec = Recorder(ddp, args.out, hook=hook, state=state, batch_size=0 if args.no_sample_ids else args.batch,
                    model_name="smallcnn", planned_steps=args.steps,
                    config={"mistake": args.mistake, "ranks": args.ranks, "batch": args.batch, "lr": args.lr})
     lr = args.lr * (1.5 if args.mistake == "own-lr" and rank == args.ranks - 1 else 1.0)
@@ -151,6 +160,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--mistake", choices=MISTAKES, default="none")
     ap.add_argument("--no-sample-ids", action="store_true", help="do not give the recorder the sample ids")
+    ap.add_argument("--comm-hook", choices=["allreduce", "powersgd", "fp16"], default="allreduce",
+                    help="DDP's communication hook (PowerSGD and fp16 are lossy)")
     args = ap.parse_args()
     mp.spawn(worker, args=(args, free_port()), nprocs=args.ranks, join=True)
     # The ranks wrote the file and said nothing (a rank's print would come N times): one line saying what is

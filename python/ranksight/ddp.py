@@ -77,6 +77,21 @@ def _signed64(u):
     return u - (1 << 64) if u >= (1 << 63) else u
 
 
+# DDP's own hooks whose synced gradient is not the mean of the local ones (a low-rank approximation, or the
+# gradients rounded to 16 bits before the sum): diagnosis then does not compare synced sums with local ones.
+_LOSSY_HOOKS = {"powerSGD_hook", "batched_powerSGD_hook", "fp16_compress_hook", "bf16_compress_hook",
+                "fp16_compress_wrapper", "bf16_compress_wrapper"}
+
+
+def _hook_info(hook):
+    """(name, lossy) of a communication hook: DDP's own by name (wrappers keep their inner hook's), a user's
+    own hook as its name and not known to be lossy."""
+    name = getattr(hook, "__name__", None) or getattr(getattr(hook, "func", None), "__name__", None) or repr(hook)
+    qual = getattr(hook, "__qualname__", "") or ""
+    lossy = name in _LOSSY_HOOKS or any(w in qual for w in ("fp16_compress_wrapper", "bf16_compress_wrapper"))
+    return name, lossy
+
+
 class Recorder:
     """Records a DDP job (see the module's doc). Every rank builds one; rank 0 writes `path`."""
 
@@ -107,6 +122,7 @@ class Recorder:
         self._signs = [torch.randint(0, 2, (p.numel(),), generator=gen).float().mul_(2).sub_(1)
                        if self.K and p.numel() < self.K * _PERIOD else None for _, p in self.params]
         self._inner = hook or default_hooks.allreduce_hook
+        self.hook_name, self.hook_lossy = _hook_info(self._inner)
         self._state = state
         self._reset()
         ddp.register_comm_hook(state, self._comm_hook)
@@ -447,7 +463,8 @@ class Recorder:
             planned_steps=self.planned_steps, config=config or {}, rank_table={}, source="pytorch-ddp",
             absent=self._absent(),
             environment={"source": "pytorch-ddp", "torch": torch.__version__, "python": platform.python_version(),
-                         "host": host, "backend": dist.get_backend(), "pid": os.getpid()},
+                         "host": host, "backend": dist.get_backend(), "pid": os.getpid(),
+                         "comm_hook": self.hook_name, "comm_hook_lossy": self.hook_lossy},
             params=[(n, tuple(p.shape)) for n, p in self.params], buffer_names=[n for n, _ in self.buffers],
             cards=[dict(rank=r, device_id=-1, device_ip="", server_id=host) for r in range(self.world)])
 

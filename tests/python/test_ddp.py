@@ -108,6 +108,16 @@ class DdpRecorderTest(unittest.TestCase):
         self.assertEqual(f["first_step"], 10)  # the first weight row after an update (weight_every 10)
         self.assertIn("after starting alike (step 0's weight row agrees on every rank)", f["evidence"])
 
+    def test_a_lossy_comm_hook_is_no_fault(self):
+        """DDP's PowerSGD hook: every rank receives the same synced gradient, but not the mean of the local
+        ones. No finding; the recorder notes the hook, and the all-reduce arithmetic check says why it could not
+        run instead of reading the ratio."""
+        d = self.diagnosis(self.job("none", extra=("--comm-hook", "powersgd")))
+        self.assertEqual(d["findings"], [])
+        arithmetic = [c for c in d["not_run"] if "grad-sum" in c["causes"]]
+        self.assertEqual(len(arithmetic), 1, d["not_run"])
+        self.assertIn("communication hook (powerSGD_hook) is lossy", arithmetic[0]["reason"])
+
     def test_every_rank_reads_the_same_batches(self):
         self.check_top("same-batches", "shard-overlap")
 

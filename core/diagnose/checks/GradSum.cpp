@@ -1,10 +1,13 @@
 // grad-sum: the all-reduce sums the gradients instead of averaging them. The synced sum over the mean of the
 // ranks' local sums (median over parameters) is 1 with gradients_mean and R when the gradients are summed.
+// A lossy communication hook (PowerSGD, fp16/bf16 compression) delivers a synced gradient that is not the
+// mean of the local ones, so the ratio says nothing there: the check does not run on such a job.
 #include "diagnose/CheckNeeds.h"
 #include "diagnose/checks/Checks.h"
 
 #include <cmath>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 namespace rs::checks {
 namespace {
@@ -13,11 +16,13 @@ class GradSum : public Check {
 public:
     explicit GradSum(CheckContext& c)
         : m_R(c.facts.R)
-        , m_P(c.facts.P) {}
+        , m_P(c.facts.P)
+        , m_lossyHook(lossyHook(c.facts.meta)) {}
     const Needs& needs() const override { return needs::kAllReduceArithmetic; }
+    std::string cannotRun(const RunExtent&) const override { return m_lossyHook; }
 
     void addParamStep(const StepRecord& st) override {
-        if (m_R < 2 || st.ranks[0].overflow != 0)
+        if (m_R < 2 || st.ranks[0].overflow != 0 || !m_lossyHook.empty())
             return;
         std::vector<double> ratios;
         for (int p = 0; p < m_P; ++p) {
@@ -65,7 +70,20 @@ public:
     }
 
 private:
+    // Why the ratio cannot be read, when the recorder noted a lossy hook (environment comm_hook,
+    // comm_hook_lossy); "" otherwise.
+    static std::string lossyHook(const RunMeta& meta) {
+        const auto env = nlohmann::json::parse(meta.environment, nullptr, false);
+        if (!env.is_object() || !env.value("comm_hook_lossy", false))
+            return {};
+        return fmt::format(
+            "the job's communication hook ({}) is lossy: its synced gradient is not the mean of "
+            "the local ones",
+            env.value("comm_hook", std::string("not named")));
+    }
+
     int m_R, m_P;
+    std::string m_lossyHook;
     int64_t m_steps = 0, m_nearOne = 0, m_nearN = 0; // steps with a ratio; near 1; near R
     double m_sum = 0;
     FirstSeen m_firstNearN;
