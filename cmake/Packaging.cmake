@@ -69,6 +69,6 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # and Python for the recorder (recommended: only PyTorch jobs need it).
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas0-pthread | libopenblas0")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3, python3-numpy, python3-h5py")
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3-torch")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3-torch, dataset-fashion-mnist")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 include(CPack)

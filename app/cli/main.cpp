@@ -21,7 +21,7 @@ commands:
   train           train data-parallel across emulated Ascend 910 cards and record a run file
                   [--config FILE.json|PRESET] [--model mlp|smallcnn|resnet18|resnet50] [--ranks N]
                   [--batch PER_RANK] [--steps N | --epochs N] [--precision O0|O2|O3]
-                  [--loss-scale none|fixed:V|dynamic] [--data synthetic|cifar10:DIR] [--seed S]
+                  [--loss-scale none|fixed:V|dynamic] [--data synthetic|cifar10:DIR|fashion-mnist[:DIR]] [--seed S]
                   [--lr X] [--rank-table FILE|NAME] [--set KEY=VALUE]... [--fault NAME[@STEP][:RANK]]...
                   [--force] [--quiet] --out RUN.h5
                   [--nodes N --node-rank K --master HOST:PORT]: this process is node K of N (one server

@@ -33,7 +33,7 @@ struct RunMeta {
     int batchPerRank = 0;  // samples per rank per step
     std::string precision; // O0 | O2 | O3
     std::string lossScale; // none | fixed:V | dynamic
-    std::string data;      // synthetic | cifar10:DIR
+    std::string data;      // synthetic | cifar10:DIR | fashion-mnist[:DIR]
     uint64_t seed = 0;
     int sketchDim = 0;                       // K of the per-parameter random-projection sketch
     int weightEvery = 0;                     // weight fingerprints every this many steps (and at step 0)

@@ -1,5 +1,8 @@
-// The synthetic CIFAR-shaped generator, the CIFAR-10 binary reader and the data set spec parser.
+// The synthetic CIFAR-shaped generator, the CIFAR-10 binary reader and the data set spec parser
+// (Fashion-MNIST's reader is train/FashionMnist.cpp).
 #include "train/Dataset.h"
+
+#include "train/FashionMnist.h"
 
 #include <algorithm>
 #include <array>
@@ -426,7 +429,15 @@ std::unique_ptr<Dataset> openDataset(const std::string& spec, Split split, uint6
             throw DataError("data set 'cifar10:' names no directory; use cifar10:DIR");
         return Cifar10Dataset::open(dir, split);
     }
-    throw DataError(fmt::format("unknown data set '{}'; expected 'synthetic' or 'cifar10:DIR'", spec));
+    const std::string fashion = "fashion-mnist";
+    if (spec == fashion)
+        return FashionMnistDataset::open(kFashionMnistDir, split);
+    if (spec.rfind(fashion + ":", 0) == 0) {
+        const std::string dir = spec.substr(fashion.size() + 1);
+        return FashionMnistDataset::open(dir.empty() ? kFashionMnistDir : dir, split);
+    }
+    throw DataError(fmt::format(
+        "unknown data set '{}'; expected 'synthetic', 'cifar10:DIR' or 'fashion-mnist[:DIR]'", spec));
 }
 
 void loadNormalizedBatch(const Dataset& data, const int64_t* ids, int n, std::vector<uint8_t>& raw,

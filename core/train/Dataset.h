@@ -87,8 +87,9 @@ private:
     int64_t m_count = 0;
 };
 
-// spec: "synthetic" (SyntheticCifar with the given seed) or "cifar10:DIR" (seed unused).
-// Throws DataError for an unknown spec or a data set that cannot be opened.
+// spec: "synthetic" (SyntheticCifar with the given seed), "cifar10:DIR" or "fashion-mnist[:DIR]" (DIR by
+// default Debian's /usr/share/datasets/fashion-mnist; train/FashionMnist.h); the seed is for the synthetic
+// set only. Throws DataError for an unknown spec or a data set that cannot be opened.
 std::unique_ptr<Dataset> openDataset(const std::string& spec, Split split, uint64_t seed);
 
 // Reads the n images ids[0..n) into images (n x kImageBytes floats, CHW, normalised with CIFAR-10's channel

@@ -112,8 +112,10 @@ void TrainConfig::set(const std::string& key, const std::string& v) {
     } else if (key == "loss_scale") {
         lossScale = parseLossScale(v);
     } else if (key == "data") {
-        if (v != "synthetic" && v.rfind("cifar10:", 0) != 0)
-            throw ConfigError(fmt::format("data: '{}' is not synthetic or cifar10:DIR", v));
+        if (v != "synthetic" && v.rfind("cifar10:", 0) != 0 && v != "fashion-mnist" &&
+            v.rfind("fashion-mnist:", 0) != 0)
+            throw ConfigError(
+                fmt::format("data: '{}' is not synthetic, cifar10:DIR or fashion-mnist[:DIR]", v));
         data = v;
     } else if (key == "seed") {
         seed = static_cast<uint64_t>(toInt(key, v, 0, INT64_MAX));

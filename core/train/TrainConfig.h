@@ -32,7 +32,7 @@ struct TrainConfig {
     int64_t epochs = 0;
     Precision precision = Precision::O2;
     LossScaleSpec lossScale;
-    std::string data = "synthetic"; // synthetic | cifar10:DIR
+    std::string data = "synthetic"; // synthetic | cifar10:DIR | fashion-mnist[:DIR]
     uint64_t seed = 1;
     float lr = 0; // 0: the linear scaling rule, 0.05 x global batch / 128 (0.05 for 4 x 32)
     float momentum = 0.9f;

@@ -1,6 +1,7 @@
 // Data sets: the synthetic set is deterministic, balanced, split-dependent and not separable by pixel
 // means alone; the CIFAR-10 reader returns the bytes it was given and names the file in every error.
 #include "train/Dataset.h"
+#include "train/FashionMnist.h"
 
 #include <QDir>
 #include <QFile>
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <thread>
 #include <vector>
+#include <zlib.h>
 
 using namespace rs;
 
@@ -66,6 +68,42 @@ void writeCifarFixture(const QString& dir) {
 
 } // namespace
 
+// Fashion-MNIST's idx files as the data set ships them: a big-endian header, then bytes; gzip unless plain.
+QByteArray be32(uint32_t v) {
+    const char b[4] = {char(v >> 24), char(v >> 16), char(v >> 8), char(v)};
+    return QByteArray(b, 4);
+}
+uint8_t fashionPixel(int image, int y, int x) {
+    return uint8_t(1 + (image * 31 + y * 7 + x * 3) % 250); // never 0, so the padding is told apart
+}
+QByteArray fashionImages(int count, int side = 28) {
+    QByteArray b = be32(0x00000803) + be32(uint32_t(count)) + be32(uint32_t(side)) + be32(uint32_t(side));
+    for (int i = 0; i < count; ++i)
+        for (int y = 0; y < side; ++y)
+            for (int x = 0; x < side; ++x)
+                b.append(char(fashionPixel(i, y, x)));
+    return b;
+}
+QByteArray fashionLabels(int count) {
+    QByteArray b = be32(0x00000801) + be32(uint32_t(count));
+    for (int i = 0; i < count; ++i)
+        b.append(char((i * 3) % 10));
+    return b;
+}
+void writeGzip(const QString& path, const QByteArray& bytes) {
+    gzFile f = gzopen(QFile::encodeName(path).constData(), "wb");
+    QVERIFY(f);
+    QCOMPARE(gzwrite(f, bytes.constData(), unsigned(bytes.size())), int(bytes.size()));
+    QCOMPARE(gzclose(f), Z_OK);
+}
+// train: 6 images, t10k: 4.
+void writeFashionFixture(const QString& dir) {
+    writeGzip(dir + "/train-images-idx3-ubyte.gz", fashionImages(6));
+    writeGzip(dir + "/train-labels-idx1-ubyte.gz", fashionLabels(6));
+    writeGzip(dir + "/t10k-images-idx3-ubyte.gz", fashionImages(4));
+    writeGzip(dir + "/t10k-labels-idx1-ubyte.gz", fashionLabels(4));
+}
+
 class TestDataset : public QObject {
     Q_OBJECT
 
@@ -84,6 +122,10 @@ private slots:
     void cifarErrorsNameTheFile_data();
     void cifarErrorsNameTheFile();
     void openDatasetSpecs();
+    void fashionMnistPadsAndRepeats();
+    void fashionMnistErrorsNameTheFile_data();
+    void fashionMnistErrorsNameTheFile();
+    void fashionMnistInstalledSet();
 };
 
 void TestDataset::syntheticIsDeterministic_data() {
@@ -393,12 +435,97 @@ void TestDataset::openDatasetSpecs() {
     QCOMPARE(openDataset("cifar10:" + tmp.path().toStdString(), Split::Train, 0)->size(), int64_t(15));
 
     QString msg = dataErrorOf([] { openDataset("bogus", Split::Train, 0); });
-    QVERIFY2(msg.contains("bogus") && msg.contains("synthetic") && msg.contains("cifar10:DIR"),
+    QVERIFY2(msg.contains("bogus") && msg.contains("synthetic") && msg.contains("cifar10:DIR") &&
+                 msg.contains("fashion-mnist[:DIR]"),
              qPrintable(msg));
     msg = dataErrorOf([] { openDataset("cifar10:", Split::Train, 0); });
     QVERIFY2(msg.contains("no directory"), qPrintable(msg));
     msg = dataErrorOf([] { openDataset("cifar10:/nonexistent/cifar", Split::Train, 0); });
     QVERIFY2(msg.contains("/nonexistent/cifar"), qPrintable(msg));
+}
+
+// A 28x28 grey image becomes 3 equal 32x32 planes with a 2-pixel black border; the label is the file's.
+void TestDataset::fashionMnistPadsAndRepeats() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    writeFashionFixture(tmp.path());
+    const auto train = openDataset("fashion-mnist:" + tmp.path().toStdString(), Split::Train, 0);
+    QCOMPARE(train->size(), int64_t(6));
+    QCOMPARE(QString::fromStdString(train->describe()),
+             QString("Fashion-MNIST %1 (train, 6 images)").arg(tmp.path()));
+    Image img{};
+    for (int i = 0; i < 6; ++i) {
+        QCOMPARE(train->get(i, img.data()), (i * 3) % 10);
+        for (int y = 0; y < kImageH; ++y)
+            for (int x = 0; x < kImageW; ++x) {
+                const bool inside = y >= 2 && y < 30 && x >= 2 && x < 30;
+                const uint8_t want = inside ? fashionPixel(i, y - 2, x - 2) : 0;
+                for (int c = 0; c < kImageC; ++c)
+                    QCOMPARE(img[size_t(c * 1024 + y * 32 + x)], want);
+            }
+    }
+    QVERIFY_THROWS_EXCEPTION(std::out_of_range, train->get(6, img.data()));
+    QCOMPARE(openDataset("fashion-mnist:" + tmp.path().toStdString(), Split::Test, 0)->size(), int64_t(4));
+    // Unpacked files read alike.
+    QTemporaryDir plain;
+    writeFile(plain.path() + "/t10k-images-idx3-ubyte", fashionImages(4));
+    writeFile(plain.path() + "/t10k-labels-idx1-ubyte", fashionLabels(4));
+    const auto test = FashionMnistDataset::open(plain.path().toStdString(), Split::Test);
+    QCOMPARE(test->get(3, img.data()), 9);
+    QCOMPARE(img[size_t(2 * 32 + 2)], fashionPixel(3, 0, 0));
+}
+
+void TestDataset::fashionMnistErrorsNameTheFile_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QByteArray>("bytes");
+    QTest::addColumn<QString>("expected");
+    QTest::addRow("images magic") << "train-images-idx3-ubyte.gz" << fashionLabels(6)
+                                  << "train-images-idx3-ubyte.gz' is not an idx image file";
+    QTest::addRow("27x27") << "train-images-idx3-ubyte.gz" << fashionImages(6, 27) << "holds 27x27 images";
+    QTest::addRow("short images") << "train-images-idx3-ubyte.gz" << fashionImages(6).left(1000)
+                                  << "says 6 images but holds 984 bytes";
+    QTest::addRow("label count") << "train-labels-idx1-ubyte.gz" << fashionLabels(5)
+                                 << "train-labels-idx1-ubyte.gz' holds 5 labels for 6 images";
+    QByteArray badLabel = fashionLabels(6);
+    badLabel[8 + 4] = char(12);
+    QTest::addRow("label 12") << "train-labels-idx1-ubyte.gz" << badLabel << "label 12 of image 4";
+    QTest::addRow("not gzip") << "train-labels-idx1-ubyte.gz" << QByteArray("\x1f\x8b\x08garbage", 11)
+                              << "train-labels-idx1-ubyte.gz' is not a readable gzip file";
+}
+
+void TestDataset::fashionMnistErrorsNameTheFile() {
+    QFETCH(QString, file);
+    QFETCH(QByteArray, bytes);
+    QFETCH(QString, expected);
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    writeFashionFixture(tmp.path());
+    if (QTest::currentDataTag() == QLatin1String("not gzip"))
+        writeFile(tmp.path() + "/" + file, bytes);
+    else
+        writeGzip(tmp.path() + "/" + file, bytes);
+    const QString msg =
+        dataErrorOf([&] { FashionMnistDataset::open(tmp.path().toStdString(), Split::Train); });
+    QVERIFY2(msg.contains(expected), qPrintable(msg));
+    QVERIFY2(msg.contains(tmp.path()), qPrintable(msg));
+    // A missing file names it.
+    QFile::remove(tmp.path() + "/t10k-labels-idx1-ubyte.gz");
+    const QString missing =
+        dataErrorOf([&] { FashionMnistDataset::open(tmp.path().toStdString(), Split::Test); });
+    QVERIFY2(missing.contains("t10k-labels-idx1-ubyte.gz' is missing"), qPrintable(missing));
+}
+
+// Debian's dataset-fashion-mnist (.ci/install-deps installs it): the real test split, 1,000 images a class.
+void TestDataset::fashionMnistInstalledSet() {
+    const auto test = openDataset("fashion-mnist", Split::Test, 0);
+    QCOMPARE(test->size(), int64_t(10000));
+    std::array<int, kNumClasses> perClass{};
+    Image img{};
+    for (int64_t i = 0; i < test->size(); ++i)
+        ++perClass[size_t(test->get(i, img.data()))];
+    for (int n : perClass)
+        QCOMPARE(n, 1000);
+    QCOMPARE(openDataset("fashion-mnist:", Split::Train, 0)->size(), int64_t(60000));
 }
 
 QTEST_GUILESS_MAIN(TestDataset)

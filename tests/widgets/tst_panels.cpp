@@ -596,6 +596,14 @@ void TestPanels::invalidFieldsAreNamed() {
     QTemporaryDir empty;
     child<QLineEdit>(panel, "dataDir")->setText(empty.path());
     QVERIFY2(panel.errorText().contains(QLatin1String("data_batch_1.bin")), qPrintable(panel.errorText()));
+    // Fashion-MNIST: a folder without its idx files is named; an empty folder is Debian's install folder.
+    child<QComboBox>(panel, "dataSource")->setCurrentIndex(2);
+    QVERIFY2(panel.errorText().startsWith(QLatin1String("Fashion-MNIST folder:")) &&
+                 panel.errorText().contains(QLatin1String("train-images-idx3-ubyte.gz")),
+             qPrintable(panel.errorText()));
+    child<QLineEdit>(panel, "dataDir")->clear();
+    QVERIFY2(panel.errorText().isEmpty(), qPrintable(panel.errorText()));
+    QCOMPARE(panel.config().data, std::string("fashion-mnist"));
     child<QComboBox>(panel, "dataSource")->setCurrentIndex(0);
     QVERIFY(panel.errorText().isEmpty());
 

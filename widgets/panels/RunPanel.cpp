@@ -7,6 +7,7 @@
 #include "panels/RunEstimate.h"
 #include "panels/RunSummaryView.h"
 #include "train/Dataset.h"
+#include "train/FashionMnist.h"
 
 #include <QComboBox>
 #include <QCompleter>
@@ -290,12 +291,14 @@ void RunPanel::buildInputRows(QFormLayout* form) {
     m_dataSource->setObjectName(QStringLiteral("dataSource"));
     m_dataSource->addItem(tr("synthetic"), QStringLiteral("synthetic"));
     m_dataSource->addItem(tr("CIFAR-10 folder"), QStringLiteral("cifar10"));
+    m_dataSource->addItem(tr("Fashion-MNIST (real images)"), QStringLiteral("fashion-mnist"));
     m_dataDir = new QLineEdit;
     m_dataDir->setObjectName(QStringLiteral("dataDir"));
     m_dataDir->setPlaceholderText(tr("folder with data_batch_1.bin …"));
     m_dataBrowse = new QPushButton(tr("Browse…"));
     m_dataBrowse->setObjectName(QStringLiteral("dataBrowse"));
-    // The folder gets a line of its own, shown only for CIFAR-10: paths are long, the dock is narrow.
+    // The folder gets a line of its own, shown only for a data set read from files: paths are long, the dock
+    // is narrow.
     m_dataRow = new QWidget(m_formBox);
     auto* dataLayout = new QVBoxLayout(m_dataRow);
     dataLayout->setContentsMargins(0, 0, 0, 0);
@@ -307,7 +310,9 @@ void RunPanel::buildInputRows(QFormLayout* form) {
     addRow(form, tr("&Data"), m_dataRow,
            tr("synthetic: a built-in, learnable, CIFAR-shaped data set that needs no download.\nCIFAR-10 "
               "folder: the binary version (data_batch_1.bin … data_batch_5.bin, test_batch.bin), like "
-              "mindspore.dataset.Cifar10Dataset(dataset_dir). Each rank reads its own shard."));
+              "mindspore.dataset.Cifar10Dataset(dataset_dir).\nFashion-MNIST: Zalando's 28x28 grey images of "
+              "clothes, padded to 32x32 and repeated to 3 channels, from Debian's dataset-fashion-mnist (an "
+              "empty folder means /usr/share/datasets/fashion-mnist). Each rank reads its own shard."));
 
     m_seed = new QLineEdit;
     m_seed->setObjectName(QStringLiteral("seed"));
@@ -391,7 +396,11 @@ void RunPanel::onLossScaleModeChanged() {
 }
 
 void RunPanel::updateDataFolderRow() {
-    m_dataDirRow->setHidden(m_dataSource->currentData() != QLatin1String("cifar10"));
+    const QString source = m_dataSource->currentData().toString();
+    m_dataDirRow->setHidden(source == QLatin1String("synthetic"));
+    m_dataDir->setPlaceholderText(source == QLatin1String("fashion-mnist")
+                                      ? QString::fromLatin1(kFashionMnistDir)
+                                      : tr("folder with data_batch_1.bin …"));
 }
 
 void RunPanel::applyConfig(const TrainConfig& c) {
@@ -411,8 +420,9 @@ void RunPanel::applyConfig(const TrainConfig& c) {
     onLossScaleModeChanged();
     const QString data = QString::fromStdString(c.data);
     const bool cifar = data.startsWith(QLatin1String("cifar10:"));
-    m_dataSource->setCurrentIndex(cifar ? 1 : 0);
-    m_dataDir->setText(cifar ? data.mid(8) : QString());
+    const bool fashion = data.startsWith(QLatin1String("fashion-mnist"));
+    m_dataSource->setCurrentIndex(cifar ? 1 : fashion ? 2 : 0);
+    m_dataDir->setText(cifar ? data.mid(8) : fashion ? data.mid(14) : QString());
     updateDataFolderRow();
     m_seed->setText(QString::number(c.seed));
     m_rankTable->setText(QString::fromStdString(c.rankTable));
@@ -526,8 +536,13 @@ RunPanel::FieldError RunPanel::validate(TrainConfig* out) const {
                                                  : tr("Seed: %1").arg(problemOf(e))};
     }
     const QString dir = m_dataDir->text().trimmed();
-    const bool cifar = m_dataSource->currentData() == QLatin1String("cifar10");
-    c.data = cifar ? "cifar10:" + dir.toStdString() : "synthetic";
+    const QString source = m_dataSource->currentData().toString();
+    if (source == QLatin1String("cifar10"))
+        c.data = "cifar10:" + dir.toStdString();
+    else if (source == QLatin1String("fashion-mnist"))
+        c.data = dir.isEmpty() ? std::string("fashion-mnist") : "fashion-mnist:" + dir.toStdString();
+    else
+        c.data = "synthetic";
     c.rankTable = m_rankTable->text().trimmed().toStdString();
     c.faults.clear();
     for (const QString& spec :
@@ -552,7 +567,20 @@ RunPanel::FieldError RunPanel::validate(TrainConfig* out) const {
 }
 
 RunPanel::FieldError RunPanel::validateFiles(const TrainConfig& c) const {
-    if (c.data != "synthetic") {
+    if (c.data.rfind("fashion-mnist", 0) == 0) {
+        const QString given = QString::fromStdString(c.data).mid(14);
+        const QString dir = given.isEmpty() ? QString::fromLatin1(kFashionMnistDir) : given;
+        for (const char* stem : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                 "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}) {
+            const QString f = QDir(dir).filePath(QString::fromLatin1(stem));
+            if (!QFileInfo::exists(f + QStringLiteral(".gz")) && !QFileInfo::exists(f))
+                return {m_dataRow,
+                        tr("Fashion-MNIST folder: %1 has no %2.gz%3")
+                            .arg(dir, QString::fromLatin1(stem),
+                                 given.isEmpty() ? tr(" (install the package dataset-fashion-mnist)")
+                                                 : QString())};
+        }
+    } else if (c.data != "synthetic") {
         const QString dir = QString::fromStdString(c.data.substr(8));
         if (dir.isEmpty())
             return {m_dataRow, tr("CIFAR-10 folder: choose the folder holding data_batch_1.bin …")};
