@@ -13,8 +13,13 @@ the minimum extent over a table's columns, so a killed job leaves every flushed 
 import json
 import time
 
-import h5py
 import numpy as np
+
+try:
+    import h5py
+except ImportError as e:  # not a pip dependency: Debian's python3-h5py is not named h5py to pip
+    raise ImportError("ranksight writes run files with h5py: install it (Debian: apt install python3-h5py; "
+                      "elsewhere: pip install h5py)") from e
 
 FORMAT_NAME = "ranksight-run"
 FORMAT_VERSION = 2
