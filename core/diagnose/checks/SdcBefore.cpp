@@ -31,12 +31,15 @@ public:
         if (m_facts.R < 2)
             return;
         bool counted = false;
-        const double floor = kMaterialShare * stepScale(st);
+        // The step's scale costs a median per parameter: computed only on a step that has an outlier.
+        double floor = -1;
         for (int p = 0; p < m_facts.P; ++p)
             for (int r = 0; r < m_facts.R; ++r) {
                 const double ratio = outlierRatio(st, r, p);
                 if (ratio < kOutlierRatio)
                     continue;
+                if (floor < 0)
+                    floor = kMaterialShare * stepScale(st);
                 if (!(st.ranks[size_t(r)].localMax[size_t(p)] >= floor)) {
                     ++m_immaterial;
                     continue;
