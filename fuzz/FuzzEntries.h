@@ -43,6 +43,9 @@ FuzzOutcome runCifar(std::span<const uint8_t> data);
 // fuzz_runfile: the input is a mutation program (see RunFileMutator.h) applied to a copy of one of the seed
 // run files, which is then opened with RunReader and read the way the CLI and the GUI read it.
 FuzzOutcome runRunFile(std::span<const uint8_t> data);
+// fuzz_import: the input is a tree program (ImportFuzz.cpp): the importer, then files named from each
+// format's folder and file name templates with their bytes; the tree is imported and the run file read back.
+FuzzOutcome runImport(std::span<const uint8_t> data);
 // The run file a fuzz_runfile program makes (its seed with the program's mutations), written to `out` and
 // not read: to replay an input that crashes libhdf5 through the reader process and the command line.
 void writeFuzzedRunFile(std::span<const uint8_t> data, const std::string& out);
@@ -52,6 +55,7 @@ int fuzzRankTable(const uint8_t* data, size_t size);
 int fuzzConfig(const uint8_t* data, size_t size);
 int fuzzCifar(const uint8_t* data, size_t size);
 int fuzzRunFile(const uint8_t* data, size_t size);
+int fuzzImport(const uint8_t* data, size_t size);
 
 // Where scratch files go: $RANKSIGHT_FUZZ_TMP, else /dev/shm if writable, else $TMPDIR, else /tmp; one
 // directory per process, removed at exit.

@@ -82,3 +82,71 @@ for seed in (0, 1):
     write("runfile", "params-%d" % seed, bytes([seed, 0, 1, 11, 2, 3, 0, 0]))
     write("runfile", "raw-%d" % seed, bytes([seed, 6, 4]) + struct.pack(">4H", 48, 0xFF, 900, 0x00))
     write("runfile", "raw-data-%d" % seed, bytes([seed, 7, 3, 5, 0, 0x7F, 9, 1, 0xFF, 2, 2, 0x80]))
+
+# fuzz_import: [importer: 0 msprobe monitor, 1 msprobe dump, 2 flight recorder], then per file [name template]
+# [rank 0-7][step 0-15][length: 3 bytes, big-endian][bytes]; the templates are ImportFuzz.cpp's, in order.
+# The seeds are real trees, written by the tests' generators.
+import re  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+
+TEMPLATES = {
+    0: ["monitor_output/Dec03_10-00-00-rank{r}-0123abcd/grad_unreduced_{s}-{t}.csv",
+        "monitor_output/Dec03_10-00-00-rank{r}-0123abcd/grad_reduced_{s}-{t}.csv",
+        "monitor_output/Dec03_10-00-00-rank{r}-0123abcd/param_origin_{s}-{t}.csv",
+        "monitor_output/Dec03_10-00-00-rank{r}-0123abcd/param_updated_{s}-{t}.csv",
+        "monitor_output/Dec03_10-00-00-rank{r}-0123abcd/actv_{s}-{t}.csv",
+        "monitor_output/anomaly_detected/rank{r}/anomaly.json",
+        "monitor_v2_out/rank_{r}/weight_grad_step{s}-{t}.csv",
+        "monitor_v2_out/rank_{r}/param_step{s}-{t}.csv",
+        "monitor_v2_out/rank_{r}/optimizer_step{s}-{t}.csv"],
+    1: ["step{s}/rank{r}/dump.json", "step{s}/rank{r}/stack.json", "step{s}/rank{r}/construct.json"],
+    2: ["nccl_trace_rank_{r}", "hccl_trace_rank_{r}"],
+}
+
+
+def template_of(mode, rel):
+    """The template index, rank and step a generated file's path fits (the monitor's time and hex parts are
+    the fuzzer's fixed ones)."""
+    rel = re.sub(r"[A-Z][a-z]{2}\d{2}_\d{2}-\d{2}-\d{2}-rank(\d+)-[0-9a-f]{8}", r"Dec03_10-00-00-rank\1-0123abcd", rel)
+    for i, t in enumerate(TEMPLATES[mode]):
+        pattern = re.escape(t).replace(r"\{r\}", r"(?P<r>\d+)").replace(r"\{s\}", r"(?P<s>\d+)")
+        pattern = pattern.replace(r"\{t\}", r"(?P<t>\d+)")
+        m = re.fullmatch(pattern, rel)
+        if m:
+            return i, int(m.group("r")) if "r" in m.groupdict() else 0, int(m.groupdict().get("s") or 0)
+    return None
+
+
+def tree_program(mode, root):
+    out = bytearray([mode])
+    for dirpath, _, files in sorted(os.walk(root)):
+        for name in sorted(files):
+            path = os.path.join(dirpath, name)
+            fit = template_of(mode, os.path.relpath(path, root))
+            if fit is None:
+                continue
+            i, r, s = fit
+            data = read(path)
+            out += bytes([i, r, s]) + len(data).to_bytes(3, "big") + data
+    return bytes(out)
+
+
+GENERATORS = [
+    (0, "monitor-v1", ["tests/msprobe/make_msprobe_tree.py", "--ranks", "2", "--steps", "5"]),
+    (0, "monitor-v1-alerts", ["tests/msprobe/make_msprobe_tree.py", "--ranks", "2", "--steps", "5", "--anomalies"]),
+    (0, "monitor-v2", ["tests/msprobe/make_msprobe_tree.py", "--ranks", "2", "--steps", "5", "--layout", "v2"]),
+    (1, "dump-l0", ["tests/msprobe/make_msprobe_dump.py", "--ranks", "2", "--steps", "1", "--level", "L0"]),
+    (1, "dump-nan", ["tests/msprobe/make_msprobe_dump.py", "--ranks", "2", "--steps", "2", "--level", "L0",
+                     "--mistake", "nan@1:1"]),
+    (2, "flight-hang", ["tests/flight/make_fr_dumps.py", "--ranks", "2", "--steps", "3", "--scenario", "hang"]),
+    (2, "flight-json", ["tests/flight/make_fr_dumps.py", "--ranks", "2", "--steps", "3", "--format", "json",
+                        "--scenario", "size-mismatch"]),
+    (2, "flight-python", ["tests/flight/make_fr_dumps.py", "--ranks", "2", "--steps", "3", "--encoder", "python"]),
+]
+for mode, name, cmd in GENERATORS:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "tree")
+        subprocess.run(["/usr/bin/python3", os.path.join(ROOT, cmd[0]), out] + cmd[1:], check=True,
+                       capture_output=True)
+        write("import", name, tree_program(mode, out))

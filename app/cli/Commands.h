@@ -20,6 +20,7 @@ int reportCommand(const Args& args);    // needs the GUI build (RANKSIGHT_HAVE_W
 int benchOpenCommand(const Args& args); // needs the GUI build (RANKSIGHT_HAVE_WIDGETS)
 int diagnoseCommand(const Args& args);  // 0 no findings, 3 findings, 2 unreadable
 int importMsprobeCommand(const Args& args);
+int importFlightRecorderCommand(const Args& args);
 
 void printError(const std::string& message); // "ranksight-cli: message" on stderr
 

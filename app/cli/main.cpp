@@ -42,6 +42,10 @@ commands:
                   [--precision P] [--paper-servers S] [--paper-cards C] [--paper-model M] [--json]
   import-msprobe  a run recorded by msprobe's monitor (one folder per rank of csv files) into a run file:
                   MONITOR_OUTPUT_DIR --out RUN.h5 [--force] [--quiet]
+  import-flight-recorder
+                  the flight-recorder dumps of a PyTorch job that hung (one file per rank, <prefix><rank>):
+                  which collective each rank reached, and the first where ranks disagree, into a run file:
+                  DIR|FILE --out RUN.h5 [--prefix P] [--run RECORDED.h5] [--force] [--quiet]
   diagnose        likely causes of cross-rank disagreement: RUN.h5 [--json] [--verbose] (exit 3: findings)
   report          bug-report folder (report.md, charts as PNG and SVG, steps.csv, slice.h5; GUI build):
                   RUN.h5 --out DIR
@@ -87,6 +91,8 @@ int main(int argc, char** argv) {
             return rs::cli::benchNodesCommand(args);
         if (cmd == "import-msprobe")
             return rs::cli::importMsprobeCommand(args);
+        if (cmd == "import-flight-recorder")
+            return rs::cli::importFlightRecorderCommand(args);
         if (cmd == "diagnose")
             return rs::cli::diagnoseCommand(args);
         if (cmd == "report")

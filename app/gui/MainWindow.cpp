@@ -11,18 +11,24 @@
 #include "charts/RankHeatmap.h"
 #include "diagnose/EvidenceView.h"
 #include "diagnose/Finding.h"
+#include "import/FlightRecorderDumps.h"
+#include "import/FlightRecorderImport.h"
 #include "import/MsprobeImport.h"
 #include "model/DiagnosisRunner.h"
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
 #include "panels/CardsModel.h"
 #include "panels/CardsPanel.h"
+#include "panels/CollectivesPanel.h"
 #include "panels/EventLogPanel.h"
 #include "panels/FindingsPanel.h"
 #include "panels/ReplayControl.h"
 #include "panels/RunEstimate.h"
 #include "panels/RunPanel.h"
+#include "panels/TensorsPanel.h"
+#include "reader/OpenRunFile.h"
 #include "report/ReportExporter.h"
+#include "store/RunReader.h"
 #include "store/RunSource.h"
 #include "train/TrainConfig.h"
 
@@ -142,10 +148,26 @@ void MainWindow::createDocks() {
     auto* findings =
         dock(tr("Findings"), QStringLiteral("findingsDock"), m_findings, Qt::BottomDockWidgetArea);
     tabifyDockWidget(events, findings);
+    m_collectives = new CollectivesPanel(m_model);
+    auto* collectives =
+        dock(tr("Collectives"), QStringLiteral("collectivesDock"), m_collectives, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(findings, collectives);
+    m_tensors = new TensorsPanel(m_model, m_cursor);
+    auto* tensors = dock(tr("Tensors"), QStringLiteral("tensorsDock"), m_tensors, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(collectives, tensors);
+    findings->raise();
+    // An import's own records are what the user opened it for: show their panel.
+    connect(m_model, &RunModel::importsChanged, this, [this, collectives, tensors] {
+        if (!m_model->collectives().empty())
+            collectives->raise();
+        else if (!m_model->tensorStats().empty())
+            tensors->raise();
+    });
     connect(m_findings, &FindingsPanel::findingActivated, this, &MainWindow::showFinding);
     // Findings are the answer a user came for: bring them to the front when there are some.
+    // An import's own panel (which names the same disagreement, with every rank's position) comes first.
     connect(m_findings->runner(), &DiagnosisRunner::findingsChanged, this, [this, findings] {
-        if (!m_findings->runner()->findings().empty())
+        if (!m_findings->runner()->findings().empty() && m_model->collectives().empty())
             findings->raise();
     });
     resizeDocks({rank, param}, {420, 420}, Qt::Horizontal);
@@ -173,8 +195,15 @@ void MainWindow::createMenus() {
                                       &MainWindow::importMsprobeDialog);
     import->setStatusTip(
         tr("An Ascend or PyTorch run recorded by msprobe's monitor (Monitor V1: monitor_output/; V2: the "
-           "folder holding rank_<N>/): imported into a run file and opened. Dropping the folder does the "
-           "same."));
+           "folder holding rank_<N>/) or its dump tool (step<N>/rank<R>/dump.json): imported into a run file "
+           "and opened. Dropping the folder does the same."));
+    QAction* importFr =
+        file->addAction(tr("Import &Flight Recorder Dumps…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_I),
+                        this, &MainWindow::importFlightRecorderDialog);
+    importFr->setStatusTip(
+        tr("The dumps a hung or timed-out PyTorch job left, one per rank (nccl_trace_rank_<N>, "
+           "hccl_trace_rank_<N>): which collective each rank reached and where they part. Placed in the "
+           "steps of the open run when it recorded the same job."));
     QMenu* recent = file->addMenu(tr("Open &Recent"));
     m_recent = new RecentFiles(recent, this);
     connect(m_recent, &RecentFiles::openRequested, this, &MainWindow::openRun);
@@ -481,11 +510,22 @@ void MainWindow::dropEvent(QDropEvent* event) {
         event->acceptProposedAction();
         const QString dir = urls.front().toLocalFile();
         // Queued: the drag source waits for dropEvent to return, the import may take a while.
-        QTimer::singleShot(0, this, [this, dir] { importMsprobe(dir, importTarget(dir)); });
+        bool dumps = false;
+        try {
+            flightrec::findDumps(dir.toStdString());
+            dumps = true;
+        } catch (const std::exception&) {
+        }
+        if (dumps)
+            QTimer::singleShot(0, this, [this, dir] {
+                importFlightRecorder(dir, importTarget(dir, QStringLiteral("flight")), false);
+            });
+        else
+            QTimer::singleShot(0, this, [this, dir] { importMsprobe(dir, importTarget(dir)); });
     }
 }
 
-QString MainWindow::importTarget(const QString& monitorDir) const {
+QString MainWindow::importTarget(const QString& monitorDir, const QString& suffix) const {
     QFileInfo info(QDir::cleanPath(monitorDir));
     // monitor_output/ (V1) and monitor_v2_out/ (V2's documented default) say nothing: the job's folder above
     // them names the run.
@@ -493,11 +533,11 @@ QString MainWindow::importTarget(const QString& monitorDir) const {
                          info.fileName() == QStringLiteral("monitor_v2_out");
     QString name = generic ? QFileInfo(info.absolutePath()).fileName() : info.fileName();
     if (name.isEmpty())
-        name = QStringLiteral("msprobe");
+        name = suffix;
     const QDir runs(m_runsDir);
-    QString path = runs.filePath(name + QStringLiteral("-msprobe.h5"));
+    QString path = runs.filePath(QStringLiteral("%1-%2.h5").arg(name, suffix));
     for (int i = 2; QFileInfo::exists(path); ++i)
-        path = runs.filePath(QStringLiteral("%1-msprobe-%2.h5").arg(name).arg(i));
+        path = runs.filePath(QStringLiteral("%1-%2-%3.h5").arg(name, suffix).arg(i));
     return path;
 }
 
@@ -517,52 +557,109 @@ void MainWindow::importMsprobeDialog() {
         importMsprobe(dir, out);
 }
 
-bool MainWindow::importMsprobe(const QString& monitorDir, const QString& out) {
-    if (m_train->isRunning()) {
-        showError(tr("A run is in progress"), tr("Stop the current run before importing another."));
-        return false;
-    }
-    QDir().mkpath(QFileInfo(out).absolutePath());
-    QProgressDialog progress(tr("Importing %1…").arg(QDir::toNativeSeparators(monitorDir)), QString(), 0, 100,
-                             this);
+QString MainWindow::runImport(const QString& what,
+                              const std::function<void(const std::function<void(int)>&)>& work) {
+    QProgressDialog progress(tr("Importing %1…").arg(what), QString(), 0, 100, this);
     progress.setCancelButton(nullptr); // written whole under a temporary name or not at all
     progress.setWindowModality(Qt::WindowModal);
     progress.setMinimumDuration(300);
     QPointer<QProgressDialog> dialog(&progress);
-    // The notes (dp_group, no fingerprints) reach the user through the Findings panel's list of checks that
-    // could not run; here only the error matters.
-    struct Outcome {
-        QString error;
-    };
-    QFutureWatcher<Outcome> watcher;
+    QFutureWatcher<QString> watcher;
     QEventLoop loop;
-    connect(&watcher, &QFutureWatcher<Outcome>::finished, &loop, &QEventLoop::quit);
-    // The caller's dialog says "replace?" (or the target is new): the import may overwrite.
-    watcher.setFuture(QtConcurrent::run([dir = monitorDir.toStdString(), path = out.toStdString(), dialog] {
-        Outcome o;
+    connect(&watcher, &QFutureWatcher<QString>::finished, &loop, &QEventLoop::quit);
+    watcher.setFuture(QtConcurrent::run([work, dialog] {
         try {
-            rs::importMsprobe(dir, path, /*overwrite=*/true, [dialog](int percent) {
+            work([dialog](int percent) {
                 QMetaObject::invokeMethod(dialog, [dialog, percent] {
                     if (dialog)
                         dialog->setValue(percent);
                 });
             });
         } catch (const std::exception& e) {
-            o.error = QString::fromStdString(e.what());
+            return QString::fromStdString(e.what());
         }
-        return o;
+        return QString();
     }));
     if (!watcher.isFinished())
         loop.exec();
-    const Outcome o = watcher.result();
     progress.close();
-    if (!o.error.isEmpty()) {
-        showError(tr("The msprobe folder could not be imported"), o.error);
+    return watcher.result();
+}
+
+bool MainWindow::importMsprobe(const QString& monitorDir, const QString& out) {
+    if (m_train->isRunning()) {
+        showError(tr("A run is in progress"), tr("Stop the current run before importing another."));
+        return false;
+    }
+    QDir().mkpath(QFileInfo(out).absolutePath());
+    // The notes (dp_group, no fingerprints) reach the user through the Findings panel's list of checks that
+    // could not run; here only the error matters. The caller's dialog said "replace?" (or the target is new).
+    const QString error =
+        runImport(QDir::toNativeSeparators(monitorDir),
+                  [dir = monitorDir.toStdString(), path = out.toStdString()](const auto& progress) {
+                      rs::importMsprobe(dir, path, /*overwrite=*/true, progress);
+                  });
+    if (!error.isEmpty()) {
+        showError(tr("The msprobe folder could not be imported"), error);
         return false;
     }
     openRun(out);
     statusBar()->showMessage(
         tr("Imported %1 into %2").arg(QDir::toNativeSeparators(monitorDir), QDir::toNativeSeparators(out)),
+        10000);
+    return true;
+}
+
+void MainWindow::importFlightRecorderDialog() {
+    QSettings s;
+    const QString dir = QFileDialog::getExistingDirectory(
+        this, tr("Import Flight Recorder Dumps (the folder holding <prefix><rank> files)"),
+        s.value(QStringLiteral("lastFlightDir"), QDir::homePath()).toString());
+    if (dir.isEmpty())
+        return;
+    s.setValue(QStringLiteral("lastFlightDir"), dir);
+    bool join = false;
+    if (m_model->hasRun() && m_model->meta().recorded(runschema::kStepColumns[runschema::kEndNs].path) &&
+        m_model->stepCount() > 0)
+        join = QMessageBox::question(this, tr("Join with the Open Run?"),
+                                     tr("Place the collectives in the steps of %1? Choose Yes when the dumps "
+                                        "come from the job that recorded it.")
+                                         .arg(m_model->runName())) == QMessageBox::Yes;
+    const QString out = QFileDialog::getSaveFileName(this, tr("Save the Imported Run As"),
+                                                     importTarget(dir, QStringLiteral("flight")),
+                                                     tr("RankSight runs (*.h5)"));
+    if (!out.isEmpty())
+        importFlightRecorder(dir, out, join);
+}
+
+bool MainWindow::importFlightRecorder(const QString& dumpDir, const QString& out, bool joinOpenRun) {
+    if (m_train->isRunning()) {
+        showError(tr("A run is in progress"), tr("Stop the current run before importing another."));
+        return false;
+    }
+    QDir().mkpath(QFileInfo(out).absolutePath());
+    const std::string joinPath =
+        joinOpenRun && m_model->hasRun() ? m_model->path().toStdString() : std::string();
+    const QString error =
+        runImport(QDir::toNativeSeparators(dumpDir),
+                  [dir = dumpDir.toStdString(), path = out.toStdString(), joinPath](const auto& progress) {
+                      std::unique_ptr<RunReader> run;
+                      FlightImportOptions o;
+                      o.overwrite = true;
+                      o.progress = progress;
+                      if (!joinPath.empty()) {
+                          run = openRunFile(joinPath);
+                          o.run = run.get();
+                      }
+                      rs::importFlightRecorder(dir, path, o);
+                  });
+    if (!error.isEmpty()) {
+        showError(tr("The flight-recorder dumps could not be imported"), error);
+        return false;
+    }
+    openRun(out);
+    statusBar()->showMessage(
+        tr("Imported %1 into %2").arg(QDir::toNativeSeparators(dumpDir), QDir::toNativeSeparators(out)),
         10000);
     return true;
 }

@@ -25,6 +25,8 @@ class ReplayControl;
 class CardsPanel;
 class EventLogPanel;
 class FindingsPanel;
+class CollectivesPanel;
+class TensorsPanel;
 struct Finding;
 class ChartWidget;
 class LossChart;
@@ -44,6 +46,8 @@ public:
     TrainController* trainController() const { return m_train; }
     RunPanel* runPanel() const { return m_runPanel; }
     FindingsPanel* findingsPanel() const { return m_findings; }
+    CollectivesPanel* collectivesPanel() const { return m_collectives; }
+    TensorsPanel* tensorsPanel() const { return m_tensors; }
     QList<ChartWidget*> charts() const;
     // The message of the last error shown (a dialog the user dismisses; the window stays usable).
     QString lastError() const { return m_lastError; }
@@ -55,13 +59,17 @@ public:
 
     // Where an imported msprobe folder's run file goes by default: the runs folder, named after the job's
     // folder, never over an existing file.
-    QString importTarget(const QString& monitorDir) const;
+    QString importTarget(const QString& monitorDir, const QString& suffix = QStringLiteral("msprobe")) const;
 
 public slots:
     void openRun(const QString& path);
     // Imports an msprobe monitor folder into `out` (in a worker, with a progress dialog) and opens it; false
     // and an error dialog naming the file and line if the tree is broken (nothing written then).
     bool importMsprobe(const QString& monitorDir, const QString& out);
+    // Imports a hung job's flight-recorder dumps (a folder of <prefix><rank> files) into `out`, placed in the
+    // steps of the open run when it is a recorded run with step times and the user agrees (join), and opens
+    // it; false and an error dialog naming the file and key if a dump is broken or refused.
+    bool importFlightRecorder(const QString& dumpDir, const QString& out, bool joinOpenRun);
     bool startRun(const TrainConfig& config); // false and an error dialog if it cannot start
     void startFromPanel();
     void stopRun();
@@ -85,6 +93,9 @@ private:
     void showError(const QString& title, const QString& message);
     void openFileDialog();
     void importMsprobeDialog();
+    void importFlightRecorderDialog();
+    // Runs an import in a worker with a progress dialog; "" or the error's message.
+    QString runImport(const QString& what, const std::function<void(const std::function<void(int)>&)>& work);
     void exportChartDialog(ChartWidget* chart);
     void exportReportDialog();
     void showFinding(const Finding& finding);
@@ -99,6 +110,8 @@ private:
     CardsPanel* m_cards = nullptr;
     EventLogPanel* m_events = nullptr;
     FindingsPanel* m_findings = nullptr;
+    CollectivesPanel* m_collectives = nullptr;
+    TensorsPanel* m_tensors = nullptr;
     LossChart* m_loss = nullptr;
     OverflowTimeline* m_overflow = nullptr;
     RankHeatmap* m_rankHeatmap = nullptr;

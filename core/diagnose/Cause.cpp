@@ -129,6 +129,17 @@ constexpr CauseInfo kCauses[] = {
      "(num_parallel_workers), thermal or power throttling, HBM pressure; the MindSpore profiler per rank "
      "(PyTorch: torch.profiler) shows where its time goes.",
      nullptr, {}, 0},
+    {CollectiveMismatch, "collective-mismatch", "parallel", "ranks stopped at different collectives",
+     kNoMetric, false, nullptr, FaultArgs::None,
+     "Find why rank {rank} took another path at step {step}: every rank must issue the same collectives in the "
+     "same order with the same sizes. A rank that never arrived is stuck before it (its own log and `py-spy dump "
+     "--pid` of its process show where: a data loader that ran out on an uneven shard, an exception, a "
+     "collective inside `if rank == 0`); a size or dtype mismatch means the ranks' models or tensors differ "
+     "there (unused parameters, a conditional branch, mixed precision on one rank).",
+     "Make every rank issue the same collectives in the same order with the same sizes: read the log and a "
+     "`py-spy dump` of each rank that did not arrive (an uneven data shard, an exception, a collective inside "
+     "`if rank == 0`), and look for a conditional branch or unused parameters where sizes differ.",
+     {}, 0},
 };
 // clang-format on
 static_assert(std::size(kCauses) == kCauseCount);

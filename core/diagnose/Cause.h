@@ -34,8 +34,9 @@ enum class Cause : uint8_t {
     OptimizerMismatch,
     GradSum,
     Straggler,
+    CollectiveMismatch,
 };
-inline constexpr size_t kCauseCount = 17;
+inline constexpr size_t kCauseCount = 18;
 
 // What the fault lab's spec for a cause accepts after its name.
 enum class FaultArgs : uint8_t {
@@ -56,7 +57,9 @@ struct CauseInfo {
     // show the finding's first parameter rather than all of them.
     std::optional<view::RankMetric> metric;
     bool showsParameter;
-    const char* reproduce; // the fault-lab spec that reproduces it on a small run
+    // The fault-lab spec that reproduces it on a small run; null for a cause named only from records the
+    // lab does not make (collective-mismatch: imported flight-recorder dumps).
+    const char* reproduce;
     FaultArgs faultArgs;
     // The fix, a fmt template over {rank}, {step} and {param}; fixUnlocated when the evidence names no rank.
     const char* fix;

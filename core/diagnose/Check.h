@@ -66,6 +66,7 @@ public:
     virtual void addParamStep(const StepRecord&) {}
     virtual void addWeights(const WeightRecord&) {}
     virtual void addEvent(const Event&) {}
+    virtual void addCollective(const Collective&) {}
     // The figures it compares with thresholds, one line each (diagnose --verbose); "" for none.
     virtual std::string figures() const { return {}; }
 };

@@ -101,6 +101,11 @@ void Diagnoser::addEvents(const std::vector<Event>& events) {
         m_d->each([&](Accumulator& a) { a.addEvent(e); });
 }
 
+void Diagnoser::addCollectives(const std::vector<Collective>& collectives) {
+    for (const auto& c : collectives)
+        m_d->each([&](Accumulator& a) { a.addCollective(c); });
+}
+
 std::vector<Finding> Diagnoser::findings() const {
     std::vector<Finding> out;
     for (const auto& [cause, check] : m_d->checks)
@@ -144,6 +149,11 @@ void diagnoseMore(const RunReader& reader, Diagnoser& d, DiagnosisCursor& at,
         const int64_t end = std::min(rows, at.events + 4 * kChunk);
         d.addEvents(reader.readEvents(at.events, end));
         at.events = end;
+    }
+    for (const int64_t rows = reader.collectiveCount(); at.collectives < rows;) {
+        const int64_t end = std::min(rows, at.collectives + 16 * kChunk);
+        d.addCollectives(reader.readCollectives(at.collectives, end));
+        at.collectives = end;
     }
     const int64_t first = at.steps, steps = reader.stepCount();
     while (at.steps < steps) {

@@ -32,6 +32,7 @@ public:
     void addSteps(const std::vector<StepRecord>& steps);
     void addWeights(const std::vector<WeightRecord>& weights);
     void addEvents(const std::vector<Event>& events);
+    void addCollectives(const std::vector<Collective>& collectives); // imported flight-recorder dumps
 
     int64_t stepsSeen() const;
     // The findings so far, highest confidence first. Cheap: a pass over the summaries.
@@ -50,7 +51,7 @@ private:
 
 // How far a Diagnoser has read a run file, table by table.
 struct DiagnosisCursor {
-    int64_t steps = 0, weights = 0, events = 0;
+    int64_t steps = 0, weights = 0, events = 0, collectives = 0;
 };
 
 // Feeds `d` the rows `reader` has beyond `at` (chunk by chunk, advancing `at` after each, so a cancel thrown

@@ -41,9 +41,14 @@ FaultSpec parseFault(const std::string& text) {
     if (!cause) {
         std::string known;
         for (const CauseInfo& c : causes())
-            known += (known.empty() ? "" : ", ") + std::string(c.key);
+            if (c.reproduce)
+                known += (known.empty() ? "" : ", ") + std::string(c.key);
         throw ConfigError(fmt::format("fault '{}': unknown fault '{}' (known: {})", text, f.name, known));
     }
+    if (!cause->reproduce)
+        throw ConfigError(fmt::format("fault '{}': {} is named from records the lab does not make (imported "
+                                      "flight-recorder dumps); it has no fault to inject",
+                                      text, f.name));
     f.cause = cause->id;
     const FaultArgs args = cause->faultArgs;
     if (at != std::string::npos) {

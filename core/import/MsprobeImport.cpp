@@ -4,6 +4,7 @@
 #include "import/MsprobeImport.h"
 
 #include "import/MsprobeAnomalies.h"
+#include "import/MsprobeDumpImport.h"
 #include "import/MsprobeLayout.h"
 #include "import/MsprobeTree.h"
 #include "store/RunSchema.h"
@@ -110,6 +111,7 @@ std::vector<std::string> msprobeNeverRecorded() {
             "/grads/underflow_count",
             "/grads/sketch",
             "/grads/synced_fp",
+            "/steps/end_ns",
             "/weights/fp",
             "/weights/buffer_fp",
             "/weights/buffer_drift",
@@ -122,6 +124,8 @@ std::vector<std::string> msprobeNeverRecorded() {
 
 MsprobeImportResult importMsprobe(const std::string& dir, const std::string& out, bool overwrite,
                                   const std::function<void(int)>& progress) {
+    if (isMsprobeDumpTree(dir))
+        return importMsprobeDump(dir, out, overwrite, progress);
     std::error_code ec;
     if (!overwrite && fs::exists(out, ec))
         throw ImportError(fmt::format("{}: the file already exists (--force replaces it)", out));

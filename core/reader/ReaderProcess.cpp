@@ -369,6 +369,14 @@ int64_t ProcessRunReader::flightDumpCount() const {
     std::lock_guard lock(m_mutex);
     return m_state.dumps;
 }
+int64_t ProcessRunReader::collectiveCount() const {
+    std::lock_guard lock(m_mutex);
+    return m_state.collectives;
+}
+int64_t ProcessRunReader::tensorStatCount() const {
+    std::lock_guard lock(m_mutex);
+    return m_state.tensorStats;
+}
 
 bool ProcessRunReader::refresh() {
     wire::State state;
@@ -401,6 +409,16 @@ std::vector<EvalRecord> ProcessRunReader::readEvals(int64_t begin, int64_t end) 
 std::vector<Event> ProcessRunReader::readEvents(int64_t begin, int64_t end) const {
     return request(wire::Op::ReadEvents, range(begin, end),
                    [](wire::Reader& in) { return wire::get<Event>(in); });
+}
+
+std::vector<Collective> ProcessRunReader::readCollectives(int64_t begin, int64_t end) const {
+    return request(wire::Op::ReadCollectives, range(begin, end),
+                   [](wire::Reader& in) { return wire::get<Collective>(in); });
+}
+
+std::vector<TensorStat> ProcessRunReader::readTensorStats(int64_t begin, int64_t end) const {
+    return request(wire::Op::ReadTensorStats, range(begin, end),
+                   [](wire::Reader& in) { return wire::get<TensorStat>(in); });
 }
 
 std::vector<int64_t> ProcessRunReader::readStepNumbers(int64_t begin, int64_t end) const {

@@ -92,7 +92,7 @@ void put(Writer& w, const State& s) {
     w.pod<uint8_t>(s.complete);
     w.str(s.stopReason);
     w.pod<int64_t>(s.totalElements);
-    for (int64_t n : {s.steps, s.weights, s.evals, s.events, s.dumps})
+    for (int64_t n : {s.steps, s.weights, s.evals, s.events, s.dumps, s.collectives, s.tensorStats})
         w.pod<int64_t>(n);
 }
 
@@ -102,7 +102,7 @@ State getState(Reader& r) {
     s.complete = r.pod<uint8_t>() != 0;
     s.stopReason = r.str();
     s.totalElements = r.pod<int64_t>();
-    for (int64_t* n : {&s.steps, &s.weights, &s.evals, &s.events, &s.dumps}) {
+    for (int64_t* n : {&s.steps, &s.weights, &s.evals, &s.events, &s.dumps, &s.collectives, &s.tensorStats}) {
         *n = r.pod<int64_t>();
         if (*n < 0)
             throw ProtocolError("a negative row count");

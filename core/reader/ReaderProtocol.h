@@ -26,6 +26,8 @@ enum class Op : uint32_t {
     ReadWeightSteps, // begin, end -> int64s
     ReadFlightDumps, // -> dumps
     ReadStepScalar,  // name, begin, end -> floats
+    ReadCollectives, // begin, end -> collectives
+    ReadTensorStats, // begin, end -> tensor statistics
 };
 
 enum class Status : uint32_t {
@@ -49,7 +51,7 @@ struct State {
     bool complete = false;
     std::string stopReason;
     int64_t totalElements = 0;
-    int64_t steps = 0, weights = 0, evals = 0, events = 0, dumps = 0;
+    int64_t steps = 0, weights = 0, evals = 0, events = 0, dumps = 0, collectives = 0, tensorStats = 0;
 };
 
 // Payloads are written and read with the record encoding's Writer and Reader; records go as RecordWire.h

@@ -81,6 +81,8 @@ wire::State stateOf(const RunReader& r) {
     s.evals = r.evalCount();
     s.events = r.eventCount();
     s.dumps = r.flightDumpCount();
+    s.collectives = r.collectiveCount();
+    s.tensorStats = r.tensorStatCount();
     return s;
 }
 
@@ -132,6 +134,16 @@ std::string handle(std::unique_ptr<Hdf5RunReader>& reader, wire::Op op, wire::Re
     case wire::Op::ReadWeightSteps: {
         const auto b = in.pod<int64_t>(), e = in.pod<int64_t>();
         out.vec(r.readWeightSteps(b, e));
+        break;
+    }
+    case wire::Op::ReadCollectives: {
+        const auto b = in.pod<int64_t>(), e = in.pod<int64_t>();
+        wire::put(out, r.readCollectives(b, e));
+        break;
+    }
+    case wire::Op::ReadTensorStats: {
+        const auto b = in.pod<int64_t>(), e = in.pod<int64_t>();
+        wire::put(out, r.readTensorStats(b, e));
         break;
     }
     case wire::Op::ReadFlightDumps:

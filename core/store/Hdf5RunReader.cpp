@@ -224,8 +224,9 @@ bool Hdf5RunReader::refresh() {
     Impl& d = *m_d;
     if (!d.swmr)
         return false;
-    const hsize_t before[] = {d.steps.rows,  d.weights.rows, d.evals.rows,
-                              d.events.rows, d.dumps.rows,   d.entries.rows};
+    std::vector<hsize_t> before;
+    for (const Impl::RTable* t : d.tables())
+        before.push_back(t->rows);
     const bool wasComplete = d.complete;
     const std::string wasReason = d.stopReason;
     // In-process writers share HDF5's caches with us, so there is nothing to refresh (and evicting their
@@ -238,10 +239,10 @@ bool Hdf5RunReader::refresh() {
     }
     d.updateExtents(refreshFirst);
     d.readStatus();
-    const hsize_t after[] = {d.steps.rows,  d.weights.rows, d.evals.rows,
-                             d.events.rows, d.dumps.rows,   d.entries.rows};
-    return !std::equal(std::begin(before), std::end(before), std::begin(after)) ||
-           wasComplete != d.complete || wasReason != d.stopReason;
+    std::vector<hsize_t> after;
+    for (const Impl::RTable* t : d.tables())
+        after.push_back(t->rows);
+    return before != after || wasComplete != d.complete || wasReason != d.stopReason;
 }
 
 int64_t Hdf5RunReader::stepCount() const {
@@ -285,6 +286,30 @@ std::vector<float> Hdf5RunReader::readStepScalar(rsc::StepCol column, int64_t be
     std::vector<float> v(size_t(end - begin) * c.rowElems);
     d.readRows(c, hsize_t(begin), hsize_t(end - begin), v.data(), H5::PredType::NATIVE_FLOAT);
     return v;
+}
+
+int64_t Hdf5RunReader::collectiveCount() const {
+    Hdf5Guard guard;
+    return int64_t(m_d->collectives.rows);
+}
+int64_t Hdf5RunReader::tensorStatCount() const {
+    Hdf5Guard guard;
+    return int64_t(m_d->tensors.rows);
+}
+
+std::vector<Collective> Hdf5RunReader::readCollectives(int64_t begin, int64_t end) const {
+    Hdf5Guard guard;
+    const Impl& d = *m_d;
+    d.checkRange("readCollectives", begin, end, d.collectives.rows);
+    return d.readRecords<Collective>(d.collectives, rsc::kCollectiveTable, hsize_t(begin),
+                                     hsize_t(end - begin));
+}
+
+std::vector<TensorStat> Hdf5RunReader::readTensorStats(int64_t begin, int64_t end) const {
+    Hdf5Guard guard;
+    const Impl& d = *m_d;
+    d.checkRange("readTensorStats", begin, end, d.tensors.rows);
+    return d.readRecords<TensorStat>(d.tensors, rsc::kTensorTable, hsize_t(begin), hsize_t(end - begin));
 }
 
 std::vector<int64_t> Hdf5RunReader::readStepNumbers(int64_t begin, int64_t end) const {

@@ -30,7 +30,11 @@ public:
     int64_t evalCount() const override;
     int64_t eventCount() const override;
     int64_t flightDumpCount() const override;
+    int64_t collectiveCount() const override;
+    int64_t tensorStatCount() const override;
+    using RunReader::readCollectives;
     using RunReader::readEvents;
+    using RunReader::readTensorStats;
     using RunReader::readWeights;
     std::vector<StepRecord> readSteps(int64_t begin, int64_t end, bool perParam = true) const override;
     std::vector<WeightRecord> readWeights(int64_t begin, int64_t end) const override;
@@ -39,6 +43,8 @@ public:
     std::vector<int64_t> readStepNumbers(int64_t begin, int64_t end) const override;
     std::vector<int64_t> readWeightSteps(int64_t begin, int64_t end) const override;
     std::vector<FlightDump> readFlightDumps() const override;
+    std::vector<Collective> readCollectives(int64_t begin, int64_t end) const override;
+    std::vector<TensorStat> readTensorStats(int64_t begin, int64_t end) const override;
     std::vector<float> readStepScalar(runschema::StepCol column, int64_t begin, int64_t end) const override;
 
     struct Impl;

@@ -7,6 +7,7 @@
 #include "store/Hdf5Types.h"
 
 #include <H5Cpp.h>
+#include <array>
 #include <fmt/format.h>
 #include <span>
 #include <string>
@@ -45,7 +46,11 @@ struct Hdf5RunReader::Impl {
     bool complete = false;
     std::string stopReason;
     h5detail::Dims dims;
-    RTable steps{'S'}, weights{'W'}, evals{'E'}, events{'N'}, dumps{'D'}, entries{'M'};
+    RTable steps{'S'}, weights{'W'}, evals{'E'}, events{'N'}, dumps{'D'}, entries{'M'}, collectives{'C'},
+        tensors{'T'};
+    std::array<RTable*, 8> tables() {
+        return {&steps, &weights, &evals, &events, &dumps, &entries, &collectives, &tensors};
+    }
     H5::DataSet statusComplete, statusReason;
 
     [[noreturn]] void fail(const std::string& what) const {

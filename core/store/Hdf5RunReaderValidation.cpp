@@ -416,6 +416,11 @@ void Hdf5RunReader::Impl::readFixed() {
 }
 
 void Hdf5RunReader::Impl::openTable(RTable& table, std::span<const rsc::Column> columns) {
+    // A file that predates a whole table (every column added later, none there) has no rows of it; that is
+    // not a column its source could not record, so it is not listed absent.
+    const bool tableLater = std::all_of(columns.begin(), columns.end(), [&](const rsc::Column& c) {
+        return c.addedLater && !linkExists(c.path);
+    });
     for (const rsc::Column& spec : columns) {
         RColumn c;
         c.spec = &spec;
@@ -423,7 +428,7 @@ void Hdf5RunReader::Impl::openTable(RTable& table, std::span<const rsc::Column> 
             c.missing = true; // the file predates the column: absent, never read, reads as zeros
             c.row = rowDims(spec.row, dims);
             c.rowElems = size_t(elementCount(c.row));
-            if (meta.recorded(spec.path))
+            if (!tableLater && meta.recorded(spec.path))
                 meta.absent.emplace_back(spec.path);
             table.cols.push_back(std::move(c));
             continue;
@@ -456,6 +461,8 @@ void Hdf5RunReader::Impl::openTables() {
     openTable(events, rsc::kEventColumns);
     openTable(dumps, rsc::kDumpColumns);
     openTable(entries, rsc::kEntryColumns);
+    openTable(collectives, rsc::kCollectiveColumns);
+    openTable(tensors, rsc::kTensorColumns);
     statusComplete = openDataset(rsc::kStatusComplete);
     checkNumeric(statusComplete, rsc::kStatusComplete, Dtype::U8);
     statusReason = openDataset(rsc::kStatusStopReason);
@@ -487,7 +494,7 @@ void Hdf5RunReader::Impl::updateExtents(bool refreshFirst) {
     const auto size = std::filesystem::file_size(path, ec);
     if (!ec)
         fileBytes = size;
-    for (RTable* t : {&steps, &weights, &evals, &events, &dumps, &entries}) {
+    for (RTable* t : tables()) {
         hsize_t rows = std::numeric_limits<hsize_t>::max();
         for (RColumn& c : t->cols) {
             if (c.missing)
@@ -528,7 +535,7 @@ void Hdf5RunReader::Impl::updateExtents(bool refreshFirst) {
             c.extent = writtenRows(c, c.claimed);
             rows = std::min(rows, c.extent);
         }
-        t->rows = rows;
+        t->rows = rows == std::numeric_limits<hsize_t>::max() ? 0 : rows; // every column missing: none
     }
 }
 

@@ -18,6 +18,12 @@ std::vector<int64_t> RunReader::readWeightSteps() const {
 std::vector<Event> RunReader::readEvents() const {
     return readEvents(0, eventCount());
 }
+std::vector<Collective> RunReader::readCollectives() const {
+    return readCollectives(0, collectiveCount());
+}
+std::vector<TensorStat> RunReader::readTensorStats() const {
+    return readTensorStats(0, tensorStatCount());
+}
 
 RunData RunReader::readAll() const {
     RunData data;
@@ -30,6 +36,8 @@ RunData RunReader::readAll() const {
     data.evals = readEvals();
     data.events = readEvents();
     data.flightDumps = readFlightDumps();
+    data.collectives = readCollectives();
+    data.tensorStats = readTensorStats();
     return data;
 }
 

@@ -30,6 +30,8 @@ struct RunData {
     std::vector<EvalRecord> evals;
     std::vector<Event> events;
     std::vector<FlightDump> flightDumps;
+    std::vector<Collective> collectives; // imported flight-recorder dumps
+    std::vector<TensorStat> tensorStats; // imported msprobe dumps
     int formatVersion = 0;
     bool complete = false;
     std::string stopReason;
@@ -57,6 +59,8 @@ public:
     virtual int64_t evalCount() const = 0;
     virtual int64_t eventCount() const = 0;
     virtual int64_t flightDumpCount() const = 0;
+    virtual int64_t collectiveCount() const = 0;
+    virtual int64_t tensorStatCount() const = 0;
 
     // Steps [begin, end). perParam=false reads only the scalar fields (step, epoch, lr and per-rank loss,
     // accuracy, loss scale, flags, times, sample fingerprint); sampleIds and per-parameter vectors stay
@@ -75,6 +79,12 @@ public:
     std::vector<int64_t> readWeightSteps() const;
     virtual std::vector<int64_t> readWeightSteps(int64_t begin, int64_t end) const = 0;
     virtual std::vector<FlightDump> readFlightDumps() const = 0;
+    std::vector<Collective> readCollectives() const;
+    virtual std::vector<Collective> readCollectives(int64_t begin,
+                                                    int64_t end) const = 0; // rows [begin, end)
+    std::vector<TensorStat> readTensorStats() const;
+    virtual std::vector<TensorStat> readTensorStats(int64_t begin,
+                                                    int64_t end) const = 0; // rows [begin, end)
 
     // One per-rank step column for steps [begin, end), row-major: (end - begin) * worldSize floats.
     // column: one of runschema::kLoss..kState (isRankScalar); any other throws RunFileError.

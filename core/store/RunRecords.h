@@ -94,6 +94,9 @@ struct StepRecord {
     int64_t step = 0;
     int64_t epoch = 0;
     float lr = 0;
+    // Wall-clock time (ns since the epoch) when the writer had the step's rows: joins records kept by other
+    // tools (a flight recorder's collectives) with the step they happened in. 0: not recorded.
+    int64_t endNs = 0;
     std::vector<RankStep> ranks; // index = rank
 };
 
@@ -172,6 +175,46 @@ struct FlightDump {
     int64_t triggerStep = 0;
     std::string reason;
     std::vector<FlightEntry> entries;
+};
+
+// One collective a rank issued, as a communication library's flight recorder kept it (PyTorch's
+// ProcessGroupNCCL, torch_npu's ProcessGroupHCCL): what an imported dump of a hung job holds
+// (core/import/FlightRecorderImport.h). Ranks are compared on these: which collective each one reached.
+enum class CollectiveState : uint8_t { Scheduled = 0, Started = 1, Completed = 2 };
+
+struct Collective {
+    int rank = 0;
+    int64_t recordId = 0;  // the recorder's ring-buffer id, increasing per rank
+    int64_t seq = 0;       // collective_seq_id (p2p_seq_id for send and recv): equal across ranks for one op
+    std::string group;     // the process group, "name (desc)" (<= 255 bytes)
+    std::string op;        // "all_reduce", "send 0->1" (the profiling name without the backend; <= 31)
+    std::string sizes;     // "in [[3, 4]] out [[3, 4]]" (<= 255)
+    std::string dtypes;    // "Float", "Half" (<= 31)
+    uint8_t state = 0;     // CollectiveState
+    uint8_t p2p = 0;       // point to point (send/recv): seq counts those alone
+    uint8_t retired = 0;   // the watchdog dropped it: completed, or retired after a timeout or abort
+    int64_t createdNs = 0; // when the rank enqueued it, ns since the epoch
+    float durationMs = 0;  // NaN: timing was off, or it did not complete
+    int64_t timeoutMs = -1;
+    std::string
+        frame; // where the job called it: the innermost frame outside torch, "train.py:88 step" (<= 255)
+    int64_t step = -1; // the training step it belongs to, when joined with a recorded run; -1 unknown
+};
+
+// One tensor's statistics as msprobe's dump tool recorded them (dump.json, task "statistics"): a module's or
+// an API's input or output, forward or backward, per step and rank. Parameters and their gradients go to the
+// step and weight tables instead; these are what those have no column for.
+struct TensorStat {
+    int rank = 0;
+    int64_t order = 0; // its position in the rank's dump of the step: execution order
+    std::string name;  // "Module.conv1.Conv2d.forward.0.output.0" (<= 255)
+    std::string dtype; // "torch.float32" (<= 31)
+    std::string shape; // "2x4x6x6", "" for 0-d (<= 255)
+    float max = 0, min = 0, mean = 0, norm = 0;
+    // Which of max, min, mean, norm the dump has (bits 0..3): msprobe writes null for empty, meta and fp8
+    // tensors, and NaN for a tensor holding NaN, so NaN alone cannot say "not recorded".
+    uint8_t recorded = 0;
+    int64_t step = 0;
 };
 
 } // namespace rs

@@ -166,6 +166,7 @@ enum StepCol : int {
     kSyncedNorm,
     kSyncedSum,
     kSyncedFp,
+    kEndNs,
     kStep, // key, last
     kStepColCount
 };
@@ -194,6 +195,7 @@ inline constexpr std::tuple kStepTable{
     col(kSyncedNorm, "/grads/synced_norm", Dtype::F32, Row::RP, &RankStep::syncedNorm),
     col(kSyncedSum, "/grads/synced_sum", Dtype::F64, Row::RP, &RankStep::syncedSum),
     col(kSyncedFp, "/grads/synced_fp", Dtype::U64, Row::RP, &RankStep::syncedFp),
+    col(kEndNs, "/steps/end_ns", Dtype::I64, Row::Scalar, &StepRecord::endNs, {.addedLater = true}),
     col(kStep, "/steps/step", Dtype::I64, Row::Scalar, &StepRecord::step),
 };
 
@@ -248,6 +250,74 @@ inline constexpr std::tuple kEntryTable{
     col(kFDump, "/flight/entries/dump", Dtype::I64, Row::Scalar, ParentRow{}),
 };
 
+// Collectives of imported flight-recorder dumps: one row per entry of a rank's dump, in the dump's order.
+// Added to format 2 later, like each of its rows: older files read as having none, and list it absent.
+enum CollectiveCol : int {
+    kCRank,
+    kCRecordId,
+    kCSeq,
+    kCGroup,
+    kCOp,
+    kCSizes,
+    kCDtypes,
+    kCState,
+    kCP2p,
+    kCRetired,
+    kCCreatedNs,
+    kCDurationMs,
+    kCTimeoutMs,
+    kCFrame,
+    kCStep,
+    kCollectiveColCount
+};
+inline constexpr ColumnOptions kLater{.addedLater = true};
+inline constexpr std::tuple kCollectiveTable{
+    col(kCRank, "/collectives/rank", Dtype::I32, Row::Scalar, &Collective::rank, kLater),
+    col(kCRecordId, "/collectives/record_id", Dtype::I64, Row::Scalar, &Collective::recordId, kLater),
+    col(kCSeq, "/collectives/seq", Dtype::I64, Row::Scalar, &Collective::seq, kLater),
+    col(kCGroup, "/collectives/group", Dtype::Str256, Row::Scalar, &Collective::group, kLater),
+    col(kCOp, "/collectives/op", Dtype::Str32, Row::Scalar, &Collective::op, kLater),
+    col(kCSizes, "/collectives/sizes", Dtype::Str256, Row::Scalar, &Collective::sizes, kLater),
+    col(kCDtypes, "/collectives/dtypes", Dtype::Str32, Row::Scalar, &Collective::dtypes, kLater),
+    col(kCState, "/collectives/state", Dtype::U8, Row::Scalar, &Collective::state, kLater),
+    col(kCP2p, "/collectives/p2p", Dtype::U8, Row::Scalar, &Collective::p2p, kLater),
+    col(kCRetired, "/collectives/retired", Dtype::U8, Row::Scalar, &Collective::retired, kLater),
+    col(kCCreatedNs, "/collectives/created_ns", Dtype::I64, Row::Scalar, &Collective::createdNs, kLater),
+    col(kCDurationMs, "/collectives/duration_ms", Dtype::F32, Row::Scalar, &Collective::durationMs, kLater),
+    col(kCTimeoutMs, "/collectives/timeout_ms", Dtype::I64, Row::Scalar, &Collective::timeoutMs, kLater),
+    col(kCFrame, "/collectives/frame", Dtype::Str256, Row::Scalar, &Collective::frame, kLater),
+    col(kCStep, "/collectives/step", Dtype::I64, Row::Scalar, &Collective::step, kLater),
+};
+
+// Tensor statistics of imported msprobe dumps: one row per tensor, step and rank, in each dump's order.
+enum TensorCol : int {
+    kTRank,
+    kTOrder,
+    kTName,
+    kTDtype,
+    kTShape,
+    kTMax,
+    kTMin,
+    kTMean,
+    kTNorm,
+    kTRecorded,
+    kTStep,
+    kTensorColCount
+};
+inline constexpr std::tuple kTensorTable{
+    col(kTRank, "/tensors/rank", Dtype::I32, Row::Scalar, &TensorStat::rank, kLater),
+    col(kTOrder, "/tensors/order", Dtype::I64, Row::Scalar, &TensorStat::order, kLater),
+    col(kTName, "/tensors/name", Dtype::Str256, Row::Scalar, &TensorStat::name, kLater),
+    col(kTDtype, "/tensors/dtype", Dtype::Str32, Row::Scalar, &TensorStat::dtype, kLater),
+    col(kTShape, "/tensors/shape", Dtype::Str256, Row::Scalar, &TensorStat::shape, kLater),
+    col(kTMax, "/tensors/max", Dtype::F32, Row::Scalar, &TensorStat::max, kLater),
+    col(kTMin, "/tensors/min", Dtype::F32, Row::Scalar, &TensorStat::min, kLater),
+    col(kTMean, "/tensors/mean", Dtype::F32, Row::Scalar, &TensorStat::mean, kLater),
+    col(kTNorm, "/tensors/norm", Dtype::F32, Row::Scalar, &TensorStat::norm, kLater),
+    col(kTRecorded, "/tensors/recorded", Dtype::U8, Row::Scalar, &TensorStat::recorded, kLater),
+    col(kTStep, "/tensors/step", Dtype::I64, Row::Scalar, &TensorStat::step, kLater),
+};
+
 // Each record type, the table its columns are in, and what else crosses the wire with it (RecordWire.h: the
 // reader process's answers, the node exchange) that the file does not hold as a column of its own.
 template <class Record> struct RecordTable {}; // no table: not a record of the run file
@@ -278,6 +348,14 @@ template <> struct RecordTable<FlightDump> {
 };
 template <> struct RecordTable<FlightEntry> {
     static constexpr const auto& columns = kEntryTable;
+    static constexpr std::tuple<> extras{};
+};
+template <> struct RecordTable<Collective> {
+    static constexpr const auto& columns = kCollectiveTable;
+    static constexpr std::tuple<> extras{};
+};
+template <> struct RecordTable<TensorStat> {
+    static constexpr const auto& columns = kTensorTable;
     static constexpr std::tuple<> extras{};
 };
 
@@ -399,6 +477,8 @@ static_assert(validTable<EvalRecord>(kEvalTable));
 static_assert(validTable<Event>(kEventTable));
 static_assert(validTable<FlightDump>(kDumpTable));
 static_assert(validTable<FlightEntry>(kEntryTable));
+static_assert(validTable<Collective>(kCollectiveTable));
+static_assert(validTable<TensorStat>(kTensorTable));
 
 // The tables' layouts alone, indexed by their enums (kStepColumns[kLoss].path): for code that needs no
 // record (the reader's validation, the absent list, diagnosis, the fuzzer).
@@ -412,9 +492,12 @@ inline constexpr auto kEvalColumns = layoutsOf(kEvalTable);
 inline constexpr auto kEventColumns = layoutsOf(kEventTable);
 inline constexpr auto kDumpColumns = layoutsOf(kDumpTable);
 inline constexpr auto kEntryColumns = layoutsOf(kEntryTable);
+inline constexpr auto kCollectiveColumns = layoutsOf(kCollectiveTable);
+inline constexpr auto kTensorColumns = layoutsOf(kTensorTable);
 static_assert(kStepColumns.size() == kStepColCount && kWeightColumns.size() == kWeightColCount &&
               kEvalColumns.size() == kEvalColCount && kEventColumns.size() == kEventColCount &&
-              kDumpColumns.size() == kDumpColCount && kEntryColumns.size() == kEntryColCount);
+              kDumpColumns.size() == kDumpColCount && kEntryColumns.size() == kEntryColCount &&
+              kCollectiveColumns.size() == kCollectiveColCount && kTensorColumns.size() == kTensorColCount);
 
 // The record member a column holds, as messages name it: the dataset's name in camelCase, which is how
 // RunRecords.h spells its fields ("/grads/synced_fp" -> "syncedFp").
@@ -475,9 +558,9 @@ inline std::vector<std::string> splitAbsent(std::string_view list) {
 }
 
 // Groups, in creation order.
-inline constexpr const char* kGroups[] = {"/params", "/cards",        "/status",        "/steps",
-                                          "/grads",  "/weights",      "/eval",          "/events",
-                                          "/flight", "/flight/dumps", "/flight/entries"};
+inline constexpr const char* kGroups[] = {
+    "/params", "/cards",  "/status",       "/steps",          "/grads",       "/weights", "/eval",
+    "/events", "/flight", "/flight/dumps", "/flight/entries", "/collectives", "/tensors"};
 
 // Sanity limits a reader enforces before allocating anything a file claims.
 inline constexpr int64_t kMaxWorldSize = 1 << 16;

@@ -53,9 +53,14 @@ std::string runSchemaJson() {
                            {"event_message", rsc::kEventMessageLen},
                            {"reason", rsc::kReasonLen}};
     j["groups"] = rsc::kGroups;
-    j["tables"] = {{"steps", table(rsc::kStepColumns)}, {"weights", table(rsc::kWeightColumns)},
-                   {"eval", table(rsc::kEvalColumns)},  {"events", table(rsc::kEventColumns)},
-                   {"dumps", table(rsc::kDumpColumns)}, {"entries", table(rsc::kEntryColumns)}};
+    j["tables"] = {{"steps", table(rsc::kStepColumns)},
+                   {"weights", table(rsc::kWeightColumns)},
+                   {"eval", table(rsc::kEvalColumns)},
+                   {"events", table(rsc::kEventColumns)},
+                   {"dumps", table(rsc::kDumpColumns)},
+                   {"entries", table(rsc::kEntryColumns)},
+                   {"collectives", table(rsc::kCollectiveColumns)},
+                   {"tensors", table(rsc::kTensorColumns)}};
     return j.dump(2);
 }
 

@@ -86,6 +86,27 @@ void copyFlightDumps(const RunReader& in, RunWriter& out, int64_t first, int64_t
             out.appendFlightDump(d);
 }
 
+// Collectives of an imported flight-recorder dump are not tied to a step unless joined with a run (step -1):
+// a slice keeps those, and the ones of its steps.
+void copyCollectives(const RunReader& in, RunWriter& out, int64_t first, int64_t last) {
+    const int64_t n = in.collectiveCount();
+    for (int64_t b = 0; b < n; b += kEventChunk) {
+        std::vector<Collective> rows = in.readCollectives(b, std::min(n, b + kEventChunk));
+        std::erase_if(rows,
+                      [&](const Collective& c) { return c.step >= 0 && (c.step < first || c.step > last); });
+        out.appendCollectives(rows);
+    }
+}
+
+void copyTensorStats(const RunReader& in, RunWriter& out, int64_t first, int64_t last) {
+    const int64_t n = in.tensorStatCount();
+    for (int64_t b = 0; b < n; b += kEventChunk) {
+        std::vector<TensorStat> rows = in.readTensorStats(b, std::min(n, b + kEventChunk));
+        std::erase_if(rows, [&](const TensorStat& t) { return t.step < first || t.step > last; });
+        out.appendTensorStats(rows);
+    }
+}
+
 bool sameFile(const std::string& a, const std::string& b) {
     std::error_code ec;
     return std::filesystem::equivalent(a, b, ec) && !ec;
@@ -106,11 +127,7 @@ void sliceRun(const RunReader& source, const std::string& dst, int64_t firstStep
     const RunReader* in = &source;
     auto out = RunWriter::create(dst, in->meta(), overwrite);
     try {
-        copySteps(*in, *out, firstStep, lastStep);
-        copyWeights(*in, *out, firstStep, lastStep);
-        copyEvals(*in, *out, firstStep, lastStep);
-        copyEvents(*in, *out, firstStep, lastStep);
-        copyFlightDumps(*in, *out, firstStep, lastStep);
+        copyRunRows(*in, *out, firstStep, lastStep);
         out->close(in->complete() ? in->stopReason() : "incomplete: " + in->stopReason());
     } catch (...) {
         // A half-copied slice would look like a valid, killed run: remove it rather than leave it around.
@@ -119,6 +136,16 @@ void sliceRun(const RunReader& source, const std::string& dst, int64_t firstStep
         std::filesystem::remove(dst, ec);
         throw;
     }
+}
+
+void copyRunRows(const RunReader& in, RunWriter& out, int64_t firstStep, int64_t lastStep) {
+    copySteps(in, out, firstStep, lastStep);
+    copyWeights(in, out, firstStep, lastStep);
+    copyEvals(in, out, firstStep, lastStep);
+    copyEvents(in, out, firstStep, lastStep);
+    copyFlightDumps(in, out, firstStep, lastStep);
+    copyCollectives(in, out, firstStep, lastStep);
+    copyTensorStats(in, out, firstStep, lastStep);
 }
 
 int64_t firstAnomalyStep(const std::vector<Event>& events) {

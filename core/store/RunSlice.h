@@ -12,6 +12,7 @@
 namespace rs {
 
 class RunReader;
+class RunWriter;
 
 // Writes dst as a run file with src's meta (plannedSteps unchanged) holding the step rows whose step number
 // is in [firstStep, lastStep], with every per-parameter column, and the weight rows, evaluations, events and
@@ -24,6 +25,10 @@ class RunReader;
 // removed) and std::invalid_argument (firstStep > lastStep, dst is src).
 void sliceRun(const RunReader& src, const std::string& dst, int64_t firstStep, int64_t lastStep,
               bool overwrite = false);
+
+// sliceRun's copy alone, into a writer the caller made (with src's meta, or one that keeps its dims) and
+// closes: for writers that add rows of their own (an import joined with a recorded run).
+void copyRunRows(const RunReader& src, RunWriter& dst, int64_t firstStep, int64_t lastStep);
 
 // The smallest step of an event that marks an anomaly: severity Warning or Error, or one of the codes
 // GRADIENT_SYNC, WEIGHT_SYNC, SKIP_MISMATCH, NONFINITE_LOSS, LOSS_FLUCTUATION, TIMEOUT (whatever severity

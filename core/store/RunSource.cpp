@@ -12,11 +12,18 @@ namespace rs {
 namespace {
 
 // A string field of the environment JSON; empty when the JSON or the field is missing.
-std::string environmentField(const RunMeta& meta, const char* key) {
-    const auto env = nlohmann::json::parse(meta.environment, nullptr, false);
-    if (!env.is_object() || !env.contains(key) || !env[key].is_string())
+// A string field of one of the meta's JSON records; "" if it has none.
+std::string jsonField(const std::string& json, const char* key) {
+    const auto doc = nlohmann::json::parse(json, nullptr, false);
+    if (!doc.is_object() || !doc.contains(key) || !doc[key].is_string())
         return {};
-    return env[key].get<std::string>();
+    return doc[key].get<std::string>();
+}
+std::string environmentField(const RunMeta& meta, const char* key) {
+    return jsonField(meta.environment, key);
+}
+std::string configField(const RunMeta& meta, const char* key) {
+    return jsonField(meta.configJson, key);
 }
 
 std::string plural(int n, const char* one, const char* many) {
@@ -37,6 +44,8 @@ SourceKind sourceKind(const RunMeta& meta) {
         return SourceKind::PytorchDdp;
     if (meta.source == "msprobe")
         return SourceKind::Msprobe;
+    if (meta.source == "flight-recorder")
+        return SourceKind::FlightRecorder;
     return SourceKind::Other;
 }
 
@@ -85,7 +94,14 @@ std::string describeRun(const RunMeta& meta) {
         return text;
     }
     case SourceKind::Msprobe:
-        return "an msprobe Monitor tree: " + plural(R, "rank", "ranks");
+        return (configField(meta, "layout") == "dump" ? "an msprobe dump: " : "an msprobe Monitor tree: ") +
+               plural(R, "rank", "ranks");
+    case SourceKind::FlightRecorder: {
+        std::string text = "flight-recorder dumps of a PyTorch job: " + plural(R, "rank", "ranks");
+        if (const std::string backend = environmentField(meta, "backend"); !backend.empty())
+            text += " (" + backend + ")";
+        return text;
+    }
     case SourceKind::Other:
         break;
     }

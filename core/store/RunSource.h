@@ -13,7 +13,7 @@ namespace rs {
 
 inline constexpr const char* kNotRecorded = "not recorded";
 
-enum class SourceKind { Engine, PytorchDdp, Msprobe, Other };
+enum class SourceKind { Engine, PytorchDdp, Msprobe, FlightRecorder, Other };
 SourceKind sourceKind(const RunMeta& meta);
 
 // "4 emulated Ascend 910 cards on 2 servers", "a PyTorch DDP job: 4 processes (gloo) on host h",

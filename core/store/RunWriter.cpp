@@ -95,8 +95,10 @@ struct RunWriter::Impl {
     RunMeta meta;
     Dims dims;
     H5::H5File file;
-    WTable steps, weights, evals, events, dumps, entries;
-    std::array<WTable*, 6> tables() { return {&steps, &weights, &evals, &events, &dumps, &entries}; }
+    WTable steps, weights, evals, events, dumps, entries, collectives, tensors;
+    std::array<WTable*, 8> tables() {
+        return {&steps, &weights, &evals, &events, &dumps, &entries, &collectives, &tensors};
+    }
     H5::DataSet statusComplete, statusReason;
     int64_t stepsWritten = 0;
     bool open = false;
@@ -624,6 +626,8 @@ std::unique_ptr<RunWriter> RunWriter::create(const std::string& path, const RunM
         d->createTable(d->events, rsc::kEventColumns);
         d->createTable(d->dumps, rsc::kDumpColumns);
         d->createTable(d->entries, rsc::kEntryColumns);
+        d->createTable(d->collectives, rsc::kCollectiveColumns);
+        d->createTable(d->tensors, rsc::kTensorColumns);
         d->open = true;
         d->closeReserve = SpaceReserve(dir.string(), kCloseReserveBytes);
         d->writeStatus(false, "running");
@@ -699,6 +703,22 @@ void RunWriter::appendFlightDump(const FlightDump& dump) {
     const Origin at{"appendFlightDump", dump.triggerStep, "entry"};
     d.append(d.entries, rsc::kEntryTable, std::span(dump.entries), at, int64_t(d.dumps.rows));
     d.append(d.dumps, rsc::kDumpTable, std::span(&dump, 1), at);
+}
+
+void RunWriter::appendCollectives(std::span<const Collective> rows) {
+    Hdf5Guard guard;
+    Impl& d = *m_d;
+    d.requireOpen("appendCollectives");
+    if (!rows.empty())
+        d.append(d.collectives, rsc::kCollectiveTable, rows, {"appendCollectives", rows.front().step});
+}
+
+void RunWriter::appendTensorStats(std::span<const TensorStat> rows) {
+    Hdf5Guard guard;
+    Impl& d = *m_d;
+    d.requireOpen("appendTensorStats");
+    if (!rows.empty())
+        d.append(d.tensors, rsc::kTensorTable, rows, {"appendTensorStats", rows.front().step});
 }
 
 void RunWriter::flush() {

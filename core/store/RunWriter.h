@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 namespace rs {
@@ -33,7 +34,10 @@ public:
     void appendWeights(const WeightRecord& record);
     void appendEval(const EvalRecord& record);
     void appendEvent(const Event& event);
-    void appendFlightDump(const FlightDump& dump); // entries' data must have totalElements(params) floats
+    void appendFlightDump(const FlightDump& dump);
+    void appendCollectives(std::span<const Collective> rows); // imported flight-recorder dumps
+    void appendTensorStats(std::span<const TensorStat> rows); // imported msprobe dumps // entries' data must
+                                                              // have totalElements(params) floats
     void flush();
     // Writes complete=1 and the stop reason, and closes. Further appends throw.
     void close(const std::string& stopReason = "completed");

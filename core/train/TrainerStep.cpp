@@ -7,6 +7,7 @@
 #include "train/TrainerImpl.h"
 #include "util/HalfConvert.h"
 
+#include <chrono>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -396,6 +397,14 @@ void Trainer::Impl::shareDigest(Card& card, StepWork& w) {
     w.anomaly = !w.reason.empty();
 }
 
+namespace {
+int64_t wallClockNs() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+} // namespace
+
 // The card's row of this step goes to the writer: gathered in this process, exchanged across nodes.
 void Trainer::Impl::submitStep(Card& card, StepWork& w) {
     const float lr = learningRate(w.step);
@@ -411,6 +420,7 @@ void Trainer::Impl::submitStep(Card& card, StepWork& w) {
             rec.step = w.step;
             rec.epoch = w.epoch;
             rec.lr = lr;
+            rec.endNs = wallClockNs();
             for (auto& x : all)
                 rec.ranks.push_back(std::move(x.ranks[0]));
             push(std::move(rec));
@@ -420,6 +430,7 @@ void Trainer::Impl::submitStep(Card& card, StepWork& w) {
             rec.step = w.step;
             rec.epoch = w.epoch;
             rec.lr = lr;
+            rec.endNs = std::max(rec.endNs, wallClockNs()); // the last card's
             rec.ranks.resize(static_cast<size_t>(cfg.ranks));
             rec.ranks[static_cast<size_t>(card.rank)] = std::move(w.rs);
         });

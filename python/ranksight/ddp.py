@@ -397,7 +397,7 @@ class Recorder:
         synced_fp = np.stack([u64(i[3:3 + P]) for i in ints])
         step = self.steps
         self.writer.append_step(dict(
-            step=step, epoch=epoch, lr=lr if lr is not None else float("nan"),
+            step=step, epoch=epoch, lr=lr if lr is not None else float("nan"), end_ns=time.time_ns(),
             loss=[r[0] for r in rows], accuracy=[r[1] for r in rows], loss_scale=[r[2] for r in rows],
             step_ms=[r[3] for r in rows], compute_ms=[r[4] for r in rows], comm_ms=[r[5] for r in rows],
             skipped=[i[1] for i in ints], sample_fp=[u64(i[0]) for i in ints], buffer_fp=[u64(i[2]) for i in ints],

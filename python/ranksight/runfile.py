@@ -70,6 +70,7 @@ STEP_COLUMNS = [
     ("/grads/synced_norm", "f32", RP, True),
     ("/grads/synced_sum", "f64", RP, True),
     ("/grads/synced_fp", "u64", RP, True),
+    ("/steps/end_ns", "i64", SCALAR, True),
     ("/steps/step", "i64", SCALAR, True),
 ]
 WEIGHT_COLUMNS = [
@@ -104,10 +105,41 @@ ENTRY_COLUMNS = [
     ("/flight/entries/kind", "u8", SCALAR, True),
     ("/flight/entries/dump", "i64", SCALAR, True),
 ]
+# Imported flight-recorder dumps and msprobe dumps: one row per collective / tensor statistic.
+COLLECTIVE_COLUMNS = [
+    ("/collectives/rank", "i32", SCALAR, True),
+    ("/collectives/record_id", "i64", SCALAR, True),
+    ("/collectives/seq", "i64", SCALAR, True),
+    ("/collectives/group", "s256", SCALAR, True),
+    ("/collectives/op", "s32", SCALAR, True),
+    ("/collectives/sizes", "s256", SCALAR, True),
+    ("/collectives/dtypes", "s32", SCALAR, True),
+    ("/collectives/state", "u8", SCALAR, True),
+    ("/collectives/p2p", "u8", SCALAR, True),
+    ("/collectives/retired", "u8", SCALAR, True),
+    ("/collectives/created_ns", "i64", SCALAR, True),
+    ("/collectives/duration_ms", "f32", SCALAR, True),
+    ("/collectives/timeout_ms", "i64", SCALAR, True),
+    ("/collectives/frame", "s256", SCALAR, True),
+    ("/collectives/step", "i64", SCALAR, True),
+]
+TENSOR_COLUMNS = [
+    ("/tensors/rank", "i32", SCALAR, True),
+    ("/tensors/order", "i64", SCALAR, True),
+    ("/tensors/name", "s256", SCALAR, True),
+    ("/tensors/dtype", "s32", SCALAR, True),
+    ("/tensors/shape", "s256", SCALAR, True),
+    ("/tensors/max", "f32", SCALAR, True),
+    ("/tensors/min", "f32", SCALAR, True),
+    ("/tensors/mean", "f32", SCALAR, True),
+    ("/tensors/norm", "f32", SCALAR, True),
+    ("/tensors/recorded", "u8", SCALAR, True),
+    ("/tensors/step", "i64", SCALAR, True),
+]
 # Columns whose unused entries hold -1 (C++: Column::padded); any other column's missing values are 0 here.
 PADDED = {"/steps/sample_ids"}
 GROUPS = ["/params", "/cards", "/status", "/steps", "/grads", "/weights", "/eval", "/events", "/flight",
-          "/flight/dumps", "/flight/entries"]
+          "/flight/dumps", "/flight/entries", "/collectives", "/tensors"]
 
 _CHUNK_TARGET_BYTES = 64 << 10
 _MAX_CHUNK_ROWS = 1024
@@ -162,7 +194,8 @@ class RunFileWriter:
         self._write_fixed()
         self.tables = {}
         for name, cols in (("steps", STEP_COLUMNS), ("weights", WEIGHT_COLUMNS), ("eval", EVAL_COLUMNS),
-                           ("events", EVENT_COLUMNS), ("dumps", DUMP_COLUMNS), ("entries", ENTRY_COLUMNS)):
+                           ("events", EVENT_COLUMNS), ("dumps", DUMP_COLUMNS), ("entries", ENTRY_COLUMNS),
+                           ("collectives", COLLECTIVE_COLUMNS), ("tensors", TENSOR_COLUMNS)):
             self.tables[name] = [self._create_column(c) for c in cols]
         self.f.swmr_mode = True
         # Starting SWMR reopens every dataset with HDF5's default 1 MiB chunk cache, which then keeps each

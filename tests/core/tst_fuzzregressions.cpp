@@ -27,7 +27,8 @@ struct Target {
 const Target kTargets[] = {{"ranktable", rs::fuzz::runRankTable},
                            {"config", rs::fuzz::runConfig},
                            {"cifar", rs::fuzz::runCifar},
-                           {"runfile", rs::fuzz::runRunFile}};
+                           {"runfile", rs::fuzz::runRunFile},
+                           {"import", rs::fuzz::runImport}};
 
 } // namespace
 

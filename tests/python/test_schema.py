@@ -28,6 +28,7 @@ DTYPES = {
 PYTHON_TABLES = {
     "steps": runfile.STEP_COLUMNS, "weights": runfile.WEIGHT_COLUMNS, "eval": runfile.EVAL_COLUMNS,
     "events": runfile.EVENT_COLUMNS, "dumps": runfile.DUMP_COLUMNS, "entries": runfile.ENTRY_COLUMNS,
+    "collectives": runfile.COLLECTIVE_COLUMNS, "tensors": runfile.TENSOR_COLUMNS,
 }
 
 

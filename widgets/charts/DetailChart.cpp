@@ -5,6 +5,7 @@
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
 #include "model/StepDetail.h"
+#include "store/RunSource.h"
 
 #include <QFontMetrics>
 #include <qcustomplot.h>
@@ -98,9 +99,13 @@ void DetailChart::showEmptyState(bool empty) {
         m_emptyNote->position->setType(QCPItemPosition::ptAxisRectRatio);
         m_emptyNote->position->setCoords(0.5, 0.5);
         m_emptyNote->setColor(QColor(110, 110, 110));
-        m_emptyNote->setText(tr("No run yet: open a run file (Ctrl+O) or start one (F5)"));
         m_emptyNote->setSelectable(false);
     }
+    // A complete file without steps (imported flight-recorder dumps hold collectives only) is not "no run".
+    m_emptyNote->setText(model()->hasRun() && model()->isComplete()
+                             ? tr("This run records no steps: its source holds none\n(%1)")
+                                   .arg(QString::fromStdString(describeRun(model()->meta())))
+                             : tr("No run yet: open a run file (Ctrl+O) or start one (F5)"));
     m_emptyNote->setVisible(empty);
     for (QCPAxis* a : {plot()->xAxis, plot()->yAxis})
         a->setVisible(!empty);

@@ -27,6 +27,8 @@ struct RunDelta {
     std::vector<Event> events;                                // new events
     std::vector<EvalRecord> evals;                            // new evals
     std::vector<int64_t> weightSteps;                         // new weight-fingerprint rows' steps
+    std::vector<Collective> collectives;                      // new rows of imported flight-recorder dumps
+    std::vector<TensorStat> tensorStats;                      // new rows of imported msprobe dumps
 
     bool complete = false;
     std::string stopReason;

@@ -85,7 +85,7 @@ void RunLoader::doClose() {
     m_reader.reset();
     m_path.clear();
     m_sentFirst = false;
-    m_stepsRead = m_eventsRead = m_evalsRead = m_weightsRead = 0;
+    m_stepsRead = m_eventsRead = m_evalsRead = m_weightsRead = m_collectivesRead = m_tensorsRead = 0;
     m_weightSteps.clear();
 }
 
@@ -164,6 +164,15 @@ void RunLoader::readNewRows(bool firstLoad) {
             m_eventsRead = events;
             m_evalsRead = evals;
             m_weightsRead = weights;
+            // Imports: written whole before the file is opened, a few MB at most.
+            if (const int64_t n = r.collectiveCount(); n > m_collectivesRead) {
+                d->collectives = r.readCollectives(m_collectivesRead, n);
+                m_collectivesRead = n;
+            }
+            if (const int64_t n = r.tensorStatCount(); n > m_tensorsRead) {
+                d->tensorStats = r.readTensorStats(m_tensorsRead, n);
+                m_tensorsRead = n;
+            }
             firstChunk = false;
         }
         m_stepsRead = end;

@@ -73,7 +73,8 @@ private:
     uint64_t m_generation = 0;
     QString m_path;
     bool m_sentFirst = false;
-    int64_t m_stepsRead = 0, m_eventsRead = 0, m_evalsRead = 0, m_weightsRead = 0;
+    int64_t m_stepsRead = 0, m_eventsRead = 0, m_evalsRead = 0, m_weightsRead = 0, m_collectivesRead = 0,
+            m_tensorsRead = 0;
     std::vector<int64_t> m_weightSteps;
 
     // Detail requests, shared by both threads.

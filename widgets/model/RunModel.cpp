@@ -44,6 +44,8 @@ void RunModel::clearData() {
     for (auto& c : m_columns)
         c.clear();
     m_events.clear();
+    m_collectives.clear();
+    m_tensorStats.clear();
     m_evals.clear();
     m_weightSteps.clear();
     m_details.clear();
@@ -137,6 +139,13 @@ void RunModel::applyDelta(RunDelta d) {
     if (!d.weightSteps.empty()) {
         m_weightSteps.insert(m_weightSteps.end(), d.weightSteps.begin(), d.weightSteps.end());
         emit weightsChanged();
+    }
+    if (!d.collectives.empty() || !d.tensorStats.empty()) {
+        m_collectives.insert(m_collectives.end(), std::make_move_iterator(d.collectives.begin()),
+                             std::make_move_iterator(d.collectives.end()));
+        m_tensorStats.insert(m_tensorStats.end(), std::make_move_iterator(d.tensorStats.begin()),
+                             std::make_move_iterator(d.tensorStats.end()));
+        emit importsChanged();
     }
     const QString reason = QString::fromStdString(d.stopReason);
     const bool statusMoved = d.complete != m_complete || reason != m_stopReason || d.loadDone == m_loading;

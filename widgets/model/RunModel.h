@@ -68,6 +68,9 @@ public:
     const std::vector<Event>& events() const { return m_events; }
     const std::vector<EvalRecord>& evals() const { return m_evals; }
     const std::vector<int64_t>& weightSteps() const { return m_weightSteps; }
+    // Rows of imported records: a hung job's flight-recorder dumps, msprobe dump statistics.
+    const std::vector<Collective>& collectives() const { return m_collectives; }
+    const std::vector<TensorStat>& tensorStats() const { return m_tensorStats; }
 
     // The per-parameter detail of a step if it is cached; otherwise nullptr, and it is read in the
     // background: detailReady(step) follows. Keeps the last few steps asked for.
@@ -88,7 +91,8 @@ signals:
     void eventsAppended(int firstIndex, int count);
     void evalsChanged();
     void weightsChanged();
-    void statusChanged(); // complete, stop reason, loading
+    void importsChanged(); // collectives() or tensorStats() grew
+    void statusChanged();  // complete, stop reason, loading
     void detailReady(int64_t step);
 
 private:
@@ -107,6 +111,8 @@ private:
     std::vector<int64_t> m_stepNumbers;
     std::array<std::vector<float>, kStepColumnCount> m_columns;
     std::vector<Event> m_events;
+    std::vector<Collective> m_collectives;
+    std::vector<TensorStat> m_tensorStats;
     std::vector<EvalRecord> m_evals;
     std::vector<int64_t> m_weightSteps;
     std::deque<std::shared_ptr<const StepDetail>> m_details; // most recent last

@@ -136,9 +136,11 @@ CardsModel::Row CardsModel::buildRow(int rank, int64_t row) const {
     }
     if (rank < int(m_nodeOfRank.size()))
         r.node = m_nodeOfRank[size_t(rank)];
-    if (row < 0)
-        return r; // waiting for data
-    if (!m_model->recorded(StepColumn::State)) {
+    // Waiting for data, unless the file is complete and its source records no card state (an import).
+    const bool imported = !m_model->recorded(StepColumn::State);
+    if (row < 0 && !(imported && m_model->isComplete()))
+        return r;
+    if (imported) {
         r.stepMs = r.computeMs = r.commMs = std::nanf("");
         r.activity = CardActivity::Imported;
         return r;

@@ -83,7 +83,9 @@ void CardsPanel::updateCaption() {
     const int cards = m_cards->rowCount();
     const std::string noun = m_model->hasRun() ? rankNoun(m_model->meta()) : std::string("card");
     if (m_cards->shownStep() < 0) {
+        const bool noSteps = m_model->hasRun() && m_model->isComplete(); // complete, yet no step: an import
         m_caption->setText(cards == 0 ? tr("No run")
+                           : noSteps  ? tr("%1, no steps recorded").arg(counted(cards, noun.c_str()))
                                       : tr("%1, waiting for data").arg(counted(cards, noun.c_str())));
         return;
     }

@@ -332,7 +332,8 @@ void RunPanel::buildOutputRows(QFormLayout* form) {
                                           QString::fromLatin1(causeInfo(Cause::SdcAfter).reproduce)));
     QStringList names;
     for (const CauseInfo& c : causes())
-        names << QString::fromLatin1(c.key);
+        if (c.reproduce) // a fault the lab can inject
+            names << QString::fromLatin1(c.key);
     m_faults->setCompleter(new QCompleter(names, m_faults));
     addRow(form, tr("&Faults"), m_faults,
            tr("Fault lab: reproduce a known cause of cross-rank drift on purpose, then see RankSight name "

@@ -25,6 +25,7 @@ constexpr Factory kFactories[] = {
     optimizerMismatch,
     gradSum,
     straggler,
+    collectiveMismatch,
 };
 static_assert(std::size(kFactories) == kCauseCount, "a check for every cause");
 

@@ -24,5 +24,6 @@ std::unique_ptr<Check> sdcAfter(CheckContext&);
 std::unique_ptr<Check> optimizerMismatch(CheckContext&);
 std::unique_ptr<Check> gradSum(CheckContext&);
 std::unique_ptr<Check> straggler(CheckContext&);
+std::unique_ptr<Check> collectiveMismatch(CheckContext&);
 
 } // namespace rs::checks

@@ -1,0 +1,113 @@
+// `import-flight-recorder`: the flight-recorder dumps of a PyTorch (or torch_npu) job that hung or timed out,
+// turned into a run file (core/import/FlightRecorderImport.h), alone or joined with the job's recorded run;
+// then which collective each rank reached and the first one where ranks disagree (view/CollectiveProgress.h).
+// A broken or hostile dump exits 2 with one line naming the file and the key or byte; nothing is written.
+#include "CliArgs.h"
+#include "Commands.h"
+#include "import/FlightRecorderImport.h"
+#include "reader/OpenRunFile.h"
+#include "store/RunReader.h"
+#include "view/CollectiveProgress.h"
+
+#include <cstdio>
+#include <fmt/format.h>
+#include <map>
+
+namespace rs::cli {
+namespace {
+
+const char* stateName(uint8_t s) {
+    switch (CollectiveState(s)) {
+    case CollectiveState::Scheduled:
+        return "scheduled";
+    case CollectiveState::Started:
+        return "started";
+    case CollectiveState::Completed:
+        return "completed";
+    }
+    return "?";
+}
+
+// Per group, one line per rank (at most 16; past that the ranks that are not where most are).
+void printProgress(const view::CollectiveReport& report) {
+    for (const view::GroupProgress& g : report.groups) {
+        std::printf("group %s: %lld collectives, %zu ranks\n", g.group.label().c_str(),
+                    static_cast<long long>(g.collectives), g.ranks.size());
+        int64_t common = -1;
+        std::map<int64_t, int> count;
+        for (const view::RankPosition& p : g.ranks)
+            ++count[p.lastSeq];
+        for (const auto& [seq, n] : count)
+            if (common < 0 || n > count[common])
+                common = seq;
+        int shown = 0;
+        for (const view::RankPosition& p : g.ranks) {
+            if (g.ranks.size() > 16 && p.lastSeq == common)
+                continue;
+            if (++shown > 64)
+                break;
+            if (!p.dumped)
+                std::printf("  rank %d: no dump\n", p.rank);
+            else if (p.lastSeq < 0)
+                std::printf("  rank %d: no collective in this group\n", p.rank);
+            else
+                std::printf("  rank %d: last #%lld %s (%s)%s\n", p.rank, static_cast<long long>(p.lastSeq),
+                            p.lastOp.c_str(), stateName(p.lastState),
+                            p.lastStep >= 0 ? fmt::format(", step {}", p.lastStep).c_str() : "");
+        }
+        if (g.ranks.size() > 16)
+            std::printf("  the other ranks: last #%lld\n", static_cast<long long>(common));
+    }
+}
+
+} // namespace
+
+int importFlightRecorderCommand(const Args& argv) {
+    const CliArgs args(argv, {"out", "prefix", "run"}, {"force", "quiet"});
+    if (args.positionals().size() != 1)
+        throw UsageError(fmt::format("expected one folder of dumps (or one dump file), got {}",
+                                     args.positionals().size()));
+    const auto out = args.value("out");
+    if (!out)
+        throw UsageError("--out RUN.h5 is required");
+    FlightImportResult r;
+    std::unique_ptr<RunReader> run, written;
+    try {
+        FlightImportOptions o;
+        o.prefix = args.value("prefix").value_or("");
+        o.overwrite = args.flag("force");
+        if (const auto path = args.value("run")) {
+            run = openRunFile(*path);
+            o.run = run.get();
+        }
+        r = importFlightRecorder(args.positionals().front(), *out, o);
+        written = openRunFile(*out);
+    } catch (const std::exception& e) {
+        printError(fmt::format("import-flight-recorder: {}", e.what()));
+        return 2;
+    }
+    if (args.flag("quiet"))
+        return 0;
+    std::printf(
+        "%s: %d ranks, %lld collectives of %d process groups from %zu dumps (%s, version %s) in %s%s\n",
+        out->c_str(), r.worldSize, static_cast<long long>(r.collectives), r.groups, r.dumped.size(),
+        r.backend.empty() ? "backend not named" : r.backend.c_str(), r.version.c_str(), r.dir.c_str(),
+        r.joinedSteps >= 0
+            ? fmt::format(", joined with {} steps of {}", r.joinedSteps, run ? run->path() : std::string())
+                  .c_str()
+            : "");
+    for (const std::string& n : r.notes)
+        std::printf("note: %s\n", n.c_str());
+    const view::CollectiveReport report =
+        view::analyseCollectives(written->readCollectives(), view::collectiveSetup(written->meta()));
+    printProgress(report);
+    if (report.first)
+        std::printf("first disagreement: %s\n", report.first->text().c_str());
+    else if (!report.allWaiting.empty())
+        std::printf("%s\n", report.allWaiting.c_str());
+    else
+        std::printf("the ranks agree on every collective they dumped\n");
+    return 0;
+}
+
+} // namespace rs::cli

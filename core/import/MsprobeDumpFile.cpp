@@ -1,0 +1,408 @@
+// readDumpFile: see MsprobeDumpFile.h. Entry names and tensor fields follow msprobe's writer
+// (core/dump/data_dump/json_writer.py, data_collector.py, data_processor/base.py and pytorch_processor.py;
+// docs/en/dump/pytorch_data_dump_instruct.md): APIs are "<Prefix>.<api>.<n>.<forward|backward>", modules
+// "Module.<name>.<Class>.<forward|backward>.<n>" (MindSpore: "Cell."), parameter gradients
+// "Module.<name>.<Class>.parameters_grad[.<k>]" holding {"<param>": [<tensor>]}.
+#include "import/MsprobeDumpFile.h"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <streambuf>
+
+namespace rs::msprobe {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+// Python's json.dump writes non-finite floats as bare NaN, Infinity, -Infinity. This stream rewrites each,
+// outside strings, into a quoted marker of the same length ("N", "I" and "-I", padded with spaces), so the
+// JSON parser accepts the file and byte offsets in its messages stay the file's.
+class NonFiniteTokens : public std::streambuf {
+public:
+    explicit NonFiniteTokens(std::istream& in)
+        : m_in(in) {}
+
+protected:
+    int_type underflow() override {
+        if (gptr() < egptr())
+            return traits_type::to_int_type(*gptr());
+        if (!fill())
+            return traits_type::eof();
+        return traits_type::to_int_type(*gptr());
+    }
+
+private:
+    bool fill() {
+        char raw[1 << 16];
+        m_in.read(raw, sizeof raw);
+        const std::streamsize n = m_in.gcount();
+        const bool eof = n == 0;
+        m_pending.append(raw, size_t(n));
+        m_out.clear();
+        size_t i = 0;
+        for (; i < m_pending.size(); ++i) {
+            const char c = m_pending[i];
+            if (m_inString) {
+                m_out += c;
+                if (m_escape)
+                    m_escape = false;
+                else if (c == '\\')
+                    m_escape = true;
+                else if (c == '"')
+                    m_inString = false;
+                continue;
+            }
+            if (c == '"') {
+                m_inString = true;
+                m_out += c;
+                continue;
+            }
+            if (c == 'N' || c == 'I' || c == '-') {
+                const std::string_view rest(m_pending.data() + i, m_pending.size() - i);
+                if (rest.size() < 9 && !eof)
+                    break; // the token may continue in the next chunk
+                if (rest.substr(0, 3) == "NaN") {
+                    m_out += "\"N\"";
+                    i += 2;
+                    continue;
+                }
+                if (rest.substr(0, 8) == "Infinity") {
+                    m_out += "\"I\"     ";
+                    i += 7;
+                    continue;
+                }
+                if (rest.substr(0, 9) == "-Infinity") {
+                    m_out += "\"-I\"     ";
+                    i += 8;
+                    continue;
+                }
+            }
+            m_out += c;
+        }
+        m_pending.erase(0, i);
+        if (m_out.empty())
+            return false;
+        setg(m_out.data(), m_out.data(), m_out.data() + m_out.size());
+        return true;
+    }
+
+    std::istream& m_in;
+    std::string m_pending, m_out;
+    bool m_inString = false, m_escape = false;
+};
+
+// What an entry's name says.
+struct EntryName {
+    enum Kind { Api, ModuleCall, ParamGrad, Other } kind = Other;
+    std::string module; // "layer1.0.conv1" (modules, parameter gradients)
+    bool forward = false;
+};
+
+std::vector<std::string> split(const std::string& s) {
+    std::vector<std::string> parts;
+    size_t start = 0;
+    for (size_t dot; (dot = s.find('.', start)) != std::string::npos; start = dot + 1)
+        parts.push_back(s.substr(start, dot - start));
+    parts.push_back(s.substr(start));
+    return parts;
+}
+
+bool isNumber(const std::string& s) {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+EntryName parseName(const std::string& name) {
+    const std::vector<std::string> p = split(name);
+    EntryName e;
+    if (p.size() >= 3 && (p[0] == "Module" || p[0] == "Cell")) {
+        // ... <Class>.parameters_grad[.<k>] | <Class>.<forward|backward>.<n>; the module's name may hold
+        // dots.
+        size_t dir = p.size() - 1;
+        if (isNumber(p[dir]))
+            --dir;
+        const std::string& d = p[dir];
+        if (dir < 3 || (d != "forward" && d != "backward" && d != "parameters_grad"))
+            return e;
+        for (size_t i = 1; i + 1 < dir; ++i)
+            e.module += (i > 1 ? "." : "") + p[i];
+        e.kind = d == "parameters_grad" ? EntryName::ParamGrad : EntryName::ModuleCall;
+        e.forward = d == "forward";
+        return e;
+    }
+    if (p.size() >= 4 && isNumber(p[p.size() - 2]) && (p.back() == "forward" || p.back() == "backward")) {
+        e.kind = EntryName::Api;
+        e.forward = p.back() == "forward";
+    }
+    return e;
+}
+
+class EntryReader {
+public:
+    EntryReader(const fs::path& file, const std::string& entry)
+        : m_file(file)
+        , m_entry(entry) {}
+
+    [[noreturn]] void fail(const std::string& what) const {
+        throw ImportError(fmt::format("{}: entry '{}': {}", m_file.string(), m_entry, what));
+    }
+
+    // A statistic: a number, true/false (a bool tensor's any/all), null (not recorded) or a non-finite token.
+    void stat(const Json& t, const char* key, float& out, uint8_t bit, uint8_t& recorded) const {
+        const auto it = t.find(key);
+        if (it == t.end() || it->is_null())
+            return;
+        if (it->is_number())
+            out = it->get<float>();
+        else if (it->is_boolean())
+            out = it->get<bool>() ? 1.f : 0.f;
+        else if (it->is_string() && *it == "N")
+            out = std::numeric_limits<float>::quiet_NaN();
+        else if (it->is_string() && (*it == "I" || *it == "-I"))
+            out =
+                *it == "I" ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+        else
+            fail(fmt::format("'{}' is {}, not a number", key, it->dump().substr(0, 40)));
+        recorded |= bit;
+    }
+
+    // A tensor dict (it has "dtype" and "shape"); nullopt for any other value (ints, slices, None).
+    std::optional<DumpTensor> tensor(const Json& t) const {
+        if (!t.is_object() || !t.contains("dtype") || !t.contains("shape"))
+            return std::nullopt;
+        DumpTensor d;
+        if (!t["dtype"].is_string())
+            fail("a tensor's 'dtype' is not a string");
+        d.dtype = t["dtype"].get<std::string>();
+        const Json& shape = t["shape"];
+        if (!shape.is_array())
+            fail(fmt::format("a tensor's 'shape' is {}, not a list of dimensions",
+                             shape.dump().substr(0, 40)));
+        for (const Json& dim : shape) {
+            if (!dim.is_number_integer() || dim.get<int64_t>() < 0)
+                fail(fmt::format("a tensor's 'shape' holds {}, not a dimension", dim.dump().substr(0, 40)));
+            d.shape.push_back(dim.get<int64_t>());
+        }
+        d.shapeKnown = true;
+        stat(t, "Max", d.max, 1, d.recorded);
+        stat(t, "Min", d.min, 2, d.recorded);
+        stat(t, "Mean", d.mean, 4, d.recorded);
+        stat(t, "Norm", d.norm, 8, d.recorded);
+        return d;
+    }
+
+private:
+    const fs::path& m_file;
+    const std::string& m_entry;
+};
+
+std::string shapeText(const std::vector<int64_t>& shape) {
+    std::string s;
+    for (size_t i = 0; i < shape.size(); ++i)
+        s += fmt::format("{}{}", i ? "x" : "", shape[i]);
+    return s;
+}
+
+// Every tensor under `v` (nested lists and dicts of arguments), named "<prefix>.<index or key>...".
+void collectTensors(const EntryReader& r, const Json& v, const std::string& name, DumpFile& out) {
+    if (const auto t = r.tensor(v)) {
+        TensorStat s;
+        s.order = int64_t(out.tensors.size());
+        s.name = name.size() <= 255 ? name : name.substr(name.size() - 255);
+        s.dtype = t->dtype.substr(0, 31);
+        s.shape = shapeText(t->shape).substr(0, 255);
+        s.max = t->max;
+        s.min = t->min;
+        s.mean = t->mean;
+        s.norm = t->norm;
+        s.recorded = t->recorded;
+        out.tensors.push_back(std::move(s));
+        return;
+    }
+    if (v.is_array())
+        for (size_t i = 0; i < v.size(); ++i)
+            collectTensors(r, v[i], fmt::format("{}.{}", name, i), out);
+    else if (v.is_object() && !v.contains("type"))
+        for (const auto& [k, x] : v.items())
+            collectTensors(r, x, name + "." + k, out);
+}
+
+void readEntry(const fs::path& file, const std::string& name, const Json& e, DumpPart part, DumpFile& out) {
+    const EntryReader r(file, name);
+    if (!e.is_object())
+        r.fail(fmt::format("is {}, not an object", e.type_name()));
+    ++out.entries;
+    const EntryName n = parseName(name);
+    if (n.kind == EntryName::ParamGrad) {
+        for (const auto& [param, v] : e.items()) {
+            // A one-element list per parameter ([null] when the hook saw no gradient).
+            const Json& t = v.is_array() && v.size() == 1 ? v[0] : v;
+            if (t.is_null())
+                continue;
+            const auto d = r.tensor(t);
+            if (!d)
+                r.fail(fmt::format("parameter '{}' has no tensor statistics", param));
+            out.grads[n.module + "." + param] = *d;
+        }
+        return;
+    }
+    if (n.kind == EntryName::ModuleCall && n.forward && e.contains("parameters") &&
+        e["parameters"].is_object())
+        for (const auto& [param, t] : e["parameters"].items())
+            if (const auto d = r.tensor(t))
+                out.weights.emplace(n.module + "." + param, *d); // the first forward of the step
+    if (part == DumpPart::Parameters)
+        return;
+    for (const char* field : {"input_args", "input_kwargs", "input", "output"})
+        if (const auto it = e.find(field); it != e.end())
+            collectTensors(r, *it, name + "." + field, out);
+}
+
+// Streams the top level; each entry of "data" is built as a small DOM, handed over and dropped.
+class DumpSax : public nlohmann::json_sax<Json> {
+public:
+    DumpSax(const fs::path& file, DumpPart part, DumpFile& out)
+        : m_file(file)
+        , m_part(part)
+        , m_out(out) {}
+
+    bool null() override { return value(nullptr); }
+    bool boolean(bool v) override { return value(v); }
+    bool number_integer(number_integer_t v) override { return value(v); }
+    bool number_unsigned(number_unsigned_t v) override { return value(v); }
+    bool number_float(number_float_t v, const string_t&) override { return value(v); }
+    bool string(string_t& v) override { return value(v); }
+    bool binary(binary_t&) override { return value(nullptr); }
+    bool key(string_t& k) override {
+        if (m_depth == 1)
+            m_topKey = k;
+        else if (m_depth == 2 && m_topKey == "data")
+            m_entryName = k;
+        else if (!m_stack.empty())
+            m_key = k;
+        return true;
+    }
+    bool start_object(std::size_t) override { return open(Json::object()); }
+    bool start_array(std::size_t) override { return open(Json::array()); }
+    bool end_object() override { return close(); }
+    bool end_array() override { return close(); }
+    bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& ex) override {
+        throw ImportError(fmt::format("{}: byte {}: not JSON ({})", m_file.string(), pos, ex.what()));
+    }
+
+    int depthSeen() const { return m_maxDepth; }
+    bool sawData() const { return m_sawData; }
+    Json::value_t rootType() const { return m_rootType; }
+
+private:
+    bool value(Json v) {
+        if (m_depth == 0) {
+            m_rootType = v.type();
+            return true;
+        }
+        if (m_depth == 1) {
+            if (v.is_string() && (m_topKey == "task" || m_topKey == "level" || m_topKey == "framework"))
+                (m_topKey == "task"    ? m_out.task
+                 : m_topKey == "level" ? m_out.level
+                                       : m_out.framework) = v.get<std::string>();
+            return true;
+        }
+        if (m_stack.empty()) // a value directly under "data" that is not an object
+            if (m_depth == 2 && m_topKey == "data")
+                throw ImportError(fmt::format("{}: entry '{}': is {}, not an object", m_file.string(),
+                                              m_entryName, v.type_name()));
+        if (!m_stack.empty())
+            place(std::move(v));
+        return true;
+    }
+    void place(Json v) {
+        Json& top = *m_stack.back();
+        if (top.is_array())
+            top.push_back(std::move(v));
+        else
+            top[m_key] = std::move(v);
+    }
+    bool open(Json v) {
+        ++m_depth;
+        m_maxDepth = std::max(m_maxDepth, m_depth);
+        if (m_depth > 64)
+            throw ImportError(fmt::format("{}: values nest more than 64 levels deep", m_file.string()));
+        if (m_depth == 1) {
+            m_rootType = v.type();
+            if (!v.is_object())
+                throw ImportError(fmt::format("{}: the dump is a JSON {}, expected an object with 'task' and "
+                                              "'data'",
+                                              m_file.string(), v.type_name()));
+            return true;
+        }
+        if (m_depth == 2 && m_topKey == "data") {
+            m_sawData = true;
+            if (!v.is_object())
+                throw ImportError(fmt::format("{}: 'data' is a JSON {}, expected an object of entries",
+                                              m_file.string(), v.type_name()));
+            return true;
+        }
+        if (m_depth == 3 && m_topKey == "data") {
+            m_entry = std::move(v);
+            m_stack.push_back(&m_entry);
+            return true;
+        }
+        if (m_stack.empty())
+            return true; // inside another top-level value: skipped
+        Json& top = *m_stack.back();
+        if (top.is_array()) {
+            top.push_back(std::move(v));
+            m_stack.push_back(&top.back());
+        } else {
+            top[m_key] = std::move(v);
+            m_stack.push_back(&top[m_key]);
+        }
+        return true;
+    }
+    bool close() {
+        if (!m_stack.empty())
+            m_stack.pop_back();
+        if (m_depth == 3 && m_topKey == "data") {
+            readEntry(m_file, m_entryName, m_entry, m_part, m_out);
+            m_entry = Json();
+        }
+        --m_depth;
+        return true;
+    }
+
+    const fs::path& m_file;
+    DumpPart m_part;
+    DumpFile& m_out;
+    int m_depth = 0, m_maxDepth = 0;
+    std::string m_topKey, m_entryName, m_key;
+    Json m_entry;
+    std::vector<Json*> m_stack;
+    bool m_sawData = false;
+    Json::value_t m_rootType = Json::value_t::discarded;
+};
+
+} // namespace
+
+DumpFile readDumpFile(const fs::path& file, DumpPart part) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in)
+        throw ImportError(fmt::format("{}: cannot be read", file.string()));
+    NonFiniteTokens tokens(in);
+    std::istream text(&tokens);
+    DumpFile out;
+    DumpSax sax(file, part, out);
+    Json::sax_parse(text, &sax);
+    if (sax.depthSeen() == 0)
+        throw ImportError(fmt::format("{}: the dump is a JSON {}, expected an object with 'task' and 'data'",
+                                      file.string(), Json(sax.rootType()).type_name()));
+    if (!sax.sawData())
+        throw ImportError(fmt::format("{}: no 'data' object (the dump's entries)", file.string()));
+    if (out.task.empty())
+        throw ImportError(fmt::format("{}: no 'task' (statistics, tensor, md5)", file.string()));
+    return out;
+}
+
+} // namespace rs::msprobe

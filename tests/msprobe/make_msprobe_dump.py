@@ -1,0 +1,434 @@
+"""Writes a tree the way msprobe's dump tool (PrecisionDebugger, task "statistics") does, for the tests of the
+msprobe dump importer (no Ascend card or msprobe install here). Format as in /work/notes/formats.md section 2,
+read from Ascend/msprobe python/msprobe: core/dump/hook_manager.py, core/dump/data_dump/data_collector.py,
+core/dump/data_dump/data_processor/pytorch_processor.py (get_stat_info, _analyze_tensor),
+pytorch/dump/module_dump/module_processor.py and pytorch/dump/api_dump/pt_hook_manager.py.
+
+    OUT_DIR/step<N>/rank<R>/dump.json, stack.json, construct.json
+
+- dump.json: {"task": "statistics", "level", "framework": "pytorch", "dump_data_dir": null, "data": {...}},
+  json.dump with indent=1 and the defaults (allow_nan: bare NaN / Infinity / -Infinity tokens);
+- API entries (levels L1, mix) `Functional.conv2d.0.forward` / `.backward`, for the calls hooked here:
+  Functional.conv2d, linear, relu, cross_entropy and Torch.flatten, isnan, nonzero; the backward is the
+  output's autograd node hook, so "input" is the grad of the output and "output" the node's grad_inputs
+  (for F.linear that is AddmmBackward0's (bias, input, weight.t()) order, as msprobe sees it);
+- Module entries (levels L0, mix) `Module.conv1.Conv2d.forward.0` with input_args, input_kwargs ({} as on
+  torch < 2), output, parameters (the weights at forward time), `Module.conv1.Conv2d.backward.0`
+  (torch.utils.hooks.BackwardHook per call, as msprobe does), and `Module.conv1.Conv2d.parameters_grad.0`
+  {param: [tensor dict]} from the grad-accumulator hook, i.e. this rank's local gradient before the all-reduce
+  (--legacy-names: the older mstt `Module.conv1.Conv2d.parameters_grad` with no index);
+- tensor dicts {type, dtype, shape, Max, Min, Mean, Norm, requires_grad}, statistics as get_stat_info
+  (@321efd94) computes them: float32 torch.max/min/mean/norm(...).item(); ints cast to float32; 0-dim: all four
+  the value; bool: Max any(), Min all() (true/false), Mean and Norm null; empty: all null (the NaN guard's
+  torch.nonzero output is empty unless something overflowed);
+- stack.json in the newest grouped form {"0": [[entry names], [stack lines]], ...}, forward entries only, lines
+  "File <path>, line N, in f, \\n code" innermost first; the frames are this script's own (model forward and
+  training loop) but the path is shown as /home/user/train_ddp.py so that the output does not depend on where
+  this file lives;
+- construct.json {entry: parent module entry or null} for L0/mix (APIs only at mix), {} for L1.
+
+The statistics are real: a small CNN (conv1 Conv2d(3,4,3), relu ReLU used twice, fc1 Linear(144,16), fc2
+Linear(16,10)), trained data-parallel with R replicas in one process: each rank its own seeded batch of 4
+8x8 images, forward, cross entropy, backward, then the gradients are averaged over ranks (DDP) and every
+replica takes the same SGD step (lr 0.1). Counters restart at every step, as msprobe's step() resets them.
+
+    /usr/bin/python3 tests/msprobe/make_msprobe_dump.py OUT_DIR [--ranks 4] [--steps 3] [--level mix|L0|L1]
+        [--mistake none|nan@S:R|inf@S:R|param-not-synced@S:R|grad-sum] [--legacy-names]
+        [--rank-folder numbered|rank|proc] [--seed 7]
+        [--broken bad-json|not-an-object|no-data|bad-shape|bad-shape-list|bad-stat|missing-rank|mixed-task|
+                  bad-step-folder]
+
+Mistakes:
+- nan@S:R (inf@S:R): one pixel of rank R's input at step S is NaN (+inf); that rank's activations, loss and
+  local gradients carry it, the averaged gradient too, so every rank's weights are NaN from step S+1.
+- param-not-synced@S:R: from step S on, rank R skips the all-reduce for fc2.bias and steps with its local
+  gradient, so its fc2.bias (only that) differs from the other ranks' from step S+1 on.
+- grad-sum: every rank sums the gradients instead of averaging (all ranks alike; the dump's local gradients
+  are unchanged, the weights move R times as far).
+Broken trees (step0/rank0 unless said): bad-json (file cut in the middle), not-an-object (top level a list),
+no-data, bad-shape ("shape": "[4, x]"), bad-shape-list ("shape": [4, "x"]), bad-stat ("Norm": "abc"),
+missing-rank (step1 lacks rank1), mixed-task (step1/rank0 says "task": "tensor"), bad-step-folder (an extra
+stepX/rank0 holding a copy of a dump.json).
+"""
+
+import argparse
+import copy
+import json
+import os
+import shutil
+import traceback
+from collections import defaultdict
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.hooks import BackwardHook
+
+SCRIPT = "/home/user/train_ddp.py"  # shown in stack.json in place of this file's path
+STACK_FUNCS = {"forward", "train_step", "train", "main", "<module>"}  # this file's frames a user would see
+LR = 0.1
+BATCH = 4
+UNSYNCED = "fc2.bias"
+PROC_PID = 41230  # proc<pid> folders: pid PROC_PID + rank
+HOOKED_APIS = [(F, "Functional", "conv2d"), (F, "Functional", "linear"), (F, "Functional", "relu"),
+               (F, "Functional", "cross_entropy"), (torch, "Torch", "flatten"), (torch, "Torch", "isnan"),
+               (torch, "Torch", "nonzero")]
+
+REC = None  # the Recorder of the rank and step being run; every hook does nothing while it is None
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 4, 3)
+        self.relu = nn.ReLU()
+        self.fc1 = nn.Linear(4 * 6 * 6, 16)
+        self.fc2 = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.relu(self.conv1(x))
+        x = torch.flatten(x, 1)
+        # The same ReLU module again (Module.relu.ReLU.forward.1); stack.json shows code lines as they are.
+        x = self.relu(self.fc1(x))
+        return self.fc2(x)
+
+
+def stat_info(t):
+    """Max, Min, Mean, Norm as msprobe's get_stat_info, as Python values (json writes them)."""
+    t = t.detach()
+    if t.numel() == 0:
+        return [None] * 4
+    if t.dtype == torch.bool:
+        return [torch.any(t).item(), torch.all(t).item(), None, None]
+    if t.dim() == 0:
+        return [t.item()] * 4  # not cast: an int scalar stays an int
+    if t.dtype == torch.float64 or not t.is_floating_point():
+        t = t.float()
+    return [torch.max(t).item(), torch.min(t).item(), torch.mean(t).item(), torch.norm(t).item()]
+
+
+def tensor_json(t):
+    d = {"type": "torch.Tensor", "dtype": str(t.dtype), "shape": list(t.shape)}
+    d.update(zip(["Max", "Min", "Mean", "Norm"], stat_info(t)))
+    d["requires_grad"] = t.requires_grad
+    return d
+
+
+def analyze(x):
+    """One argument as msprobe's analyze_element writes it (tensors, builtins, containers)."""
+    if isinstance(x, torch.Tensor):
+        return tensor_json(x)
+    if x is None:
+        return None
+    for kind in (bool, int, float, str):  # bool first: it is an int
+        if isinstance(x, kind):
+            return {"type": kind.__name__, "value": x}
+    if isinstance(x, torch.Size):
+        return {"type": "torch.Size", "value": [int(v) for v in x]}
+    if isinstance(x, torch.dtype):
+        return {"type": "torch.dtype", "value": str(x)}
+    if isinstance(x, slice):
+        return {"type": "slice", "value": [x.start, x.stop, x.step]}
+    if isinstance(x, (list, tuple)):
+        return [analyze(v) for v in x]
+    if isinstance(x, dict):
+        return {k: analyze(v) for k, v in x.items()}
+    return {}
+
+
+def as_list(x):
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def call_stack():
+    """This file's user-level frames, innermost first, in msprobe's stack line format."""
+    here = os.path.abspath(__file__)
+    return ["File %s, line %d, in %s, \n %s" % (SCRIPT, f.lineno, f.name, f.line.strip())
+            for f in reversed(traceback.extract_stack())
+            if os.path.abspath(f.filename) == here and f.name in STACK_FUNCS]
+
+
+def to_backward(name):
+    return name and name.replace(".forward.", ".backward.")
+
+
+class Recorder:
+    """The dump of one rank at one step: data, stacks and construct as msprobe collects them."""
+
+    def __init__(self, level, legacy):
+        self.level, self.legacy = level, legacy
+        self.apis, self.modules = level in ("mix", "L1"), level in ("mix", "L0")
+        self.data, self.stacks, self.construct = {}, {}, {}
+        self.api_count, self.module_count = defaultdict(int), defaultdict(int)
+        self.grad_calls = {}  # "Module.x.C" -> [k, first param seen], msprobe's grad_hook_call
+        self.module_stack = []  # forward entries of the modules running now (the parent of an API call)
+        self.pending = defaultdict(list)  # module id -> [(forward entry, BackwardHook)] between the two hooks
+        self.in_api = False  # an API called inside a hooked API is not dumped
+
+    def api_backward(self, name, parent, grad_inputs, grad_outputs):
+        self.data[name] = {"input": analyze(list(grad_outputs)), "output": analyze(list(grad_inputs))}
+        if self.level == "mix":
+            self.construct[name] = parent
+
+    def module_backward(self, name, grad_input, grad_output):
+        self.data[name] = {"input": analyze(list(grad_output)), "output": analyze(list(grad_input))}
+        self.construct[name] = None  # every hooked module is a direct child of the (unhooked) model
+
+    def param_grad(self, ori, pname, param):
+        calls = self.grad_calls.setdefault(ori, [-1, pname])
+        if calls[1] == pname:  # k only moves on when the first-seen parameter fires again
+            calls[0] += 1
+        key = ori + ".parameters_grad" + ("" if self.legacy else ".%d" % calls[0])
+        self.data.setdefault(key, {})[pname] = [tensor_json(param.grad)]
+
+    def files(self):
+        dump = {"task": "statistics", "level": self.level, "framework": "pytorch", "dump_data_dir": None,
+                "data": self.data}
+        groups = {}  # identical stacks share one numbered key, in order of first appearance
+        for name, lines in self.stacks.items():
+            groups.setdefault(tuple(lines), []).append(name)
+        stack = {str(i): [names, list(lines)] for i, (lines, names) in enumerate(groups.items())}
+        return {"dump.json": dump, "stack.json": stack,
+                "construct.json": {} if self.level == "L1" else self.construct}
+
+
+def wrap_api(prefix, name, fn):
+    def api_wrapper(*args, **kwargs):
+        rec = REC
+        if rec is None or not rec.apis or rec.in_api:
+            return fn(*args, **kwargs)
+        base = "%s.%s.%d" % (prefix, name, rec.api_count[prefix + name])
+        fwd = base + ".forward"
+        parent = rec.module_stack[-1] if rec.module_stack else None
+        rec.data[fwd] = {"input_args": analyze(list(args)), "input_kwargs": analyze(kwargs)}  # at the pre-hook
+        rec.stacks[fwd] = call_stack()
+        rec.in_api = True
+        try:
+            out = fn(*args, **kwargs)
+        finally:
+            rec.in_api = False
+        rec.data[fwd]["output"] = analyze(as_list(out))
+        rec.api_count[prefix + name] += 1
+        if rec.level == "mix":
+            rec.construct[fwd] = parent
+        if isinstance(out, torch.Tensor) and out.grad_fn is not None:
+            # Under the module's backward (msprobe sets the parent from torch 2's backward pre-hook).
+            out.grad_fn.register_hook(lambda gi, go: rec.api_backward(base + ".backward", to_backward(parent), gi, go))
+        return out
+    return api_wrapper
+
+
+def patch_apis():
+    originals = [(mod, name, getattr(mod, name)) for mod, _, name in HOOKED_APIS]
+    for mod, prefix, name in HOOKED_APIS:
+        setattr(mod, name, wrap_api(prefix, name, getattr(mod, name)))
+    return originals
+
+
+def make_backward_hook(module, user_hook):
+    try:
+        return BackwardHook(module, [user_hook], [])  # torch >= 2: (module, hooks, pre_hooks)
+    except TypeError:
+        return BackwardHook(module, [user_hook])
+
+
+def hook_module(name, module):
+    """msprobe's module hooks: entries at the forward hook, a BackwardHook per call, grad-accumulator hooks."""
+    ori = "Module.%s.%s" % (name, type(module).__name__)
+
+    def pre_hook(mod, args):
+        rec = REC
+        if rec is None or not rec.modules:
+            return None
+        fwd = "%s.forward.%d" % (ori, rec.module_count[ori])
+        rec.module_count[ori] += 1
+        rec.construct[fwd] = rec.module_stack[-1] if rec.module_stack else None
+        rec.module_stack.append(fwd)
+        bw = make_backward_hook(mod, lambda m, gin, gout: rec.module_backward(to_backward(fwd), gin, gout))
+        rec.pending[id(mod)].append((fwd, bw))
+        return bw.setup_input_hook(args)
+
+    def forward_hook(mod, args, output):
+        rec = REC
+        if rec is None or not rec.modules:
+            return None
+        fwd, bw = rec.pending[id(mod)].pop()
+        rec.module_stack.pop()
+        params = dict(mod.named_parameters(recurse=False))
+        rec.data[fwd] = {"input_args": analyze(list(args)), "input_kwargs": {}, "output": analyze(as_list(output)),
+                         "parameters": {k: tensor_json(p) for k, p in params.items()}}
+        rec.stacks[fwd] = call_stack()
+        for pname, p in params.items():
+            # The AccumulateGrad node's post hook: param.grad then holds this rank's whole local gradient.
+            grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
+            grad_acc.register_hook(lambda *_, pn=pname, pp=p: rec.param_grad(ori, pn, pp))
+        return bw.setup_output_hook(output)
+
+    module.register_forward_pre_hook(pre_hook)
+    module.register_forward_hook(forward_hook)
+
+
+def train_step(model, images, labels):
+    logits = model(images)
+    loss = F.cross_entropy(logits, labels)
+    # The script's NaN guard: a bool tensor, then an empty one unless something overflowed.
+    torch.nonzero(torch.isnan(logits))
+    loss.backward()
+
+
+def batch(seed, step, rank):
+    g = torch.Generator().manual_seed(seed * 100003 + step * 1009 + rank)
+    return torch.randn(BATCH, 3, 8, 8, generator=g), torch.randint(0, 10, (BATCH,), generator=g)
+
+
+def parse_mistake(text, ranks, steps):
+    kind, _, where = text.partition("@")
+    if kind in ("none", "grad-sum"):
+        return kind, None, None
+    if kind not in ("nan", "inf", "param-not-synced"):
+        raise argparse.ArgumentTypeError("unknown mistake " + text)
+    try:
+        s, r = map(int, where.split(":")) if where else (1, min(1, ranks - 1))
+    except ValueError:
+        raise argparse.ArgumentTypeError("%s: expected %s@STEP:RANK" % (text, kind))
+    if s >= steps or r >= ranks:
+        raise argparse.ArgumentTypeError("step %d / rank %d is outside the run" % (s, r))
+    return kind, s, r
+
+
+def rank_folder(style, r):
+    return {"numbered": "rank%d" % r, "rank": "rank", "proc": "proc%d" % (PROC_PID + r)}[style]
+
+
+def write_json(path, obj):
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=1)  # msprobe's save_json: allow_nan and ensure_ascii defaults
+
+
+def train(a, mistake):
+    global REC
+    kind, m_step, m_rank = mistake
+    torch.manual_seed(a.seed)
+    init = Net()
+    models = [copy.deepcopy(init) for _ in range(a.ranks)]  # DDP broadcasts rank 0's weights at start
+    for model in models:
+        for name, module in model.named_modules():
+            if module is not model:  # msprobe skips the root module
+                hook_module(name, module)
+    originals = patch_apis()
+    try:
+        for step in range(a.steps):
+            local = []
+            for r, model in enumerate(models):
+                images, labels = batch(a.seed, step, r)
+                if kind in ("nan", "inf") and (step, r) == (m_step, m_rank):
+                    images[0, 0, 0, 0] = float(kind)
+                model.zero_grad(set_to_none=True)
+                REC = Recorder(a.level, a.legacy_names)
+                train_step(model, images, labels)
+                folder = os.path.join(a.out, "step%d" % step, rank_folder(a.rank_folder, r))
+                os.makedirs(folder)
+                for fname, obj in REC.files().items():
+                    write_json(os.path.join(folder, fname), obj)
+                REC = None
+                local.append({n: p.grad.clone() for n, p in model.named_parameters()})
+            sgd_step(models, local, a.ranks, kind, m_step, m_rank, step)
+    finally:
+        REC = None
+        for mod, name, fn in originals:
+            setattr(mod, name, fn)
+
+
+def sgd_step(models, local, ranks, kind, m_step, m_rank, step):
+    """The all-reduce (one result for every rank, as DDP's) and the same SGD step on every replica."""
+    total = {n: torch.stack([g[n] for g in local]).sum(0) for n in local[0]}
+    with torch.no_grad():
+        for r, model in enumerate(models):
+            for n, p in model.named_parameters():
+                g = total[n] if kind == "grad-sum" else total[n] / ranks
+                if kind == "param-not-synced" and r == m_rank and step >= m_step and n == UNSYNCED:
+                    g = local[r][n]
+                p -= LR * g
+
+
+def first_tensor(data):
+    """The first tensor dict in file order (a Module's or API's first input)."""
+    for entry in data.values():
+        stack = [entry]
+        while stack:
+            x = stack.pop(0)
+            if isinstance(x, dict) and "dtype" in x:
+                return x
+            stack.extend(x.values() if isinstance(x, dict) else x if isinstance(x, list) else [])
+    raise SystemExit("no tensor to break")
+
+
+def break_tree(a):
+    rank0 = rank_folder(a.rank_folder, 0)
+    path = os.path.join(a.out, "step0", rank0, "dump.json")
+    with open(path) as f:
+        text = f.read()
+    dump = json.loads(text)
+    if a.broken == "bad-json":
+        with open(path, "w") as f:
+            f.write(text[:len(text) // 2])
+    elif a.broken == "not-an-object":
+        write_json(path, [dump])
+    elif a.broken == "no-data":
+        del dump["data"]
+        write_json(path, dump)
+    elif a.broken in ("bad-shape", "bad-shape-list", "bad-stat"):
+        t = first_tensor(dump["data"])
+        if a.broken == "bad-stat":
+            t["Norm"] = "abc"
+        else:
+            t["shape"] = "[%d, x]" % t["shape"][0] if a.broken == "bad-shape" else [t["shape"][0], "x"]
+        write_json(path, dump)
+    elif a.broken == "missing-rank":
+        shutil.rmtree(os.path.join(a.out, "step1", rank_folder(a.rank_folder, 1)))
+    elif a.broken == "mixed-task":
+        path1 = os.path.join(a.out, "step1", rank0, "dump.json")
+        with open(path1) as f:
+            dump1 = json.load(f)
+        dump1["task"] = "tensor"
+        write_json(path1, dump1)
+    elif a.broken == "bad-step-folder":
+        os.makedirs(os.path.join(a.out, "stepX", rank0))
+        shutil.copy(path, os.path.join(a.out, "stepX", rank0, "dump.json"))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--level", default="mix", choices=["mix", "L0", "L1"])
+    ap.add_argument("--mistake", default="none",
+                    help="none | nan@S:R | inf@S:R | param-not-synced@S:R | grad-sum (S:R defaults to 1:1)")
+    ap.add_argument("--legacy-names", action="store_true", help="parameters_grad without the trailing index")
+    ap.add_argument("--rank-folder", default="numbered", choices=["numbered", "rank", "proc"],
+                    help="rank<R> (default), the old mstt `rank` (only with --ranks 1), or proc<pid>")
+    ap.add_argument("--broken", default="", choices=["", "bad-json", "not-an-object", "no-data", "bad-shape",
+                                                     "bad-shape-list", "bad-stat", "missing-rank", "mixed-task",
+                                                     "bad-step-folder"])
+    ap.add_argument("--seed", type=int, default=7)
+    a = ap.parse_args()
+    try:
+        mistake = parse_mistake(a.mistake, a.ranks, a.steps)
+    except (argparse.ArgumentTypeError, ValueError) as e:
+        ap.error("--mistake: %s" % e)
+    if a.rank_folder == "rank" and a.ranks != 1:
+        ap.error("--rank-folder rank is the unnumbered mstt folder: only with --ranks 1")
+    if a.broken in ("missing-rank", "mixed-task") and (a.steps < 2 or a.ranks < 2 and a.broken == "missing-rank"):
+        ap.error("--broken %s needs two steps (and two ranks for missing-rank)" % a.broken)
+    if os.path.exists(a.out) and os.listdir(a.out):
+        ap.error("%s is not empty" % a.out)
+    torch.set_num_threads(1)  # tiny model; leave the other core alone
+    train(a, mistake)
+    if a.broken:
+        break_tree(a)
+    print(a.out)
+
+
+if __name__ == "__main__":
+    main()

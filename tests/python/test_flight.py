@@ -1,0 +1,192 @@
+"""`ranksight-cli import-flight-recorder` on dumps written by tests/flight/make_fr_dumps.py the way PyTorch's
+flight recorder writes them (Debian's torch 1.13 has none): which collective each rank reached, the first
+collective where ranks disagree, `diagnose` naming collective-mismatch, the join with a recorded run, and
+broken or hostile dumps refused with one line and nothing written (a hostile pickle runs nothing). Run from
+ctest (py_flight) with RANKSIGHT_CLI."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import h5py
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from ranksight import runfile  # noqa: E402
+
+GEN = os.path.join(ROOT, "tests", "flight", "make_fr_dumps.py")
+CLI = os.environ.get("RANKSIGHT_CLI")
+# make_fr_dumps.py's clock: step k's collectives are enqueued BASE + k * STEP (+ up to 82 ms).
+BASE_NS, STEP_NS = 1764750000000000000, 1_250_000_000
+
+
+@unittest.skipUnless(CLI, "RANKSIGHT_CLI is not set")
+class FlightRecorderTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def dumps(self, name, *args):
+        out = os.path.join(self.dir.name, name)
+        subprocess.run(["/usr/bin/python3", GEN, out, *args], check=True, timeout=120, capture_output=True)
+        return out
+
+    def cli(self, *args):
+        return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=300)
+
+    def imported(self, src, *extra):
+        out = os.path.join(self.dir.name, os.path.basename(src) + ".h5")
+        p = self.cli("import-flight-recorder", src, "--out", out, *extra)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return out, p.stdout
+
+    def findings(self, path):
+        p = self.cli("diagnose", path, "--json")
+        self.assertIn(p.returncode, (0, 3), p.stderr)
+        return json.loads(p.stdout)["findings"]
+
+    def assert_refused(self, src, *words):
+        out = os.path.join(self.dir.name, "refused.h5")
+        p = self.cli("import-flight-recorder", src, "--out", out)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        lines = p.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, p.stderr)
+        for w in words:
+            self.assertIn(w, lines[0])
+        self.assertFalse(os.path.exists(out))
+        self.assertEqual([f for f in os.listdir(self.dir.name) if "importing" in f], [])
+        return lines[0]
+
+    def test_clean_dumps_agree_and_diagnose_nothing(self):
+        out, text = self.imported(self.dumps("clean", "--scenario", "clean"))
+        self.assertIn("4 ranks, 120 collectives of 1 process groups from 4 dumps (nccl, version 2.10)", text)
+        self.assertIn("the ranks agree on every collective they dumped", text)
+        self.assertEqual(self.findings(out), [])
+        with h5py.File(out, "r") as f:
+            self.assertEqual(f.attrs["source"].decode() if isinstance(f.attrs["source"], bytes)
+                             else f.attrs["source"], "flight-recorder")
+            self.assertEqual(f["/collectives/seq"].shape, (120,))
+            self.assertEqual(sorted(set(f["/collectives/rank"][:].tolist())), [0, 1, 2, 3])
+            self.assertTrue((f["/collectives/state"][:] == 2).all())
+            self.assertTrue(np.isnan(f["/collectives/duration_ms"][:]).all(), "timing was off: not recorded")
+
+    def test_a_rank_that_never_arrived_is_named(self):
+        out, text = self.imported(self.dumps("hang", "--scenario", "hang"))
+        self.assertIn("first disagreement: rank 1 never reached collective #22 of group 0 (default_pg)", text)
+        self.assertIn("rank 1's last collective is #21", text)
+        f = self.findings(out)
+        self.assertEqual([x["cause"] for x in f], ["collective-mismatch"])
+        self.assertEqual(f[0]["ranks"], [1])
+        self.assertIn("/job/train.py:88 train_step", f[0]["evidence"])
+
+    def test_every_kind_of_disagreement(self):
+        for scenario, words in (("size-mismatch", "size mismatch at collective #22"),
+                                ("op-mismatch", "operation mismatch at collective #22"),
+                                ("dtype-mismatch", "dtype mismatch at collective #22"),
+                                ("behind", "rank 1 is 13 collectives behind: rank 1's dump ends at #9"),
+                                ("missing-rank", "rank 1 left no dump")):
+            with self.subTest(scenario=scenario):
+                out, text = self.imported(self.dumps(scenario, "--scenario", scenario))
+                self.assertIn(words, text)
+                f = self.findings(out)
+                self.assertEqual([x["cause"] for x in f], ["collective-mismatch"])
+                self.assertEqual(f[0]["ranks"], [1])
+
+    def test_every_encoding_reads_alike(self):
+        """The pickle as PyTorch's C++ Pickler writes it, as Python's pickle writes it, the JSON form,
+        torch_npu's HCCL dumps (version 2.4, hccl: names) and memo ids past 255 give the same answer."""
+        for name, args in (("python", ["--encoder", "python"]), ("json", ["--format", "json"]),
+                           ("npu", ["--npu", "--timing"]), ("v27", ["--version", "2.7"]),
+                           ("deep", ["--stack-depth", "100"])):
+            with self.subTest(encoding=name):
+                out, text = self.imported(self.dumps(name, "--scenario", "hang", *args))
+                self.assertIn("rank 1 never reached collective #22", text)
+                self.assertEqual(self.findings(out)[0]["ranks"], [1])
+        with h5py.File(os.path.join(self.dir.name, "npu.h5"), "r") as f:
+            self.assertEqual(f["/collectives/op"][0].decode(), "all_reduce")
+            durations = f["/collectives/duration_ms"][:]
+            done = f["/collectives/state"][:] == 2
+            self.assertTrue((durations[done] > 0).all(), "--timing records each completed collective's time")
+
+    def test_wrapped_ring_buffers_are_aligned(self):
+        out, text = self.imported(self.dumps("wrapped", "--scenario", "hang", "--buffer", "20", "--steps", "12"))
+        self.assertIn("rank 1 never reached collective #28", text)
+
+    def test_joined_with_the_recorded_run_the_step_is_known(self):
+        """The job's own run file (written here with runfile.py, as ranksight.ddp.Recorder writes it, steps
+        0-6 ended 0.5 s into each step's span) places each collective in its step; the hung collective is
+        step 7's, the step in progress."""
+        run = os.path.join(self.dir.name, "job.h5")
+        meta = dict(model="mlp", world_size=4, batch_per_rank=2, precision="O0", loss_scale="none", data="synthetic",
+                    seed=1, sketch_dim=0, weight_every=0, planned_steps=10, config={}, rank_table={},
+                    environment={}, source="pytorch-ddp", absent=[], params=[("w", (2,))], buffer_names=[],
+                    cards=[])
+        w = runfile.RunFileWriter(run, meta)
+        for k in range(7):
+            w.append_step(dict(step=k, epoch=0, lr=0.1, end_ns=BASE_NS + k * STEP_NS + 500_000_000,
+                               loss=[1.0] * 4))
+        w.close("killed")
+        out, text = self.imported(self.dumps("hang", "--scenario", "hang"), "--run", run)
+        self.assertIn("joined with 7 steps", text)
+        self.assertIn("collective #22 of group 0 (default_pg) (step 7)", text)
+        f = self.findings(out)
+        self.assertEqual(f[0]["cause"], "collective-mismatch")
+        self.assertEqual(f[0]["first_step"], 7)
+        with h5py.File(out, "r") as h:
+            self.assertEqual(h["/steps/step"].shape, (7,), "the run's own steps are kept")
+            steps = h["/collectives/step"][:]
+            seq = h["/collectives/seq"][:]
+            self.assertEqual(sorted(set(steps[seq == 4].tolist())), [1], "collective #4 is step 1's second")
+
+    def test_a_run_without_step_times_cannot_be_joined(self):
+        run = os.path.join(self.dir.name, "old.h5")
+        meta = dict(model="mlp", world_size=4, batch_per_rank=2, precision="O0", loss_scale="none", data="synthetic",
+                    seed=1, sketch_dim=0, weight_every=0, planned_steps=2, config={}, rank_table={}, environment={},
+                    source="pytorch-ddp", absent=["/steps/end_ns"], params=[("w", (2,))], buffer_names=[], cards=[])
+        w = runfile.RunFileWriter(run, meta)
+        w.append_step(dict(step=0, epoch=0, lr=0.1, loss=[1.0] * 4))
+        w.close("done")
+        src = self.dumps("hang", "--scenario", "hang")
+        p = self.cli("import-flight-recorder", src, "--out", os.path.join(self.dir.name, "x.h5"), "--run", run)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("records no step times (/steps/end_ns)", p.stderr)
+
+    def test_hostile_pickles_are_refused_and_run_nothing(self):
+        for broken in ("hostile-global", "hostile-reduce"):
+            with self.subTest(broken=broken):
+                src = self.dumps(broken, "--broken", broken)
+                line = self.assert_refused(src, "nccl_trace_rank_0", "would import or call Python code",
+                                           "nothing was run")
+                self.assertRegex(line, "opcode (GLOBAL|STACK_GLOBAL|REDUCE)")
+                self.assertFalse(os.path.exists(os.path.join(src, "pwned")))
+
+    def test_broken_dumps_are_refused_with_one_line(self):
+        for broken, words in (("truncated", ["nccl_trace_rank_0", "truncated"]),
+                              ("not-a-dict", ["nccl_trace_rank_0", "expected a dict"]),
+                              ("bad-version", ["'version' is 'two'"]),
+                              ("missing-entries-key", ["'entries' is missing"]),
+                              ("ragged-versions", ["nccl_trace_rank_1", "version 2.4", "version 2.10"]),
+                              ("bad-ranks", ["ranks '[0, 1, x]' is not a list of ranks"]),
+                              ("no-rank-in-name", ["nccl_trace_rank_abc", "is not a number"])):
+            with self.subTest(broken=broken):
+                self.assert_refused(self.dumps(broken, "--broken", broken), *words)
+
+    def test_no_dumps_and_an_existing_target(self):
+        empty = os.path.join(self.dir.name, "empty")
+        os.mkdir(empty)
+        self.assert_refused(empty, "no flight-recorder dumps")
+        src = self.dumps("clean", "--scenario", "clean")
+        out, _ = self.imported(src)
+        p = self.cli("import-flight-recorder", src, "--out", out)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("already exists", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
