@@ -88,14 +88,11 @@ int importFlightRecorderCommand(const Args& argv) {
     }
     if (args.flag("quiet"))
         return 0;
-    std::printf(
-        "%s: %d ranks, %lld collectives of %d process groups from %zu dumps (%s, version %s) in %s%s\n",
-        out->c_str(), r.worldSize, static_cast<long long>(r.collectives), r.groups, r.dumped.size(),
-        r.backend.empty() ? "backend not named" : r.backend.c_str(), r.version.c_str(), r.dir.c_str(),
-        r.joinedSteps >= 0
-            ? fmt::format(", joined with {} steps of {}", r.joinedSteps, run ? run->path() : std::string())
-                  .c_str()
-            : "");
+    const std::string joined =
+        r.joinedSteps >= 0 ? fmt::format(", joined with {} steps of {}", r.joinedSteps, run->path()) : "";
+    fmt::print("{}: {} ranks, {} collectives of {} process group{} from {} dumps ({}, version {}) in {}{}\n",
+               *out, r.worldSize, r.collectives, r.groups, r.groups == 1 ? "" : "s", r.dumped.size(),
+               r.backend.empty() ? "backend not named" : r.backend, r.version, r.dir, joined);
     for (const std::string& n : r.notes)
         std::printf("note: %s\n", n.c_str());
     const view::CollectiveReport report =

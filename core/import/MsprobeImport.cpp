@@ -1,6 +1,8 @@
-// importMsprobe: see MsprobeImport.h. Two passes: read and check every csv of every rank folder into per-step
-// tables (nothing written yet), then write the run file under a temporary name and rename it into place, so a
-// failure at any point leaves no file.
+// importMsprobe: see MsprobeImport.h. Two passes over the csv files, so memory holds one window of steps
+// (the files that cover the same steps, every rank's) however long the run: the first reads and checks every
+// file and keeps only the parameters, their shapes and which statistics exist (nothing written yet); the
+// second reads one window at a time and writes its steps into the run file, under a temporary name renamed
+// into place at the end, so a failure at any point leaves no file.
 #include "import/MsprobeImport.h"
 
 #include "import/MsprobeAnomalies.h"
@@ -30,12 +32,53 @@ using msprobe::Tree;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-void readTree(Tree& t, const msprobe::MonitorTree& layout, const std::function<void(int)>& progress) {
+// Pass 1: every file read and checked; the statistics are dropped after each file, what they tell about
+// the tree (parameters, shapes, columns, steps) is kept.
+std::set<int64_t> scanTree(Tree& t, const msprobe::MonitorTree& layout,
+                           const std::function<void(int)>& progress) {
+    std::set<int64_t> steps;
     for (size_t i = 0; i < layout.files.size(); ++i) {
         msprobe::readStatCsv(t, layout.files[i]);
+        for (auto& kinds : t.tables)
+            for (Table& table : kinds) {
+                for (const auto& [step, row] : table)
+                    steps.insert(step);
+                table.clear();
+            }
         if (progress)
-            progress(int(80 * (i + 1) / layout.files.size()));
+            progress(int(40 * (i + 1) / layout.files.size()));
     }
+    return steps;
+}
+
+// The files in windows of steps: files whose step ranges overlap are in one window (msprobe writes every
+// rank's and kind's files over the same ranges, so a window is one range of every file).
+std::vector<std::vector<const msprobe::StatFile*>> windows(const msprobe::MonitorTree& layout) {
+    std::vector<const msprobe::StatFile*> files;
+    for (const auto& f : layout.files)
+        files.push_back(&f);
+    std::sort(files.begin(), files.end(), [](auto* a, auto* b) { return a->first < b->first; });
+    std::vector<std::vector<const msprobe::StatFile*>> out;
+    int64_t end = std::numeric_limits<int64_t>::min();
+    for (const msprobe::StatFile* f : files) {
+        if (out.empty() || f->first > end)
+            out.emplace_back();
+        out.back().push_back(f);
+        end = std::max(end, f->last);
+    }
+    return out;
+}
+
+// A window's tables, with the whole tree's parameter numbering.
+Tree windowTree(const Tree& whole, const std::vector<const msprobe::StatFile*>& files) {
+    Tree w(whole.tables.size());
+    w.paramIndex = whole.paramIndex;
+    w.names = whole.names;
+    w.shapes = whole.shapes;
+    w.numel = whole.numel;
+    for (const msprobe::StatFile* f : files)
+        msprobe::readStatCsv(w, *f);
+    return w;
 }
 
 RunMeta metaOf(const msprobe::MonitorTree& layout, const Tree& t, const std::vector<std::string>& absent,
@@ -132,7 +175,7 @@ MsprobeImportResult importMsprobe(const std::string& dir, const std::string& out
     const msprobe::MonitorTree layout = msprobe::findMonitorTree(dir);
     const bool v2 = layout.layout == msprobe::Layout::MonitorV2;
     Tree t(layout.rankFolders.size());
-    readTree(t, layout, progress);
+    const std::set<int64_t> stepSet = scanTree(t, layout, progress);
     const int R = int(layout.rankFolders.size()), P = int(t.names.size());
     if (P == 0)
         throw ImportError(fmt::format("{}: no gradient or parameter statistics ({}) in the rank folders",
@@ -140,11 +183,6 @@ MsprobeImportResult importMsprobe(const std::string& dir, const std::string& out
                                       v2 ? "weight_grad_step*.csv or param_step*.csv"
                                          : "grad_unreduced_*.csv, grad_reduced_*.csv or param_*.csv"));
 
-    std::set<int64_t> stepSet;
-    for (const auto& kinds : t.tables)
-        for (const Table& table : kinds)
-            for (const auto& [step, row] : table)
-                stepSet.insert(step);
     const std::vector<int64_t> steps(stepSet.begin(), stepSet.end());
 
     MsprobeImportResult res;
@@ -229,65 +267,74 @@ MsprobeImportResult importMsprobe(const std::string& dir, const std::string& out
     try {
         auto w = RunWriter::create(tmp, meta, true);
         auto nextEvent = events.begin();
-        for (size_t i = 0; i < steps.size(); ++i) {
-            const int64_t step = steps[i];
-            StepRecord st;
-            st.step = step;
-            st.lr = kNaN;
-            st.ranks.resize(size_t(R));
-            for (int r = 0; r < R; ++r) {
-                RankStep& x = st.ranks[size_t(r)];
-                x.loss = x.accuracy = x.lossScale = x.stepMs = x.computeMs = x.commMs = kNaN;
-                x.localNorm.assign(size_t(P), kNaN);
-                x.localMax.assign(size_t(P), kNaN);
-                x.localSum.assign(size_t(P), std::nan(""));
-                x.nonfinite.assign(size_t(P), 0);
-                x.syncedNorm.assign(size_t(P), kNaN);
-                x.syncedSum.assign(size_t(P), std::nan(""));
-                const auto& tables = t.tables[size_t(r)];
-                for (int p = 0; p < P; ++p) {
-                    const double numel = double(std::max<int64_t>(0, t.numel[size_t(p)]));
-                    if (const Stat* s = statAt(tables[msprobe::kUnreduced], step, p)) {
-                        x.localNorm[size_t(p)] = s->norm;
-                        x.localMax[size_t(p)] = std::max(std::fabs(s->min), std::fabs(s->max));
-                        if (std::isnan(s->min) || std::isnan(s->max))
-                            x.localMax[size_t(p)] = kNaN;
-                        if (localSum)
-                            x.localSum[size_t(p)] = double(s->mean) * numel;
-                        // nans counts NaN elements; an infinite min or max is one more non-finite element.
-                        const float nans = std::isfinite(s->nans) ? std::max(0.f, s->nans) : 0.f;
-                        x.nonfinite[size_t(p)] = uint32_t(
-                            std::min<double>(nans + (std::isinf(s->min) || std::isinf(s->max)), 4e9));
-                    }
-                    if (const Stat* s = statAt(tables[msprobe::kReduced], step, p)) {
-                        x.syncedNorm[size_t(p)] = s->norm;
-                        if (syncedSum)
-                            x.syncedSum[size_t(p)] = double(s->mean) * numel;
+        size_t written = 0;
+        for (const auto& files : windows(layout)) {
+            const Tree win = windowTree(t, files);
+            std::set<int64_t> winSteps;
+            for (const auto& kinds : win.tables)
+                for (const Table& table : kinds)
+                    for (const auto& [step, row] : table)
+                        winSteps.insert(step);
+            for (const int64_t step : winSteps) {
+                StepRecord st;
+                st.step = step;
+                st.lr = kNaN;
+                st.ranks.resize(size_t(R));
+                for (int r = 0; r < R; ++r) {
+                    RankStep& x = st.ranks[size_t(r)];
+                    x.loss = x.accuracy = x.lossScale = x.stepMs = x.computeMs = x.commMs = kNaN;
+                    x.localNorm.assign(size_t(P), kNaN);
+                    x.localMax.assign(size_t(P), kNaN);
+                    x.localSum.assign(size_t(P), std::nan(""));
+                    x.nonfinite.assign(size_t(P), 0);
+                    x.syncedNorm.assign(size_t(P), kNaN);
+                    x.syncedSum.assign(size_t(P), std::nan(""));
+                    const auto& tables = win.tables[size_t(r)];
+                    for (int p = 0; p < P; ++p) {
+                        const double numel = double(std::max<int64_t>(0, t.numel[size_t(p)]));
+                        if (const Stat* s = statAt(tables[msprobe::kUnreduced], step, p)) {
+                            x.localNorm[size_t(p)] = s->norm;
+                            x.localMax[size_t(p)] = std::max(std::fabs(s->min), std::fabs(s->max));
+                            if (std::isnan(s->min) || std::isnan(s->max))
+                                x.localMax[size_t(p)] = kNaN;
+                            if (localSum)
+                                x.localSum[size_t(p)] = double(s->mean) * numel;
+                            // nans counts NaN elements; an infinite min or max is one more non-finite
+                            // element.
+                            const float nans = std::isfinite(s->nans) ? std::max(0.f, s->nans) : 0.f;
+                            x.nonfinite[size_t(p)] = uint32_t(
+                                std::min<double>(nans + (std::isinf(s->min) || std::isinf(s->max)), 4e9));
+                        }
+                        if (const Stat* s = statAt(tables[msprobe::kReduced], step, p)) {
+                            x.syncedNorm[size_t(p)] = s->norm;
+                            if (syncedSum)
+                                x.syncedSum[size_t(p)] = double(s->mean) * numel;
+                        }
                     }
                 }
+                w->appendStep(st);
+                for (; nextEvent != events.end() && nextEvent->step <= step; ++nextEvent)
+                    w->appendEvent(*nextEvent);
+                if (weights) {
+                    bool any = false;
+                    WeightRecord wr;
+                    wr.step = step;
+                    wr.fp.assign(size_t(R), {});
+                    wr.norm.assign(size_t(R), std::vector<float>(size_t(P), kNaN));
+                    wr.bufferFp.assign(size_t(R), 0);
+                    wr.bufferDrift.assign(size_t(R), kNaN);
+                    for (int r = 0; r < R; ++r)
+                        for (int p = 0; p < P; ++p)
+                            if (const Stat* s = statAt(win.tables[size_t(r)][paramKind], step, p)) {
+                                wr.norm[size_t(r)][size_t(p)] = s->norm;
+                                any = true;
+                            }
+                    if (any)
+                        w->appendWeights(wr);
+                }
+                if (progress)
+                    progress(40 + int(60 * ++written / steps.size()));
             }
-            w->appendStep(st);
-            for (; nextEvent != events.end() && nextEvent->step <= step; ++nextEvent)
-                w->appendEvent(*nextEvent);
-            if (weights) {
-                bool any = false;
-                WeightRecord wr;
-                wr.step = step;
-                wr.fp.assign(size_t(R), {});
-                wr.norm.assign(size_t(R), std::vector<float>(size_t(P), kNaN));
-                wr.bufferFp.assign(size_t(R), 0);
-                wr.bufferDrift.assign(size_t(R), kNaN);
-                for (int r = 0; r < R; ++r)
-                    for (int p = 0; p < P; ++p)
-                        if (const Stat* s = statAt(t.tables[size_t(r)][paramKind], step, p)) {
-                            wr.norm[size_t(r)][size_t(p)] = s->norm;
-                            any = true;
-                        }
-                if (any)
-                    w->appendWeights(wr);
-            }
-            if (progress)
-                progress(80 + int(20 * (i + 1) / steps.size()));
         }
         for (; nextEvent != events.end(); ++nextEvent)
             w->appendEvent(*nextEvent);

@@ -14,13 +14,16 @@
 #include <QtTest>
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <malloc.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <thread>
+#include <tuple>
 
 using namespace rs;
 using namespace rs::runfile_fixtures;
@@ -34,6 +37,7 @@ private slots:
     void missingValuesArePaddedAndStringsCut();
     void absentColumnsAreDeclaredInTheFile();
     void fileBeforeAColumnWasAddedOpens();
+    void importTablesRoundTripAndMayBeMissing();
     void flightRowsLargerThanAChunk();
     void writerRejectsInconsistentRecords();
     void createRefusesAnExistingFile();
@@ -315,6 +319,94 @@ void TestRunFile::absentColumnsAreDeclaredInTheFile() {
     const QString full = file("absent-none.h5");
     RunWriter::create(full.toStdString(), makeMeta(2, 3, 2, 4))->close();
     QVERIFY(openRunFile(full.toStdString())->meta().absent.empty());
+}
+
+// The tables imports fill (/collectives, /tensors) and /steps/end_ns: every field back through both readers;
+// a file from before them (the groups and the column unlinked) opens with no rows of them, and lists only the
+// column as absent (a whole table it predates is not something its source failed to record).
+void TestRunFile::importTablesRoundTripAndMayBeMissing() {
+    const RunMeta meta = makeMeta(2, 3, 2, 4);
+    const QString path = file("imports.h5");
+    std::vector<Collective> cs(3);
+    for (int i = 0; i < 3; ++i) {
+        Collective& c = cs[size_t(i)];
+        c.rank = i % 2;
+        c.recordId = 100 + i;
+        c.seq = 7 + i;
+        c.group = "0 (default_pg)";
+        c.op = i == 2 ? "send 0->1" : "all_reduce";
+        c.sizes = "in [[3, 4]] out [[3, 4]]";
+        c.dtypes = "Float";
+        c.state = uint8_t(i);
+        c.p2p = i == 2;
+        c.retired = i == 0;
+        c.createdNs = 1764750000000000000 + i;
+        c.durationMs = i == 0 ? 1.5f : std::nanf("");
+        c.timeoutMs = 600000;
+        c.frame = "/job/train.py:88 train_step";
+        c.step = i - 1;
+    }
+    std::vector<TensorStat> ts(2);
+    for (int i = 0; i < 2; ++i) {
+        TensorStat& t = ts[size_t(i)];
+        t.rank = i;
+        t.order = i * 3;
+        t.name = "Module.conv1.Conv2d.forward.0.output.0";
+        t.dtype = "torch.float32";
+        t.shape = "2x4x6x6";
+        t.max = 1.f + float(i);
+        t.min = -std::numeric_limits<float>::infinity();
+        t.mean = std::nanf("");
+        t.norm = 3.f;
+        t.recorded = uint8_t(i ? 15 : 9);
+        t.step = 4;
+    }
+    {
+        auto w = RunWriter::create(path.toStdString(), meta);
+        StepRecord s = makeStep(meta, 0);
+        s.endNs = 1764750000123456789;
+        w->appendStep(s);
+        w->appendCollectives(cs);
+        w->appendTensorStats(ts);
+        w->close("done");
+    }
+    for (const bool inProcess : {true, false}) {
+        const auto r = inProcess ? openRunFile(path.toStdString(), ReadIn::ThisProcess)
+                                 : openRunFile(path.toStdString());
+        QCOMPARE(r->readSteps(0, 1, false)[0].endNs, int64_t(1764750000123456789));
+        const RunData d = r->readAll();
+        QCOMPARE(d.collectives.size(), cs.size());
+        for (size_t i = 0; i < cs.size(); ++i) {
+            const Collective &a = d.collectives[i], &b = cs[i];
+            QCOMPARE(std::tie(a.rank, a.recordId, a.seq, a.group, a.op, a.sizes, a.dtypes, a.state, a.p2p,
+                              a.retired, a.createdNs, a.timeoutMs, a.frame, a.step),
+                     std::tie(b.rank, b.recordId, b.seq, b.group, b.op, b.sizes, b.dtypes, b.state, b.p2p,
+                              b.retired, b.createdNs, b.timeoutMs, b.frame, b.step));
+            QVERIFY(sameBits(std::vector<float>{a.durationMs}, std::vector<float>{b.durationMs}));
+        }
+        QCOMPARE(d.tensorStats.size(), ts.size());
+        for (size_t i = 0; i < ts.size(); ++i) {
+            const TensorStat &a = d.tensorStats[i], &b = ts[i];
+            QCOMPARE(std::tie(a.rank, a.order, a.name, a.dtype, a.shape, a.recorded, a.step),
+                     std::tie(b.rank, b.order, b.name, b.dtype, b.shape, b.recorded, b.step));
+            QVERIFY(sameBits(std::vector<float>{a.max, a.min, a.mean, a.norm},
+                             std::vector<float>{b.max, b.min, b.mean, b.norm}));
+        }
+    }
+    mutateFile(path, [](H5::H5File& f) {
+        f.unlink("/collectives");
+        f.unlink("/tensors");
+        f.unlink("/steps/end_ns");
+    });
+    for (const bool inProcess : {true, false}) {
+        const auto r = inProcess ? openRunFile(path.toStdString(), ReadIn::ThisProcess)
+                                 : openRunFile(path.toStdString());
+        QCOMPARE(r->collectiveCount(), int64_t(0));
+        QCOMPARE(r->tensorStatCount(), int64_t(0));
+        QVERIFY(r->readAll().collectives.empty());
+        QCOMPARE(r->meta().absent, std::vector<std::string>{"/steps/end_ns"});
+        QCOMPARE(r->readSteps(0, 1, false)[0].endNs, int64_t(0));
+    }
 }
 
 // /steps/buffer_fp came after the first format 2 files: such a file (here: the column unlinked) opens, in

@@ -65,7 +65,7 @@ class FlightRecorderTest(unittest.TestCase):
 
     def test_clean_dumps_agree_and_diagnose_nothing(self):
         out, text = self.imported(self.dumps("clean", "--scenario", "clean"))
-        self.assertIn("4 ranks, 120 collectives of 1 process groups from 4 dumps (nccl, version 2.10)", text)
+        self.assertIn("4 ranks, 120 collectives of 1 process group from 4 dumps (nccl, version 2.10)", text)
         self.assertIn("the ranks agree on every collective they dumped", text)
         self.assertEqual(self.findings(out), [])
         with h5py.File(out, "r") as f:
