@@ -16,18 +16,6 @@
 namespace rs::cli {
 namespace {
 
-const char* stateName(uint8_t s) {
-    switch (CollectiveState(s)) {
-    case CollectiveState::Scheduled:
-        return "scheduled";
-    case CollectiveState::Started:
-        return "started";
-    case CollectiveState::Completed:
-        return "completed";
-    }
-    return "?";
-}
-
 // Per group, one line per rank (at most 16; past that the ranks that are not where most are).
 void printProgress(const view::CollectiveReport& report) {
     for (const view::GroupProgress& g : report.groups) {
@@ -52,7 +40,7 @@ void printProgress(const view::CollectiveReport& report) {
                 std::printf("  rank %d: no collective in this group\n", p.rank);
             else
                 std::printf("  rank %d: last #%lld %s (%s)%s\n", p.rank, static_cast<long long>(p.lastSeq),
-                            p.lastOp.c_str(), stateName(p.lastState),
+                            p.lastOp.c_str(), view::collectiveStateName(p.lastState),
                             p.lastStep >= 0 ? fmt::format(", step {}", p.lastStep).c_str() : "");
         }
         if (g.ranks.size() > 16)

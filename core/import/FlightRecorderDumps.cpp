@@ -3,7 +3,9 @@
 // TraceUtils.h; the folder rules follow PyTorch's analyser (flight_recorder/components/loader.py).
 #include "import/FlightRecorderDumps.h"
 
+#include "import/ImportTarget.h"
 #include "import/PickleData.h"
+#include "store/RunSchema.h"
 
 #include <algorithm>
 #include <cctype>
@@ -37,18 +39,30 @@ std::optional<std::string> prefixOf(const std::string& name) {
     return name.substr(0, i);
 }
 
-// A string cut to a run-file column, with a hash of the whole so that two long values that differ past the
-// cut still compare unequal.
-std::string fitted(const std::string& s, size_t limit) {
-    if (s.size() <= limit)
-        return s;
-    const std::string tag = fmt::format("~{:08x}", uint32_t(std::hash<std::string>{}(s)));
-    std::string head = s.substr(0, limit - tag.size());
-    while (!head.empty() && (static_cast<unsigned char>(head.back()) & 0xC0) == 0x80)
-        head.pop_back();
-    if (!head.empty() && static_cast<unsigned char>(head.back()) >= 0xC0)
-        head.pop_back();
-    return head + tag;
+// A value's type as the dump's writer (Python, or PyTorch's pickler for it) would name it.
+const char* pythonType(const Json& v) {
+    switch (v.type()) {
+    case Json::value_t::object:
+        return "dict";
+    case Json::value_t::array:
+        return "list";
+    case Json::value_t::string:
+        return "str";
+    case Json::value_t::boolean:
+        return "bool";
+    case Json::value_t::null:
+        return "None";
+    case Json::value_t::number_float:
+        return "float";
+    default:
+        return "int";
+    }
+}
+
+// A string member, or "" when it is missing or not a string (frames are for people, not checked).
+std::string stringOr(const Json& o, const char* key) {
+    const auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 class EntryReader {
@@ -74,7 +88,7 @@ public:
     int64_t integer(const char* key) const {
         const Json& v = need(key);
         if (!v.is_number_integer())
-            fail(key, fmt::format("is a {}, expected an integer", v.type_name()));
+            fail(key, fmt::format("is a {}, expected an integer", pythonType(v)));
         return v.get<int64_t>();
     }
     int64_t integerOr(const char* key, int64_t otherwise) const {
@@ -82,13 +96,13 @@ public:
         if (!v || v->is_null())
             return otherwise;
         if (!v->is_number_integer())
-            fail(key, fmt::format("is a {}, expected an integer", v->type_name()));
+            fail(key, fmt::format("is a {}, expected an integer", pythonType(*v)));
         return v->get<int64_t>();
     }
     std::string text(const char* key) const {
         const Json& v = need(key);
         if (!v.is_string())
-            fail(key, fmt::format("is a {}, expected a string", v.type_name()));
+            fail(key, fmt::format("is a {}, expected a string", pythonType(v)));
         return v.get<std::string>();
     }
     bool flag(const char* key, bool otherwise) const {
@@ -96,14 +110,14 @@ public:
         if (!v)
             return otherwise;
         if (!v->is_boolean())
-            fail(key, fmt::format("is a {}, expected true or false", v->type_name()));
+            fail(key, fmt::format("is a {}, expected true or false", pythonType(*v)));
         return v->get<bool>();
     }
     // input_sizes / output_sizes: a list of shapes, each a list of integers.
     std::string shapes(const char* key) const {
         const Json& v = need(key);
         if (!v.is_array())
-            fail(key, fmt::format("is a {}, expected a list of shapes", v.type_name()));
+            fail(key, fmt::format("is a {}, expected a list of shapes", pythonType(v)));
         std::string out = "[";
         for (const Json& shape : v) {
             if (!shape.is_array())
@@ -112,7 +126,7 @@ public:
             for (size_t i = 0; i < shape.size(); ++i) {
                 if (!shape[i].is_number_integer())
                     fail(key,
-                         fmt::format("holds a dimension that is a {}, not an integer", shape[i].type_name()));
+                         fmt::format("holds a dimension that is a {}, not an integer", pythonType(shape[i])));
                 out += fmt::format("{}{}", i ? ", " : "", shape[i].get<int64_t>());
             }
             out += "]";
@@ -122,7 +136,7 @@ public:
     std::string dtypes(const char* key) const {
         const Json& v = need(key);
         if (!v.is_array())
-            fail(key, fmt::format("is a {}, expected a list of dtype names", v.type_name()));
+            fail(key, fmt::format("is a {}, expected a list of dtype names", pythonType(v)));
         std::set<std::string> names;
         for (const Json& d : v) {
             if (!d.is_string())
@@ -143,11 +157,11 @@ public:
         for (const Json& f : *frames) {
             if (!f.is_object())
                 continue;
-            const std::string file = f.value("filename", std::string());
-            std::string where = fmt::format(
-                "{}:{} {}", file,
-                f.contains("line") && f["line"].is_number_integer() ? f["line"].get<int64_t>() : int64_t(0),
-                f.value("name", std::string()));
+            const std::string file = stringOr(f, "filename");
+            const auto line = f.find("line");
+            const std::string where = fmt::format(
+                "{}:{} {}", file, line != f.end() && line->is_number_integer() ? line->get<int64_t>() : 0,
+                stringOr(f, "name"));
             if (first.empty())
                 first = where;
             if (file.find("/torch/") == std::string::npos && file.find("/torch_npu/") == std::string::npos)
@@ -176,7 +190,7 @@ uint8_t stateOf(const EntryReader& r) {
 Collective readEntry(const fs::path& file, const Json& e, size_t index, int rank, std::string& backend) {
     if (!e.is_object())
         throw ImportError(
-            fmt::format("{}: entries[{}] is a {}, expected a dict", file.string(), index, e.type_name()));
+            fmt::format("{}: entries[{}] is a {}, expected a dict", file.string(), index, pythonType(e)));
     const EntryReader r(file, e, index);
     Collective c;
     c.rank = rank;
@@ -184,32 +198,33 @@ Collective readEntry(const fs::path& file, const Json& e, size_t index, int rank
     const Json& pg = r.need("process_group");
     if (!pg.is_array() || pg.size() != 2 || !pg[0].is_string() || !pg[1].is_string())
         r.fail("process_group", "is not a (name, desc) pair of strings");
-    c.group = fitted(groupLabel(pg[0].get<std::string>(), pg[1].get<std::string>()), kStr256);
+    c.group = groupLabel(pg[0].get<std::string>(), pg[1].get<std::string>());
     // "nccl:all_reduce", "hccl:send 0->1"; torch_npu leaves it "" when profiling is unsupported.
     const std::string name = r.text("profiling_name");
     const size_t colon = name.find(':');
     if (colon != std::string::npos && backend.empty())
         backend = name.substr(0, colon);
     const std::string op = colon == std::string::npos ? name : name.substr(colon + 1);
-    c.op = fitted(op.empty() ? "(unnamed)" : op, kStr32);
+    c.op = columnText(op.empty() ? "(unnamed)" : op, kStr32);
     const bool p2p =
         r.flag("is_p2p", op.rfind("send", 0) == 0 || op.rfind("recv", 0) == 0); // older dumps lack is_p2p
     c.p2p = p2p;
     c.seq = p2p ? r.integerOr("p2p_seq_id", r.integer("collective_seq_id")) : r.integer("collective_seq_id");
     c.createdNs = r.integer("time_created_ns");
-    c.sizes = fitted(fmt::format("in {} out {}", r.shapes("input_sizes"), r.shapes("output_sizes")), kStr256);
+    c.sizes =
+        columnText(fmt::format("in {} out {}", r.shapes("input_sizes"), r.shapes("output_sizes")), kStr256);
     const std::string in = r.dtypes("input_dtypes"), out = r.dtypes("output_dtypes");
-    c.dtypes = fitted(in == out || out.empty() ? in : in + "->" + out, kStr32);
+    c.dtypes = columnText(in == out || out.empty() ? in : in + "->" + out, kStr32);
     c.state = stateOf(r);
     c.retired = r.flag("retired", false);
     c.timeoutMs = r.integerOr("timeout_ms", -1);
     c.durationMs = std::numeric_limits<float>::quiet_NaN();
     if (const Json* d = r.find("duration_ms"); d && !d->is_null()) {
         if (!d->is_number())
-            r.fail("duration_ms", fmt::format("is a {}, expected a number", d->type_name()));
+            r.fail("duration_ms", fmt::format("is a {}, expected a number", pythonType(*d)));
         c.durationMs = d->get<float>();
     }
-    c.frame = fitted(r.frame(), kStr256);
+    c.frame = columnText(r.frame(), kStr256);
     return c;
 }
 
@@ -230,7 +245,7 @@ std::vector<int> parseRanks(const std::string& s, const fs::path& file, const st
             item.remove_prefix(1);
         while (!item.empty() && item.back() == ' ')
             item.remove_suffix(1);
-        if (!allDigits(item) || std::stoll(std::string(item)) > (1 << 20))
+        if (!allDigits(item) || std::stoll(std::string(item)) >= runschema::kMaxWorldSize)
             throw bad();
         ranks.push_back(std::stoi(std::string(item)));
         body = comma == std::string_view::npos ? std::string_view() : body.substr(comma + 1);
@@ -245,13 +260,13 @@ std::vector<GroupConfig> readGroups(const Json& doc, const fs::path& file) {
         return groups; // 2.2 dumps: the entries name their groups
     if (!it->is_object())
         throw ImportError(
-            fmt::format("{}: 'pg_config' is a {}, expected a dict", file.string(), it->type_name()));
+            fmt::format("{}: 'pg_config' is a {}, expected a dict", file.string(), pythonType(*it)));
     for (const auto& [key, g] : it->items()) {
         if (!g.is_object())
             throw ImportError(fmt::format("{}: pg_config['{}'] is not a dict", file.string(), key));
         GroupConfig gc;
-        gc.name = g.value("name", key);
-        gc.desc = g.contains("desc") && g["desc"].is_string() ? g["desc"].get<std::string>() : "";
+        gc.name = g.contains("name") && g["name"].is_string() ? g["name"].get<std::string>() : key;
+        gc.desc = stringOr(g, "desc");
         const auto ranks = g.find("ranks");
         if (ranks == g.end() || !ranks->is_string())
             throw ImportError(
@@ -282,10 +297,18 @@ Json parseFile(const fs::path& file, std::string& format) {
     const size_t first = bytes.find_first_not_of(" \t\r\n");
     if (first != std::string::npos && bytes[first] == '{') {
         format = "json";
+        // A dump nests 4 deep; deeper input is refused while it is parsed, before it can fill the memory.
+        const Json::parser_callback_t shallow = [&](int depth, Json::parse_event_t, Json&) {
+            if (depth > 16)
+                throw ImportError(fmt::format("{}: values nest more than 16 levels deep", file.string()));
+            return true;
+        };
         try {
-            return Json::parse(bytes);
+            return Json::parse(bytes, shallow);
         } catch (const Json::parse_error& e) {
             throw ImportError(fmt::format("{}: byte {}: not JSON ({})", file.string(), e.byte, e.what()));
+        } catch (const Json::exception& e) {
+            throw ImportError(fmt::format("{}: not a JSON dump ({})", file.string(), e.what()));
         }
     }
     throw ImportError(fmt::format(
@@ -295,7 +318,8 @@ Json parseFile(const fs::path& file, std::string& format) {
 } // namespace
 
 std::string groupLabel(const std::string& name, const std::string& desc) {
-    return desc.empty() || desc == "undefined" ? name : fmt::format("{} ({})", name, desc);
+    return columnText(desc.empty() || desc == "undefined" ? name : fmt::format("{} ({})", name, desc),
+                      kStr256);
 }
 
 DumpSet findDumps(const fs::path& path, const std::string& prefix) {
@@ -377,7 +401,7 @@ RankDump readDump(const fs::path& file, int rank) {
     const Json doc = parseFile(file, d.format);
     if (!doc.is_object())
         throw ImportError(fmt::format("{}: the dump is a {}, expected a dict with 'version' and 'entries'",
-                                      file.string(), doc.type_name()));
+                                      file.string(), pythonType(doc)));
     const auto version = doc.find("version");
     if (version == doc.end() || !version->is_string())
         throw ImportError(fmt::format("{}: 'version' is missing or not a string", file.string()));
@@ -401,7 +425,7 @@ RankDump readDump(const fs::path& file, int rank) {
     }
     if (!entries->is_array())
         throw ImportError(
-            fmt::format("{}: 'entries' is a {}, expected a list", file.string(), entries->type_name()));
+            fmt::format("{}: 'entries' is a {}, expected a list", file.string(), pythonType(*entries)));
     d.collectives.reserve(entries->size());
     for (size_t i = 0; i < entries->size(); ++i)
         d.collectives.push_back(readEntry(file, (*entries)[i], i, rank, d.backend));

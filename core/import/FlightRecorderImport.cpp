@@ -3,6 +3,7 @@
 #include "import/FlightRecorderImport.h"
 
 #include "import/FlightRecorderDumps.h"
+#include "import/ImportTarget.h"
 #include "store/RunReader.h"
 #include "store/RunSchema.h"
 #include "store/RunSlice.h"
@@ -11,10 +12,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <unistd.h>
 
 namespace rs {
 namespace {
@@ -158,9 +159,7 @@ void placeInSteps(std::vector<Collective>& all, const RunReader& run, FlightImpo
 
 FlightImportResult importFlightRecorder(const std::string& path, const std::string& out,
                                         const FlightImportOptions& o) {
-    std::error_code ec;
-    if (!o.overwrite && fs::exists(out, ec))
-        throw ImportError(fmt::format("{}: the file already exists (--force replaces it)", out));
+    checkImportTarget(out, o.overwrite);
     const flightrec::DumpSet set = flightrec::findDumps(path, o.prefix);
     std::vector<RankDump> dumps;
     for (size_t i = 0; i < set.files.size(); ++i) {
@@ -204,6 +203,9 @@ FlightImportResult importFlightRecorder(const std::string& path, const std::stri
             all.push_back(std::move(c));
     res.collectives = int64_t(all.size());
 
+    if (world > rsc::kMaxWorldSize)
+        throw ImportError(fmt::format("{}: the dumps name rank {}, more than a run file holds ({} ranks)",
+                                      res.dir, world - 1, rsc::kMaxWorldSize));
     if (o.run) {
         if (o.run->meta().worldSize < world)
             throw ImportError(fmt::format("{}: the dumps name {} ranks, the run {} has {}: not the same job",
@@ -215,25 +217,15 @@ FlightImportResult importFlightRecorder(const std::string& path, const std::stri
     const nlohmann::json fr = recorderConfig(set, res, groups);
     const RunMeta meta = o.run ? joinedMeta(*o.run, fr) : standaloneMeta(res, fr);
 
-    const std::string tmp = fmt::format("{}.importing-{}", out, ::getpid());
-    try {
-        auto w = RunWriter::create(tmp, meta, true);
-        if (o.run) {
-            const std::vector<int64_t> steps = o.run->readStepNumbers(0, o.run->stepCount());
-            const int64_t lo = steps.empty() ? 0 : *std::min_element(steps.begin(), steps.end());
-            const int64_t hi = steps.empty() ? -1 : *std::max_element(steps.begin(), steps.end());
-            copyRunRows(*o.run, *w, std::min<int64_t>(lo, 0), std::max<int64_t>(hi, 1) << 1);
-        }
-        if (o.progress)
-            o.progress(85);
-        w->appendCollectives(all);
-        w->close(o.run ? o.run->stopReason() : "imported from flight-recorder dumps");
-        w.reset();
-        fs::rename(tmp, out);
-    } catch (...) {
-        fs::remove(tmp, ec);
-        throw;
-    }
+    writeImport(out, meta, o.run ? o.run->stopReason() : "imported from flight-recorder dumps",
+                [&](RunWriter& w) {
+                    if (o.run) // every row of the run, whatever its steps
+                        copyRunRows(*o.run, w, std::numeric_limits<int64_t>::min(),
+                                    std::numeric_limits<int64_t>::max());
+                    if (o.progress)
+                        o.progress(85);
+                    w.appendCollectives(all);
+                });
     if (o.progress)
         o.progress(100);
     return res;

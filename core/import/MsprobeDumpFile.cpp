@@ -5,6 +5,8 @@
 // "Module.<name>.<Class>.parameters_grad[.<k>]" holding {"<param>": [<tensor>]}.
 #include "import/MsprobeDumpFile.h"
 
+#include "import/ImportTarget.h"
+
 #include <cmath>
 #include <fmt/format.h>
 #include <fstream>
@@ -36,13 +38,26 @@ protected:
     }
 
 private:
+    // Reads on until it has output or the file ends: a chunk may end inside a token and yield nothing yet.
     bool fill() {
-        char raw[1 << 16];
-        m_in.read(raw, sizeof raw);
-        const std::streamsize n = m_in.gcount();
-        const bool eof = n == 0;
-        m_pending.append(raw, size_t(n));
         m_out.clear();
+        while (m_out.empty()) {
+            char raw[1 << 16];
+            m_in.read(raw, sizeof raw);
+            const std::streamsize n = m_in.gcount();
+            const bool eof = n < std::streamsize(sizeof raw);
+            m_pending.append(raw, size_t(n));
+            rewrite(eof);
+            if (eof && m_out.empty() && m_pending.empty())
+                return false;
+        }
+        setg(m_out.data(), m_out.data(), m_out.data() + m_out.size());
+        return true;
+    }
+
+    // Moves m_pending into m_out with the tokens rewritten, keeping back a tail that may be a token's start
+    // unless the file has ended.
+    void rewrite(bool eof) {
         size_t i = 0;
         for (; i < m_pending.size(); ++i) {
             const char c = m_pending[i];
@@ -84,10 +99,6 @@ private:
             m_out += c;
         }
         m_pending.erase(0, i);
-        if (m_out.empty())
-            return false;
-        setg(m_out.data(), m_out.data(), m_out.data() + m_out.size());
-        return true;
     }
 
     std::istream& m_in;
@@ -211,9 +222,9 @@ void collectTensors(const EntryReader& r, const Json& v, const std::string& name
     if (const auto t = r.tensor(v)) {
         TensorStat s;
         s.order = int64_t(out.tensors.size());
-        s.name = name.size() <= 255 ? name : name.substr(name.size() - 255);
-        s.dtype = t->dtype.substr(0, 31);
-        s.shape = shapeText(t->shape).substr(0, 255);
+        s.name = columnText(name, 255);
+        s.dtype = columnText(t->dtype, 31);
+        s.shape = columnText(shapeText(t->shape), 255);
         s.max = t->max;
         s.min = t->min;
         s.mean = t->mean;

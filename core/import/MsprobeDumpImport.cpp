@@ -3,6 +3,7 @@
 // until it is known), each with dump.json.
 #include "import/MsprobeDumpImport.h"
 
+#include "import/ImportTarget.h"
 #include "import/MsprobeDumpFile.h"
 #include "import/MsprobeTree.h"
 #include "store/RunSchema.h"
@@ -14,7 +15,6 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 namespace rs {
 namespace {
@@ -144,15 +144,33 @@ struct ParamSet {
     std::vector<std::string> names;
     std::map<std::string, int> index;
     std::vector<std::vector<int64_t>> shapes;
+    std::vector<int64_t> numel;
     std::string task, level, framework;
     bool anyGrad = false, anyWeight = false;
 
-    void add(const std::map<std::string, DumpTensor>& m) {
+    void add(const std::map<std::string, DumpTensor>& m, const fs::path& file) {
         for (const auto& [name, d] : m)
             if (index.emplace(name, int(names.size())).second) {
+                const int64_t n = numelOf(d);
+                if (n < 0 || n > runschema::kMaxTotalElements)
+                    throw ImportError(
+                        fmt::format("{}: parameter '{}': its shape holds more elements than a run "
+                                    "file does ({})",
+                                    file.string(), name, runschema::kMaxTotalElements));
                 names.push_back(name);
                 shapes.push_back(d.shape);
+                numel.push_back(n);
             }
+    }
+    // A parameter pass 1 saw; a new one means the file changed between the passes.
+    size_t at(const std::string& name, const fs::path& file) const {
+        const auto it = index.find(name);
+        if (it == index.end())
+            throw ImportError(
+                fmt::format("{}: parameter '{}' was not there when the tree was first read: the "
+                            "dump changed while it was imported",
+                            file.string(), name));
+        return size_t(it->second);
     }
 };
 
@@ -200,9 +218,11 @@ RunMeta metaOf(const DumpTree& t, const ParamSet& ps, const std::vector<std::str
         ParamInfo info;
         info.name = ps.names[p];
         info.shape = ps.shapes[p];
-        info.numel = 1;
-        for (int64_t d : info.shape)
-            info.numel *= d;
+        info.numel = ps.numel[p];
+        if (offset > runschema::kMaxTotalElements - info.numel)
+            throw ImportError(
+                fmt::format("{}: the parameters together hold more elements than a run file does ({})",
+                            t.root.string(), runschema::kMaxTotalElements));
         info.offset = offset;
         offset += info.numel;
         m.params.push_back(std::move(info));
@@ -216,7 +236,7 @@ RunMeta metaOf(const DumpTree& t, const ParamSet& ps, const std::vector<std::str
     return m;
 }
 
-RankStep rankStepOf(const DumpFile& f, const ParamSet& ps) {
+RankStep rankStepOf(const DumpFile& f, const ParamSet& ps, const fs::path& file) {
     const size_t P = ps.names.size();
     RankStep x;
     x.loss = x.accuracy = x.lossScale = x.stepMs = x.computeMs = x.commMs = kNaN;
@@ -227,7 +247,7 @@ RankStep rankStepOf(const DumpFile& f, const ParamSet& ps) {
     x.syncedNorm.assign(P, kNaN);
     x.syncedSum.assign(P, std::nan(""));
     for (const auto& [name, d] : f.grads) {
-        const size_t p = size_t(ps.index.at(name));
+        const size_t p = ps.at(name, file);
         if (d.recorded & 8)
             x.localNorm[p] = d.norm;
         if ((d.recorded & 3) == 3)
@@ -251,9 +271,7 @@ bool isMsprobeDumpTree(const fs::path& dir) {
 
 MsprobeImportResult importMsprobeDump(const std::string& dir, const std::string& out, bool overwrite,
                                       const std::function<void(int)>& progress) {
-    std::error_code ec;
-    if (!overwrite && fs::exists(out, ec))
-        throw ImportError(fmt::format("{}: the file already exists (--force replaces it)", out));
+    checkImportTarget(out, overwrite);
     const DumpTree t = findDumpTree(dir);
     const int R = int(t.rankFolders.size());
     const int64_t files = int64_t(t.steps.size()) * R;
@@ -269,8 +287,8 @@ MsprobeImportResult importMsprobeDump(const std::string& dir, const std::string&
             checkTask(ps, f, file, first);
             ps.anyGrad |= !f.grads.empty();
             ps.anyWeight |= !f.weights.empty();
-            ps.add(f.grads);
-            ps.add(f.weights);
+            ps.add(f.grads, file);
+            ps.add(f.weights, file);
             if (progress)
                 progress(int(40 * ++done / files));
         }
@@ -302,9 +320,7 @@ MsprobeImportResult importMsprobeDump(const std::string& dir, const std::string&
     const RunMeta meta = metaOf(t, ps, absent, res.notes);
 
     // Pass 2: one step of all ranks at a time.
-    const std::string tmp = fmt::format("{}.importing-{}", out, ::getpid());
-    try {
-        auto w = RunWriter::create(tmp, meta, true);
+    writeImport(out, meta, "imported from msprobe", [&](RunWriter& w) {
         done = 0;
         for (int64_t step : t.steps) {
             StepRecord st;
@@ -316,33 +332,26 @@ MsprobeImportResult importMsprobeDump(const std::string& dir, const std::string&
             wr.norm.assign(size_t(R), std::vector<float>(ps.names.size(), kNaN));
             wr.bufferFp.assign(size_t(R), 0);
             wr.bufferDrift.assign(size_t(R), kNaN);
-            std::vector<TensorStat> tensors;
             for (int r = 0; r < R; ++r) {
-                DumpFile f = msprobe::readDumpFile(fileOf(t, step, r), msprobe::DumpPart::Everything);
-                st.ranks.push_back(rankStepOf(f, ps));
+                const fs::path file = fileOf(t, step, r);
+                DumpFile f = msprobe::readDumpFile(file, msprobe::DumpPart::Everything);
+                st.ranks.push_back(rankStepOf(f, ps, file));
                 for (const auto& [name, d] : f.weights)
                     if (d.recorded & 8)
-                        wr.norm[size_t(r)][size_t(ps.index.at(name))] = d.norm;
+                        wr.norm[size_t(r)][ps.at(name, file)] = d.norm;
                 for (TensorStat& s : f.tensors) {
                     s.rank = r;
                     s.step = step;
-                    tensors.push_back(std::move(s));
                 }
+                w.appendTensorStats(f.tensors); // one rank's at a time: a step of many ranks may be large
                 if (progress)
                     progress(40 + int(60 * ++done / files));
             }
-            w->appendStep(st);
+            w.appendStep(st);
             if (ps.anyWeight)
-                w->appendWeights(wr);
-            w->appendTensorStats(tensors);
+                w.appendWeights(wr);
         }
-        w->close("imported from msprobe");
-        w.reset();
-        fs::rename(tmp, out);
-    } catch (...) {
-        fs::remove(tmp, ec);
-        throw;
-    }
+    });
     return res;
 }
 

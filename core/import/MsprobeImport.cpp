@@ -5,6 +5,7 @@
 // into place at the end, so a failure at any point leaves no file.
 #include "import/MsprobeImport.h"
 
+#include "import/ImportTarget.h"
 #include "import/MsprobeAnomalies.h"
 #include "import/MsprobeDumpImport.h"
 #include "import/MsprobeLayout.h"
@@ -19,7 +20,6 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <unistd.h>
 
 namespace rs {
 namespace {
@@ -169,9 +169,7 @@ MsprobeImportResult importMsprobe(const std::string& dir, const std::string& out
                                   const std::function<void(int)>& progress) {
     if (isMsprobeDumpTree(dir))
         return importMsprobeDump(dir, out, overwrite, progress);
-    std::error_code ec;
-    if (!overwrite && fs::exists(out, ec))
-        throw ImportError(fmt::format("{}: the file already exists (--force replaces it)", out));
+    checkImportTarget(out, overwrite);
     const msprobe::MonitorTree layout = msprobe::findMonitorTree(dir);
     const bool v2 = layout.layout == msprobe::Layout::MonitorV2;
     Tree t(layout.rankFolders.size());
@@ -262,10 +260,7 @@ MsprobeImportResult importMsprobe(const std::string& dir, const std::string& out
     const Kind paramKind = t.seen[msprobe::kParamUpdated] ? msprobe::kParamUpdated : msprobe::kParamOrigin;
     const bool weights = t.seen[msprobe::kParamOrigin] || t.seen[msprobe::kParamUpdated];
 
-    // Written under a temporary name in the same folder, renamed into place when complete.
-    const std::string tmp = fmt::format("{}.importing-{}", out, ::getpid());
-    try {
-        auto w = RunWriter::create(tmp, meta, true);
+    writeImport(out, meta, "imported from msprobe", [&](RunWriter& w) {
         auto nextEvent = events.begin();
         size_t written = 0;
         for (const auto& files : windows(layout)) {
@@ -312,9 +307,9 @@ MsprobeImportResult importMsprobe(const std::string& dir, const std::string& out
                         }
                     }
                 }
-                w->appendStep(st);
+                w.appendStep(st);
                 for (; nextEvent != events.end() && nextEvent->step <= step; ++nextEvent)
-                    w->appendEvent(*nextEvent);
+                    w.appendEvent(*nextEvent);
                 if (weights) {
                     bool any = false;
                     WeightRecord wr;
@@ -330,21 +325,15 @@ MsprobeImportResult importMsprobe(const std::string& dir, const std::string& out
                                 any = true;
                             }
                     if (any)
-                        w->appendWeights(wr);
+                        w.appendWeights(wr);
                 }
                 if (progress)
                     progress(40 + int(60 * ++written / steps.size()));
             }
         }
         for (; nextEvent != events.end(); ++nextEvent)
-            w->appendEvent(*nextEvent);
-        w->close("imported from msprobe");
-        w.reset();
-        fs::rename(tmp, out);
-    } catch (...) {
-        fs::remove(tmp, ec);
-        throw;
-    }
+            w.appendEvent(*nextEvent);
+    });
     return res;
 }
 

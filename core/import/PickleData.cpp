@@ -17,8 +17,14 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr size_t kMaxDepth = 64;              // dumps nest 4 deep (entries, entry, frames, frame)
-constexpr uint64_t kMaxNodes = 64ull << 20;   // values built in all, memo copies included
 constexpr uint64_t kMaxStringBytes = 1 << 24; // one string
+constexpr uint64_t kNodeBytes = 16;           // what a value costs beyond its string bytes, roughly
+// What a file may build in all (memo copies and references included), from its own size: a dump expands
+// about 10x (memo references to shared frames), a hostile file that references itself to double its size
+// each time is stopped long before it fills the memory.
+uint64_t budgetFor(size_t fileBytes) {
+    return (uint64_t(64) << 20) + 64 * uint64_t(fileBytes);
+}
 
 // Opcodes that import or call Python objects, by the name pickletools gives them: the refusal names it.
 const char* forbiddenName(uint8_t op) {
@@ -55,21 +61,32 @@ const char* forbiddenName(uint8_t op) {
 // A value on the stack, with how deep it nests and how many values it holds (itself included): kept as it is
 // built, so that no check walks a value (a hostile one could nest deep enough to overflow a recursive walk).
 struct Val {
-    explicit Val(Json value = {}, uint32_t d = 0, uint64_t n = 1)
+    explicit Val(Json value = {}, uint32_t d = 0, uint64_t b = kNodeBytes)
         : v(std::move(value))
         , depth(d)
-        , nodes(n) {}
+        , bytes(b) {}
     Json v;
     uint32_t depth;
-    uint64_t nodes;
-    std::vector<uint64_t> aliases; // memo ids stored for this very container while it is being filled
+    uint64_t bytes;                // what it holds, roughly (strings' bytes, kNodeBytes per value)
+    uint64_t id = 0;               // a container's identity while it is on the stack (memo references)
+    std::vector<uint64_t> aliases; // memo ids naming this very container
+};
+
+// A memo entry: a copy of the value, or, for a container still being filled on the stack (Python memoizes a
+// container when it is created, then fills it), a reference to its stack slot, copied when it leaves.
+struct MemoEntry {
+    Val value;
+    bool live = false;
+    size_t slot = 0;
+    uint64_t id = 0;
 };
 
 class Machine {
 public:
     Machine(std::string_view bytes, const std::string& name)
         : m_in(bytes)
-        , m_name(name) {}
+        , m_name(name)
+        , m_limit(budgetFor(bytes.size())) {}
 
     Json run() {
         while (true) {
@@ -102,10 +119,16 @@ private:
         return v; // x86 and ARM Linux are little-endian, as pickle's binary integers are
     }
 
+    void charge(uint64_t bytes) {
+        m_budget += bytes;
+        if (m_budget > m_limit)
+            fail(fmt::format("the pickle expands into more than {} MiB (memo references repeated): refused",
+                             m_limit >> 20));
+    }
     void push(Val v) {
-        m_budget += v.nodes;
-        if (m_budget > kMaxNodes)
-            fail("the pickle expands into more than 64 Mi values (memo references repeated): refused");
+        charge(v.bytes);
+        if (v.v.is_structured())
+            v.id = ++m_ids;
         m_stack.push_back(std::move(v));
     }
     void push(Json v) { push(Val(std::move(v))); }
@@ -133,12 +156,25 @@ private:
         m_stack.resize(at);
         return items;
     }
-    // `child` goes into `parent`: the parent's depth and size follow.
-    void adopt(Val& parent, const Val& child) {
+    // `child` leaves the stack into `parent`: the parent's depth and size follow, and the memo entries that
+    // referenced the child on the stack keep a copy of it as it is now.
+    void adopt(Val& parent, Val& child) {
         parent.depth = std::max(parent.depth, child.depth + 1);
-        parent.nodes += child.nodes;
+        parent.bytes += child.bytes;
         if (parent.depth > kMaxDepth)
             fail(fmt::format("values nest more than {} levels deep", kMaxDepth));
+        leaving(child);
+    }
+    void leaving(Val& v) {
+        for (uint64_t alias : v.aliases) {
+            MemoEntry& e = m_memo[alias];
+            if (!e.live || e.id != v.id)
+                continue;
+            charge(v.bytes);
+            e.value = Val(v.v, v.depth, v.bytes);
+            e.live = false;
+        }
+        v.aliases.clear();
     }
     // A new container of `items`, as an array.
     Val arrayOf(std::vector<Val>& items) {
@@ -164,9 +200,9 @@ private:
             fail(fmt::format("{} with an odd number of keys and values", opName));
         for (size_t i = 0; i < kv.size(); i += 2) {
             adopt(dict, kv[i + 1]);
+            leaving(kv[i]);
             dict.v[key(kv[i].v)] = std::move(kv[i + 1].v);
         }
-        refreshed(dict);
     }
     void append(Val& list, std::vector<Val>& items, const char* opName) {
         if (!list.v.is_array())
@@ -175,32 +211,39 @@ private:
             adopt(list, x);
             list.v.push_back(std::move(x.v));
         }
-        refreshed(list);
     }
 
-    // A memo entry is a copy. PyTorch's Pickler memoizes a container once it is complete; Python's pickle
-    // memoizes it when it is still empty and fills it afterwards, so such a container keeps its memo ids and
-    // refreshes their copies whenever it grows (refreshed), and a later reference reads it complete.
+    // PyTorch's Pickler memoizes a container once it is complete; Python's pickle when it is still empty, and
+    // fills it afterwards: an entry for a container on the stack references its slot until it leaves.
     void put(uint64_t id) {
         Val& v = top("a memo PUT");
-        if (v.v.is_structured())
+        MemoEntry e;
+        if (v.v.is_structured()) {
+            e.live = true;
+            e.slot = m_stack.size() - 1;
+            e.id = v.id;
             v.aliases.push_back(id);
-        m_memo[id] = Val(v.v, v.depth, v.nodes);
-    }
-    void refreshed(const Val& v) {
-        for (uint64_t id : v.aliases)
-            m_memo[id] = Val(v.v, v.depth, v.nodes);
+        } else {
+            charge(v.bytes);
+            e.value = Val(v.v, v.depth, v.bytes);
+        }
+        m_memo[id] = std::move(e);
     }
     void get(uint64_t id) {
         const auto it = m_memo.find(id);
         if (it == m_memo.end())
             fail(fmt::format("memo reference {} to nothing stored", id));
-        push(it->second);
+        const MemoEntry& e = it->second;
+        const Val& src =
+            e.live && e.slot < m_stack.size() && m_stack[e.slot].id == e.id ? m_stack[e.slot] : e.value;
+        if (e.live && &src == &e.value)
+            fail(fmt::format("memo reference {} to a value no longer on the stack", id));
+        push(Val(src.v, src.depth, src.bytes));
     }
     void string(uint64_t n) {
         if (n > kMaxStringBytes)
             fail(fmt::format("a string of {} bytes (more than 16 MiB)", n));
-        push(Json(std::string(take(n))));
+        push(Val(Json(std::string(take(n))), 0, kNodeBytes + n));
     }
     void tuple(size_t n) {
         if (m_stack.size() < floor() + n)
@@ -325,9 +368,11 @@ private:
             return push(Json(false));
         case 'N':
             return push(Json(nullptr));
-        case '0': // POP
-            pop("POP");
+        case '0': { // POP
+            Val v = pop("POP");
+            leaving(v);
             return;
+        }
         default:
             fail(fmt::format("opcode 0x{:02x} is not one that builds plain data (dicts, lists, strings, "
                              "numbers): not a flight-recorder dump, or a newer pickle",
@@ -350,8 +395,8 @@ private:
     size_t m_pos = 0, m_opAt = 0;
     std::vector<Val> m_stack;
     std::vector<size_t> m_marks;
-    std::unordered_map<uint64_t, Val> m_memo;
-    uint64_t m_budget = 0;
+    std::unordered_map<uint64_t, MemoEntry> m_memo;
+    uint64_t m_budget = 0, m_limit = 0, m_ids = 0;
 };
 
 } // namespace

@@ -100,7 +100,14 @@ std::optional<FirstDisagreement> firstInGroup(const ProcessGroup& g, const std::
         const auto it = byRank.find(r);
         return it == byRank.end() || it->second.empty() ? int64_t(-1) : it->second.rbegin()->first;
     };
-    for (int64_t s = start; any && s <= end; ++s) {
+    // The sequence numbers any rank has, from the aligned start: a walk over every integer in between could
+    // take forever on a dump whose numbers jump.
+    std::set<int64_t> seqs;
+    for (int r : g.ranks)
+        if (const auto it = byRank.find(r); dumped.count(r) && it != byRank.end())
+            for (auto s = it->second.lower_bound(start); s != it->second.end(); ++s)
+                seqs.insert(s->first);
+    for (const int64_t s : seqs) {
         std::map<int, const Collective*> at;
         std::vector<int> missing;
         for (int r : g.ranks) {
@@ -189,6 +196,18 @@ const char* disagreementName(Disagreement d) {
     return "?";
 }
 
+const char* collectiveStateName(uint8_t state) {
+    switch (CollectiveState(state)) {
+    case CollectiveState::Scheduled:
+        return "scheduled";
+    case CollectiveState::Started:
+        return "started";
+    case CollectiveState::Completed:
+        return "completed";
+    }
+    return "?";
+}
+
 std::string describeCollective(const Collective& c) {
     std::string s = c.op;
     if (!c.sizes.empty())
@@ -234,8 +253,9 @@ CollectiveSetup collectiveSetup(const RunMeta& meta) {
             if (!g.is_object())
                 continue;
             ProcessGroup pg;
-            pg.name = g.value("name", std::string());
-            pg.desc = g.value("desc", std::string());
+            for (auto [field, key] : {std::pair{&pg.name, "name"}, std::pair{&pg.desc, "desc"}})
+                if (g.contains(key) && g[key].is_string())
+                    *field = g[key].get<std::string>();
             if (g.contains("ranks") && g["ranks"].is_array())
                 for (const auto& r : g["ranks"])
                     if (r.is_number_integer())

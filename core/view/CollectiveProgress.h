@@ -93,5 +93,7 @@ CollectiveReport analyseCollectives(const std::vector<Collective>& collectives, 
 
 // "all_reduce in [[3, 4]] out [[3, 4]] Float"
 std::string describeCollective(const Collective& c);
+// CollectiveState as the dumps spell it: "scheduled", "started", "completed".
+const char* collectiveStateName(uint8_t state);
 
 } // namespace rs::view

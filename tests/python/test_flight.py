@@ -166,6 +166,19 @@ class FlightRecorderTest(unittest.TestCase):
                 self.assertRegex(line, "opcode (GLOBAL|STACK_GLOBAL|REDUCE)")
                 self.assertFalse(os.path.exists(os.path.join(src, "pwned")))
 
+    def test_pickles_that_expand_are_refused_and_long_lists_are_read_once(self):
+        """A list that appends copies of itself doubles with each 3 bytes: refused long before it fills the
+        memory. A long list Python memoized when empty (as pickle does) is read in one pass (each APPEND once,
+        not a copy of the list per APPEND): refused here only because a dump is a dict."""
+        folder = os.path.join(self.dir.name, "expand")
+        os.mkdir(folder)
+        with open(os.path.join(folder, "nccl_trace_rank_0"), "wb") as f:
+            f.write(b"\x80\x02]q\x00" + b"h\x00a" * 40 + b".")
+        self.assert_refused(folder, "nccl_trace_rank_0", "expands into more than")
+        with open(os.path.join(folder, "nccl_trace_rank_0"), "wb") as f:
+            f.write(b"\x80\x02]\x94" + b"(" + b"N" * 1000 + b"e" + b"Na" * 300000 + b".")
+        self.assert_refused(folder, "nccl_trace_rank_0", "the dump is a list, expected a dict")
+
     def test_broken_dumps_are_refused_with_one_line(self):
         for broken, words in (("truncated", ["nccl_trace_rank_0", "truncated"]),
                               ("not-a-dict", ["nccl_trace_rank_0", "expected a dict"]),

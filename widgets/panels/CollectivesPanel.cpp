@@ -17,19 +17,9 @@ namespace {
 // Past this many ranks in a group, the ranks where most ranks are collapse into one row.
 constexpr int kRanksShownWhole = 64;
 
-const char* stateText(uint8_t s) {
-    switch (CollectiveState(s)) {
-    case CollectiveState::Scheduled:
-        return "scheduled";
-    case CollectiveState::Started:
-        return "started";
-    case CollectiveState::Completed:
-        return "completed";
-    }
-    return "?";
-}
-
 int64_t commonSeq(const view::GroupProgress& g) {
+    if (g.ranks.empty())
+        return -1;
     std::map<int64_t, int> count;
     for (const view::RankPosition& p : g.ranks)
         ++count[p.lastSeq];
@@ -85,9 +75,11 @@ void CollectivesPanel::rebuild() {
     const view::CollectiveReport report =
         view::analyseCollectives(m_model->collectives(), view::collectiveSetup(m_model->meta()));
     std::vector<int> odd;
+    std::string oddGroup;
     QString head;
     if (report.first) {
         odd = report.first->odd;
+        oddGroup = report.first->group;
         head = tr("First disagreement: %1").arg(QString::fromStdString(report.first->text()));
     } else if (!report.allWaiting.empty())
         head = QString::fromStdString(report.allWaiting);
@@ -107,7 +99,7 @@ void CollectivesPanel::rebuild() {
             cells << tr("none in this group") << QString() << QString() << QString() << QString();
         else
             cells << QStringLiteral("#%1 %2").arg(p->lastSeq).arg(QString::fromStdString(p->lastOp))
-                  << QString::fromLatin1(stateText(p->lastState))
+                  << QString::fromLatin1(view::collectiveStateName(p->lastState))
                   << (p->completedSeq >= 0 ? QStringLiteral("#%1").arg(p->completedSeq) : tr("none"))
                   << (p->lastStep >= 0 ? QString::number(p->lastStep) : tr("not recorded"))
                   << QString::fromStdString(p->lastFrame);
@@ -123,7 +115,8 @@ void CollectivesPanel::rebuild() {
         const int64_t common = commonSeq(g);
         int collapsed = 0;
         for (const view::RankPosition& p : g.ranks) {
-            const bool marked = std::find(odd.begin(), odd.end(), p.rank) != odd.end();
+            const bool marked =
+                g.group.label() == oddGroup && std::find(odd.begin(), odd.end(), p.rank) != odd.end();
             if (collapse && !marked && p.dumped && p.lastSeq == common) {
                 ++collapsed;
                 continue;

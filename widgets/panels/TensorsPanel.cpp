@@ -131,11 +131,19 @@ void TensorsPanel::rebuild() {
     m_table->setColumnCount(int(header.size()));
     m_table->setHorizontalHeaderLabels(header);
     m_table->setRowCount(int(order.size()));
-    std::vector<std::vector<const TensorStat*>> cells(order.size(),
-                                                      std::vector<const TensorStat*>(size_t(R)));
+    // Per row: one slot per rank when ranks are columns, else only the ranks that have the tensor.
+    std::vector<std::vector<const TensorStat*>> cells(order.size());
+    if (columns)
+        for (auto& row : cells)
+            row.assign(size_t(R), nullptr);
     for (const TensorStat& t : all)
-        if (t.step == step && t.rank >= 0 && t.rank < R)
-            cells[size_t(rowOf[t.name])][size_t(t.rank)] = &t;
+        if (t.step == step && t.rank >= 0 && t.rank < R) {
+            auto& row = cells[size_t(rowOf[t.name])];
+            if (columns)
+                row[size_t(t.rank)] = &t;
+            else
+                row.push_back(&t);
+        }
     const QColor bad(255, 190, 190);
     for (size_t row = 0; row < order.size(); ++row) {
         m_table->setItem(int(row), 0, new QTableWidgetItem(QString::fromStdString(order[row].second)));
@@ -153,13 +161,12 @@ void TensorsPanel::rebuild() {
         }
         std::vector<std::pair<float, int>> v;
         QStringList badRanks;
-        for (int r = 0; r < R; ++r)
-            if (const TensorStat* t = cells[row][size_t(r)]) {
-                if (nonFinite(*t))
-                    badRanks << QString::number(r);
-                if ((t->recorded & stat.bit) && std::isfinite(t->*stat.value))
-                    v.emplace_back(t->*stat.value, r);
-            }
+        for (const TensorStat* t : cells[row]) {
+            if (nonFinite(*t))
+                badRanks << QString::number(t->rank);
+            if ((t->recorded & stat.bit) && std::isfinite(t->*stat.value))
+                v.emplace_back(t->*stat.value, t->rank);
+        }
         std::sort(v.begin(), v.end());
         QStringList cellsText;
         if (v.empty())

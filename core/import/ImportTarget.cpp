@@ -1,0 +1,48 @@
+// checkImportTarget, writeImport: see ImportTarget.h.
+#include "import/ImportTarget.h"
+
+#include "import/CsvTable.h"
+#include "store/RunWriter.h"
+
+#include <filesystem>
+#include <fmt/format.h>
+#include <functional>
+#include <unistd.h>
+
+namespace rs {
+
+std::string columnText(const std::string& s, size_t limit) {
+    if (s.size() <= limit)
+        return s;
+    const std::string tag = fmt::format("~{:08x}", uint32_t(std::hash<std::string>{}(s)));
+    std::string head = s.substr(0, limit - tag.size());
+    while (!head.empty() && (static_cast<unsigned char>(head.back()) & 0xC0) == 0x80)
+        head.pop_back();
+    if (!head.empty() && static_cast<unsigned char>(head.back()) >= 0xC0)
+        head.pop_back();
+    return head + tag;
+}
+
+void checkImportTarget(const std::string& out, bool overwrite) {
+    std::error_code ec;
+    if (!overwrite && std::filesystem::exists(out, ec))
+        throw ImportError(fmt::format("{}: the file already exists (--force replaces it)", out));
+}
+
+void writeImport(const std::string& out, const RunMeta& meta, const std::string& stopReason,
+                 const std::function<void(RunWriter&)>& fill) {
+    const std::string tmp = fmt::format("{}.importing-{}", out, ::getpid());
+    try {
+        auto w = RunWriter::create(tmp, meta, true);
+        fill(*w);
+        w->close(stopReason);
+        w.reset();
+        std::filesystem::rename(tmp, out);
+    } catch (...) {
+        std::error_code ec;
+        std::filesystem::remove(tmp, ec);
+        throw;
+    }
+}
+
+} // namespace rs

@@ -1,0 +1,26 @@
+// Where every importer writes: the run file is written under a temporary name in the target's folder and
+// renamed into place once complete, so a failure at any point (a broken file found late, a full disk) leaves
+// no file, and never a half-written one under the target's name.
+#pragma once
+
+#include "store/RunRecords.h"
+
+#include <functional>
+#include <string>
+
+namespace rs {
+
+class RunWriter;
+
+// A string for a fixed-length run-file column of `limit` bytes (31, 255): cut at a UTF-8 boundary, and when
+// cut, ending in a hash of the whole, so that two long values that differ past the cut still differ.
+std::string columnText(const std::string& s, size_t limit);
+
+// Throws ImportError when `out` exists and may not be replaced.
+void checkImportTarget(const std::string& out, bool overwrite);
+
+// Creates the writer, lets `fill` append the rows, closes with `stopReason`, renames into place.
+void writeImport(const std::string& out, const RunMeta& meta, const std::string& stopReason,
+                 const std::function<void(RunWriter&)>& fill);
+
+} // namespace rs
