@@ -10,6 +10,9 @@ import sys
 import tempfile
 import unittest
 
+import h5py
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
 CLI = os.environ.get("RANKSIGHT_CLI", "")
@@ -76,6 +79,10 @@ class DdpRecorderTest(unittest.TestCase):
         self.assertEqual(d["findings"], [])
         self.assertEqual(sorted(c["check"] for c in d["not_run"]), ["fp16 underflow", "loss scaling"])
         self.assertTrue(all("pytorch-ddp" in c["reason"] for c in d["not_run"]), d["not_run"])
+        # Each step carries the wall clock rank 0 wrote it at: what joins a flight recorder's dumps to steps.
+        with h5py.File(path, "r") as f:
+            end_ns = f["/steps/end_ns"][:]
+        self.assertTrue((np.diff(end_ns) > 0).all() and end_ns[0] > 1.7e18, end_ns[:3])
         verbose = self.cli("diagnose", path, "--verbose")
         self.assertIn("checks that could not run:", verbose.stderr)
         self.assertIn("loss scaling (loss-scale-too-high, overflow-not-synced, loss-scale-not-restored)", verbose.stderr)
