@@ -159,7 +159,7 @@ public:
                 continue;
             const std::string file = stringOr(f, "filename");
             const auto line = f.find("line");
-            const std::string where = fmt::format(
+            std::string where = fmt::format(
                 "{}:{} {}", file, line != f.end() && line->is_number_integer() ? line->get<int64_t>() : 0,
                 stringOr(f, "name"));
             if (first.empty())

@@ -38,6 +38,7 @@ std::vector<GroupConfig> mergeGroups(const std::vector<RankDump>& dumps) {
                                 d.path.string(), g.name, it->second.second.string()));
         }
     std::vector<GroupConfig> groups;
+    groups.reserve(byName.size());
     for (auto& [name, g] : byName)
         groups.push_back(std::move(g.first));
     return groups;

@@ -238,7 +238,7 @@ void collectTensors(const EntryReader& r, const Json& v, const std::string& name
             collectTensors(r, v[i], fmt::format("{}.{}", name, i), out);
     else if (v.is_object() && !v.contains("type"))
         for (const auto& [k, x] : v.items())
-            collectTensors(r, x, name + "." + k, out);
+            collectTensors(r, x, fmt::format("{}.{}", name, k), out);
 }
 
 void readEntry(const fs::path& file, const std::string& name, const Json& e, DumpPart part, DumpFile& out) {

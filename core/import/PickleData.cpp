@@ -275,8 +275,7 @@ private:
         case '}':
             return push(Json::object());
         case ']':
-            return push(Json::array());
-        case ')':
+        case ')': // EMPTY_TUPLE: tuples are read as lists
             return push(Json::array());
         case 'u': { // SETITEMS
             std::vector<Val> kv = popMark("SETITEMS");
