@@ -10,13 +10,14 @@ tens of epochs): small CNNs about 91-93%, ResNet-18 about 94-95%.
 """
 
 import argparse
-import datetime
 import os
 import subprocess
 import tempfile
 import time
 
 import h5py
+
+from page_header import measured
 
 BASELINE = {"smallcnn": "91-93% (small CNNs)", "resnet18": "94-95%", "mlp": "about 88% (MLPs)"}
 
@@ -58,13 +59,8 @@ def main():
             lines.append(line)
             print(line, flush=True)
     if a.write:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
-        cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
         page = ["# Accuracy on real images", "",
-                "Measured %s UTC at commit %s on %s (%d cores); written by `bench/accuracy_bench.py --runs %s "
-                "--write %s`." % (datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"), commit, cpu,
-                                  os.cpu_count(), a.runs, a.write), "",
+                measured("bench/accuracy_bench.py --runs %s --write %s" % (a.runs, a.write)), "",
                 "`ranksight-cli train --model M --ranks 4 --data fashion-mnist --epochs E --set eval_samples=10000`: "
                 "Fashion-MNIST from Debian's `dataset-fashion-mnist`, 4 emulated cards, the engine's defaults "
                 "otherwise; every card evaluates the whole test split at the end (the cards' weights are equal, so "

@@ -13,14 +13,13 @@ multi-GB tree fast; the importer still parses every byte. Peak RSS is the import
 """
 
 import argparse
-import datetime
 import os
-import platform
-import resource
 import shutil
 import subprocess
 import sys
 import time
+
+from page_header import measured
 
 HEADER = "vpp_stage,step,module_name,scope,min,max,mean,norm,nans\n"
 PER_FILE = 5
@@ -103,14 +102,8 @@ def main():
         rows[-1]["line"] = line
         print(line, flush=True)
     if a.write:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
-        cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
         page = ["# Importing large msprobe trees: memory", "",
-                "Measured %s UTC at commit %s on %s (%d cores, %s); written by "
-                "`bench/import_memory_bench.py --write docs/import-benchmark.md`." % (
-                    datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"), commit, cpu, os.cpu_count(),
-                    platform.platform()), "",
+                measured("bench/import_memory_bench.py --sizes %s --write %s" % (a.sizes, a.write)), "",
                 "`ranksight-cli import-msprobe` on Monitor V2 trees (weight_grad and param files, 5 steps per file, "
                 "synthetic statistics), peak resident memory of the import process. The importer reads every "
                 "file twice: once to check it and learn the parameters, then one window of steps at a time "

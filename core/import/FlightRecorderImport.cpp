@@ -106,12 +106,7 @@ RunMeta standaloneMeta(const FlightImportResult& res, const nlohmann::json& fr) 
     m.environment =
         nlohmann::json{{"source", "flight-recorder"}, {"backend", res.backend}, {"version", res.version}}
             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    for (int r = 0; r < m.worldSize; ++r) {
-        CardInfo c;
-        c.rank = r;
-        c.deviceId = -1; // a dump names no device
-        m.cards.push_back(std::move(c));
-    }
+    m.cards = unknownCards(m.worldSize);
     return m;
 }
 

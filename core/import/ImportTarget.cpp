@@ -4,6 +4,7 @@
 #include "import/CsvTable.h"
 #include "store/RunWriter.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
 #include <functional>
@@ -21,6 +22,15 @@ std::string columnText(const std::string& s, size_t limit) {
     if (!head.empty() && static_cast<unsigned char>(head.back()) >= 0xC0)
         head.pop_back();
     return head + tag;
+}
+
+std::vector<CardInfo> unknownCards(int ranks) {
+    std::vector<CardInfo> cards(size_t(std::max(ranks, 0)));
+    for (int r = 0; r < ranks; ++r) {
+        cards[size_t(r)].rank = r;
+        cards[size_t(r)].deviceId = -1;
+    }
+    return cards;
 }
 
 void checkImportTarget(const std::string& out, bool overwrite) {

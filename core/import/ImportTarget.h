@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace rs {
 
@@ -15,6 +16,10 @@ class RunWriter;
 // A string for a fixed-length run-file column of `limit` bytes (31, 255): cut at a UTF-8 boundary, and when
 // cut, ending in a hash of the whole, so that two long values that differ past the cut still differ.
 std::string columnText(const std::string& s, size_t limit);
+
+// One card per rank, with nothing recorded but the rank (device id -1): the other tools' records name no
+// device, address or server.
+std::vector<CardInfo> unknownCards(int ranks);
 
 // Throws ImportError when `out` exists and may not be replaced.
 void checkImportTarget(const std::string& out, bool overwrite);

@@ -227,12 +227,7 @@ RunMeta metaOf(const DumpTree& t, const ParamSet& ps, const std::vector<std::str
         offset += info.numel;
         m.params.push_back(std::move(info));
     }
-    for (int r = 0; r < m.worldSize; ++r) {
-        CardInfo c;
-        c.rank = r;
-        c.deviceId = -1;
-        m.cards.push_back(std::move(c));
-    }
+    m.cards = unknownCards(m.worldSize);
     return m;
 }
 

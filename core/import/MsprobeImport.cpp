@@ -115,14 +115,8 @@ RunMeta metaOf(const msprobe::MonitorTree& layout, const Tree& t, const std::vec
         offset += info.numel;
         m.params.push_back(std::move(info));
     }
-    for (int r = 0; r < m.worldSize; ++r) {
-        CardInfo c;
-        c.rank = r;
-        c.deviceId = -1; // not recorded
-        // The monitor records no device and no server: the rank folders' names are in the config's
-        // rank_folders.
-        m.cards.push_back(std::move(c));
-    }
+    // The monitor records no device and no server: the rank folders' names are in the config's rank_folders.
+    m.cards = unknownCards(m.worldSize);
     return m;
 }
 

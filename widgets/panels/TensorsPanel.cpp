@@ -65,11 +65,16 @@ TensorsPanel::TensorsPanel(RunModel* model, StepCursor* cursor, QWidget* parent)
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(top);
     layout->addWidget(m_table, 1);
-    connect(m_stat, &QComboBox::currentIndexChanged, this, &TensorsPanel::rebuild);
-    connect(m_model, &RunModel::runReset, this, &TensorsPanel::rebuild);
-    connect(m_model, &RunModel::importsChanged, this, &TensorsPanel::rebuild);
+    connect(m_stat, &QComboBox::currentIndexChanged, this, [this] {
+        m_shownStep = -1;
+        rebuild();
+    });
+    connect(m_model, &RunModel::runReset, this, &TensorsPanel::reindex);
+    connect(m_model, &RunModel::opened, this, &TensorsPanel::reindex);
+    connect(m_model, &RunModel::importsChanged, this, &TensorsPanel::reindex);
+    // Replay moves the cursor many times a second: only a step with other tensors rebuilds the table.
     connect(m_cursor, &StepCursor::stepChanged, this, &TensorsPanel::rebuild);
-    rebuild();
+    reindex();
 }
 
 QString TensorsPanel::caption() const {
@@ -80,11 +85,38 @@ void TensorsPanel::setStatistic(int index) {
     m_stat->setCurrentIndex(index);
 }
 
+// Once per import: each dumped step's rows, and the run's first non-finite tensor (the earliest step, then
+// the rank's execution order).
+void TensorsPanel::reindex() {
+    m_byStep.clear();
+    m_firstBad = -1;
+    m_shownStep = -1;
+    const auto& all = m_model->tensorStats();
+    for (size_t i = 0; i < all.size(); ++i) {
+        const TensorStat& t = all[i];
+        m_byStep[t.step].push_back(i);
+        if (nonFinite(t) &&
+            (m_firstBad < 0 || t.step < all[size_t(m_firstBad)].step ||
+             (t.step == all[size_t(m_firstBad)].step && t.order < all[size_t(m_firstBad)].order)))
+            m_firstBad = int64_t(i);
+    }
+    rebuild();
+}
+
 void TensorsPanel::rebuild() {
+    const auto& all = m_model->tensorStats();
+    // The cursor's step, or the nearest dumped step at or before it (else the first).
+    int64_t step = -1;
+    if (!m_byStep.empty()) {
+        auto it = m_byStep.upper_bound(m_cursor->step());
+        step = it == m_byStep.begin() ? it->first : std::prev(it)->first;
+    }
+    if (step == m_shownStep && step >= 0)
+        return;
+    m_shownStep = step;
     m_table->clear();
     m_table->setRowCount(0);
     m_table->setColumnCount(0);
-    const auto& all = m_model->tensorStats();
     if (all.empty()) {
         m_caption->setText(m_model->hasRun()
                                ? tr("Tensor statistics: not recorded. An msprobe dump "
@@ -93,28 +125,16 @@ void TensorsPanel::rebuild() {
                                : tr("No run open."));
         return;
     }
-    // The first non-finite tensor of the run: the earliest step, then the rank's execution order.
-    const TensorStat* first = nullptr;
-    for (const TensorStat& t : all)
-        if (nonFinite(t) &&
-            (!first || t.step < first->step || (t.step == first->step && t.order < first->order)))
-            first = &t;
-    // The cursor's step, or the nearest dumped step at or before it.
-    int64_t step = -1;
-    for (const TensorStat& t : all)
-        if (t.step <= m_cursor->step() && t.step > step)
-            step = t.step;
-    if (step < 0)
-        step =
-            std::min_element(all.begin(), all.end(), [](auto& a, auto& b) { return a.step < b.step; })->step;
+    const TensorStat* first = m_firstBad >= 0 ? &all[size_t(m_firstBad)] : nullptr;
+    const std::vector<size_t>& rows = m_byStep.at(step);
 
     const int R = m_model->worldSize();
     const Stat& stat = kStats[std::clamp(m_stat->currentIndex(), 0, 3)];
     // Rows: tensor names in execution order (the first rank that has each), cells per rank.
     std::map<std::string, int> rowOf;
     std::vector<std::pair<int64_t, std::string>> order;
-    for (const TensorStat& t : all)
-        if (t.step == step && !rowOf.count(t.name)) {
+    for (const size_t i : rows)
+        if (const TensorStat& t = all[i]; !rowOf.count(t.name)) {
             rowOf[t.name] = 0;
             order.emplace_back(t.order, t.name);
         }
@@ -136,8 +156,8 @@ void TensorsPanel::rebuild() {
     if (columns)
         for (auto& row : cells)
             row.assign(size_t(R), nullptr);
-    for (const TensorStat& t : all)
-        if (t.step == step && t.rank >= 0 && t.rank < R) {
+    for (const size_t i : rows)
+        if (const TensorStat& t = all[i]; t.rank >= 0 && t.rank < R) {
             auto& row = cells[size_t(rowOf[t.name])];
             if (columns)
                 row[size_t(t.rank)] = &t;

@@ -7,6 +7,8 @@
 
 #include <QWidget>
 #include <cstdint>
+#include <map>
+#include <vector>
 
 class QComboBox;
 class QLabel;
@@ -27,6 +29,7 @@ public:
     void setStatistic(int index); // 0 norm, 1 max, 2 min, 3 mean
 
 private:
+    void reindex();
     void rebuild();
 
     RunModel* m_model;
@@ -34,6 +37,9 @@ private:
     QLabel* m_caption;
     QComboBox* m_stat;
     QTableWidget* m_table;
+    std::map<int64_t, std::vector<size_t>> m_byStep; // dumped step -> its rows of RunModel::tensorStats()
+    int64_t m_firstBad = -1;                         // row of the first non-finite tensor
+    int64_t m_shownStep = -1;
 };
 
 } // namespace rs

@@ -1,9 +1,12 @@
 // param-not-synced: a few parameters' synced gradients differ across ranks on (nearly) every step since they
 // first did, each rank holding its own local sum, while every other parameter agrees: they never went through
-// the all-reduce (missing from the reducer's list or fusion buckets).
+// the all-reduce (missing from the reducer's list or fusion buckets). A source that recorded no synced
+// gradients (an msprobe dump) shows it only in the weights: one rank's weights part in a tensor or two while
+// the rest stay alike (WeightParting), named at half confidence, the doubt in the evidence.
 #include "diagnose/CheckNeeds.h"
 #include "diagnose/checks/Checks.h"
 #include "diagnose/tally/SyncedAgreement.h"
+#include "diagnose/tally/WeightParting.h"
 
 #include <fmt/format.h>
 
@@ -14,11 +17,14 @@ class ParamNotSynced : public Check {
 public:
     explicit ParamNotSynced(CheckContext& c)
         : m_facts(c.facts)
-        , m_synced(c.tallies.get<SyncedAgreement>()) {}
+        , m_synced(c.tallies.get<SyncedAgreement>())
+        , m_parting(c.tallies.get<WeightParting>()) {}
     const Needs& needs() const override { return needs::kSyncedAgreement; }
     std::string cannotRun(const RunExtent& run) const override { return m_synced.notComparable(run); }
 
     void conclude(const RunExtent& run, std::vector<Finding>& out) const override {
+        if (m_synced.comparableSteps == 0)
+            return concludeFromWeights(out);
         if (m_synced.mismatchSteps == 0 || run.paramSteps == 0)
             return;
         const std::vector<int> left = m_synced.leftOut(run);
@@ -53,8 +59,29 @@ public:
     }
 
 private:
+    void concludeFromWeights(std::vector<Finding>& out) const {
+        const int r = m_parting.firstRank();
+        if (r < 0 || !m_parting.few(r))
+            return; // many tensors: optimizer-mismatch names it
+        const int64_t step = m_parting.since[size_t(r)];
+        const auto& params = m_parting.params[size_t(r)];
+        const std::string first = params.empty() ? std::string() : m_facts.paramName(params.front());
+        Finding f = makeFinding(
+            Cause::ParamNotSynced, 0.5, step, {r},
+            fmt::format(
+                "{}; the source ({}) recorded no synced gradients, so whether the gradients or the update "
+                "differ cannot be told: so few tensors point at the all-reduce (a learning rate or "
+                "clipping moves them all)",
+                m_parting.describe(r), m_facts.meta.source),
+            causeFix(Cause::ParamNotSynced, r, step, first));
+        for (int p : params)
+            f.parameters.push_back(m_facts.paramName(p));
+        out.push_back(std::move(f));
+    }
+
     const RunFacts& m_facts;
     const SyncedAgreement& m_synced;
+    const WeightParting& m_parting;
 };
 
 } // namespace
