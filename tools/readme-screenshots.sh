@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Takes the README's screenshots (docs/screenshots/) from runs this script makes: each picture is the window
 # as a user who opens that run sees it. Needs a release build, Xvfb and ImageMagick (../shared/tools/screenshot
-# or this script's own fallback), python3-torch for the DDP job. About 6 minutes on 2 cores.
+# or this script's own fallback), python3-torch for the DDP job. About 7 minutes on 2 cores.
 #   tools/readme-screenshots.sh [OUT_DIR]   (default docs/screenshots)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +33,10 @@ echo "runs..."
 PYTHONPATH=python OMP_NUM_THREADS=1 /usr/bin/python3 examples/pytorch_ddp.py --out "$work/ddp-eval.h5" \
   --mistake eval-mode >/dev/null
 /usr/bin/python3 tests/msprobe/make_msprobe_tree.py "$work/msprobe-tree" --mistake param-not-synced >/dev/null
+/usr/bin/python3 tests/msprobe/make_msprobe_dump.py "$work/dump-tree" --mistake nan@1:3 >/dev/null
+"$cli" import-msprobe "$work/dump-tree" --out "$work/dump.h5" >/dev/null
+/usr/bin/python3 tests/flight/make_fr_dumps.py "$work/fr" --scenario hang >/dev/null
+"$cli" import-flight-recorder "$work/fr" --out "$work/hang.h5" --quiet
 "$cli" import-msprobe "$work/msprobe-tree" --out "$work/msprobe.h5" >/dev/null
 
 echo "screenshots..."
@@ -42,3 +46,5 @@ shot "$out/saved-run.png" 12 "$gui" "$work/seed-story.h5"
 shot "$out/findings.png" 12 "$gui" "$work/findings.h5"
 shot "$out/ddp-eval-mode.png" 12 "$gui" "$work/ddp-eval.h5"
 shot "$out/msprobe-param-not-synced.png" 12 "$gui" "$work/msprobe.h5"
+shot "$out/flight-recorder-hang.png" 12 "$gui" "$work/hang.h5"
+shot "$out/msprobe-dump-nan.png" 12 "$gui" "$work/dump.h5"

@@ -46,8 +46,8 @@ struct Hdf5RunReader::Impl {
     bool complete = false;
     std::string stopReason;
     h5detail::Dims dims;
-    RTable steps{'S'}, weights{'W'}, evals{'E'}, events{'N'}, dumps{'D'}, entries{'M'}, collectives{'C'},
-        tensors{'T'};
+    RTable steps{'S'}, weights{'W'}, evals{'E'}, events{'N'}, dumps{'D'}, entries{'M'}, collectives{'L'},
+        tensors{'X'};
     std::array<RTable*, 8> tables() {
         return {&steps, &weights, &evals, &events, &dumps, &entries, &collectives, &tensors};
     }
