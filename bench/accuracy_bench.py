@@ -6,7 +6,7 @@ changed: the default evaluates 512 images). Published results on the same data, 
 tens of epochs): small CNNs about 91-93%, ResNet-18 about 94-95%.
 
     bench/accuracy_bench.py --cli build/release/app/ranksight-cli [--runs smallcnn:5,resnet18:1]
-        [--write docs/accuracy.md]
+        [--write docs/accuracy.md [--note TEXT]]
 """
 
 import argparse
@@ -20,6 +20,11 @@ import h5py
 from page_header import measured
 
 BASELINE = {"smallcnn": "91-93% (small CNNs)", "resnet18": "94-95%", "mlp": "about 88% (MLPs)"}
+
+
+def load():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
 
 
 def run(cli, model, epochs, workdir):
@@ -45,7 +50,9 @@ def main():
     ap.add_argument("--cli", required=True)
     ap.add_argument("--runs", default="smallcnn:5,resnet18:1", help="model:epochs,...")
     ap.add_argument("--write")
+    ap.add_argument("--note", help="said in the page's header, e.g. what else ran on the machine")
     a = ap.parse_args()
+    load_start = load()
     header = "| model | epochs | steps | batch per card | held-out accuracy (10,000 test images) | published | minutes |"
     lines = [header, "|---|---:|---:|---:|---:|---|---:|"]
     print("\n".join(lines), flush=True)
@@ -60,7 +67,9 @@ def main():
             print(line, flush=True)
     if a.write:
         page = ["# Accuracy on real images", "",
-                measured("bench/accuracy_bench.py --runs %s --write %s" % (a.runs, a.write)), "",
+                measured("bench/accuracy_bench.py --runs %s --write %s" % (a.runs, a.write))
+                + (" " + a.note if a.note else "") + " Load average (1 min) at the start %s, at the end %s." % (
+                    load_start, load()), "",
                 "`ranksight-cli train --model M --ranks 4 --data fashion-mnist --epochs E --set eval_samples=10000`: "
                 "Fashion-MNIST from Debian's `dataset-fashion-mnist`, 4 emulated cards, the engine's defaults "
                 "otherwise; every card evaluates the whole test split at the end (the cards' weights are equal, so "

@@ -1,5 +1,8 @@
 #include "CliArgs.h"
 
+#include "Commands.h"
+
+#include <cstdio>
 #include <fmt/format.h>
 
 namespace rs::cli {
@@ -75,6 +78,10 @@ void CliArgs::number(const std::string& name, int& into, int lo, int hi) const {
         throw UsageError("--" + name + " " + std::to_string(x) + " is out of range [" + std::to_string(lo) +
                          ", " + std::to_string(hi) + "]");
     into = x;
+}
+
+void printError(const std::string& message) {
+    std::fprintf(stderr, "ranksight-cli: %s\n", message.c_str());
 }
 
 } // namespace rs::cli

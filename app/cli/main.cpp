@@ -1,16 +1,13 @@
 // ranksight-cli: train, inspect, export and lint from the command line; the headless half of RankSight.
+// train, bench, bench-nodes and --version run in ranksight-engine (Engine.h), the only part that loads
+// LibTorch.
 #include "CliArgs.h"
 #include "Commands.h"
-#include "store/RunSchema.h"
-#include "train/Replica.h"
-#include "util/BlasSetup.h"
-#include "util/Versions.h"
+#include "Engine.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
-#include <unistd.h>
 
 namespace {
 
@@ -57,26 +54,17 @@ exit codes: 0 success, 1 a check failed, 2 bad usage or unreadable input
 
 } // namespace
 
-// OpenBLAS's settings, before main() (util/BlasSetup.h).
-RANKSIGHT_CONFIGURE_BLAS
-
 int main(int argc, char** argv) {
     if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
         !std::strcmp(argv[1], "help")) {
         std::fputs(kUsage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    if (!std::strcmp(argv[1], "--version")) {
-        fmt::print("ranksight-cli {} (run file format {})\nLibTorch {}, HDF5 {}\nBLAS: {}\n",
-                   rs::ranksightVersion(), rs::runschema::kFormatVersion, rs::torchVersion(),
-                   rs::hdf5Version(), rs::blasDescription());
-        return 0;
-    }
+    if (rs::cli::isEngineCommand(argv[1]))
+        return rs::cli::execEngine(argv);
     const std::string cmd = argv[1];
     const rs::cli::Args args(argv + 2, argv + argc);
     try {
-        if (cmd == "train")
-            return rs::cli::trainCommand(args);
         if (cmd == "inspect")
             return rs::cli::inspectCommand(args);
         if (cmd == "export-csv")
@@ -85,10 +73,6 @@ int main(int argc, char** argv) {
             return rs::cli::schemaCommand(args);
         if (cmd == "lint-ranktable")
             return rs::cli::lintRankTableCommand(args);
-        if (cmd == "bench")
-            return rs::cli::benchCommand(args);
-        if (cmd == "bench-nodes")
-            return rs::cli::benchNodesCommand(args);
         if (cmd == "import-msprobe")
             return rs::cli::importMsprobeCommand(args);
         if (cmd == "import-flight-recorder")

@@ -16,8 +16,11 @@ std::string findBundled(const std::string& arg, const char* kind) {
     if (arg.find('/') != std::string::npos || fs::is_regular_file(arg, ec))
         return arg;
     std::vector<fs::path> dirs;
-    if (const fs::path self = selfPath(); self.is_absolute())
-        dirs.push_back((self.parent_path() / "../share/ranksight" / kind).lexically_normal());
+    if (const fs::path self = selfPath(); self.is_absolute()) {
+        dirs.push_back((self.parent_path() / "../share/ranksight" / kind).lexically_normal()); // from bin/
+        // from libexec/ranksight/, where ranksight-engine (which runs train) is installed
+        dirs.push_back((self.parent_path() / "../../share/ranksight" / kind).lexically_normal());
+    }
 #ifdef RANKSIGHT_SOURCE_DIR
     dirs.push_back(fs::path(RANKSIGHT_SOURCE_DIR) / "resources" / kind);
 #endif

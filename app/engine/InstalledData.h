@@ -1,6 +1,6 @@
 // Presets and example rank tables by name: `--config quick` and `--rank-table hccl_4p` find the files that
-// come with RankSight, from the install prefix (share/ranksight next to bin/) or, for a build-tree binary,
-// from the source tree's resources/. A path that exists is used as given.
+// come with RankSight, from the install prefix (share/ranksight beside bin/ and libexec/) or, for a
+// build-tree binary, from the source tree's resources/. A path that exists is used as given.
 #pragma once
 
 #include <string>

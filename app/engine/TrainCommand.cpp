@@ -226,8 +226,4 @@ int trainCommand(const Args& argv) {
     return code;
 }
 
-void printError(const std::string& message) {
-    std::fprintf(stderr, "ranksight-cli: %s\n", message.c_str());
-}
-
 } // namespace rs::cli

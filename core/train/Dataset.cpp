@@ -419,6 +419,15 @@ std::string Cifar10Dataset::describe() const {
 
 // ---------------------------------------------------------------------------------------------------
 
+int64_t stepsPerEpoch(int64_t datasetSize, int ranks, int batchPerRank) {
+    return (datasetSize / ranks) / batchPerRank;
+}
+
+int64_t trainSizeOf(const std::string& spec) {
+    constexpr int64_t kFashionMnistTrain = 60000;
+    return spec.rfind("fashion-mnist", 0) == 0 ? kFashionMnistTrain : SyntheticCifar::kTrainSize;
+}
+
 std::unique_ptr<Dataset> openDataset(const std::string& spec, Split split, uint64_t seed) {
     if (spec == "synthetic")
         return std::make_unique<SyntheticCifar>(split, seed);

@@ -90,6 +90,14 @@ private:
 // spec: "synthetic" (SyntheticCifar with the given seed), "cifar10:DIR" or "fashion-mnist[:DIR]" (DIR by
 // default Debian's /usr/share/datasets/fashion-mnist; train/FashionMnist.h); the seed is for the synthetic
 // set only. Throws DataError for an unknown spec or a data set that cannot be opened.
+// Steps in one epoch: each rank's DistributedSampler share of the training set, in whole batches. Here, not
+// in the trainer, so that the window's run estimate needs no LibTorch code.
+int64_t stepsPerEpoch(int64_t datasetSize, int ranks, int batchPerRank);
+
+// The training split's size for a data spec (as openDataset takes), without reading it: 60,000 for
+// Fashion-MNIST, 50,000 for CIFAR-10 and the synthetic set.
+int64_t trainSizeOf(const std::string& spec);
+
 std::unique_ptr<Dataset> openDataset(const std::string& spec, Split split, uint64_t seed);
 
 // Reads the n images ids[0..n) into images (n x kImageBytes floats, CHW, normalised with CIFAR-10's channel

@@ -37,10 +37,6 @@ void applyConfigChanges(const FaultPlan::ConfigChanges& c, TrainConfig& cfg) {
 
 } // namespace
 
-int64_t stepsPerEpoch(int64_t datasetSize, int ranks, int batchPerRank) {
-    return (datasetSize / ranks) / batchPerRank;
-}
-
 Trainer::Trainer(TrainConfig config)
     : d(std::make_unique<Impl>()) {
     d->cfg = std::move(config);

@@ -33,6 +33,4 @@ private:
     std::unique_ptr<Impl> d;
 };
 
-int64_t stepsPerEpoch(int64_t datasetSize, int ranks, int batchPerRank);
-
 } // namespace rs

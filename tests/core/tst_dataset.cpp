@@ -526,6 +526,10 @@ void TestDataset::fashionMnistInstalledSet() {
     for (int n : perClass)
         QCOMPARE(n, 1000);
     QCOMPARE(openDataset("fashion-mnist:", Split::Train, 0)->size(), int64_t(60000));
+    // What the window's run estimate counts an epoch as, without reading the files: the sizes opened above.
+    QCOMPARE(trainSizeOf("fashion-mnist"), openDataset("fashion-mnist", Split::Train, 0)->size());
+    QCOMPARE(trainSizeOf("synthetic"), openDataset("synthetic", Split::Train, 0)->size());
+    QCOMPARE(stepsPerEpoch(trainSizeOf("fashion-mnist"), 4, 32), int64_t(468)); // 15,000 per rank / 32
 }
 
 QTEST_GUILESS_MAIN(TestDataset)

@@ -26,6 +26,7 @@ done
 
 dpkg-deb -c "$DEB" | awk '{print $NF}' | sed 's|^\./|/|' > "$WORK/files.txt"
 for f in /usr/bin/ranksight /usr/bin/ranksight-cli /usr/libexec/ranksight/ranksight-reader \
+         /usr/libexec/ranksight/ranksight-engine \
          /usr/lib/python3/dist-packages/ranksight/ddp.py /usr/share/ranksight/presets/seed-story.json \
          /usr/share/ranksight/ranktables/hccl_4p.json /usr/share/man/man1/ranksight-cli.1.gz \
          /usr/share/man/man1/ranksight.1.gz /usr/share/doc/ranksight/README.md /usr/share/doc/ranksight/copyright \
@@ -63,7 +64,7 @@ fi
 CLI=$ROOT/usr/bin/ranksight-cli
 "$CLI" --version | grep -q "^ranksight-cli " || fail "ranksight-cli --version"
 "$ROOT/usr/bin/ranksight" --version | grep -q "^RankSight .*run file format" || fail "ranksight --version"
-env -u RANKSIGHT_READER "$CLI" train --config quick --set steps=3 --set eval_every=0 --quiet \
+env -u RANKSIGHT_READER -u RANKSIGHT_ENGINE "$CLI" train --config quick --set steps=3 --set eval_every=0 --quiet \
     --out "$WORK/run.h5" || fail "the packaged CLI could not train from the bundled preset 'quick'"
 env -u RANKSIGHT_READER "$CLI" inspect "$WORK/run.h5" --json > "$WORK/inspect.json"
 grep -q '"steps_recorded": 3' "$WORK/inspect.json" || { cat "$WORK/inspect.json"; fail "inspect"; }

@@ -397,7 +397,9 @@ def break_tree(a):
         shutil.copy(path, os.path.join(a.out, "stepX", rank0, "dump.json"))
 
 
-def main():
+def main(argv=None):
+    """argv: the arguments (sys.argv[1:] when None); the tests call this in their own process, so that torch is
+    imported once for every tree they write."""
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--ranks", type=int, default=4)
@@ -412,7 +414,7 @@ def main():
                                                      "bad-shape-list", "bad-stat", "missing-rank", "mixed-task",
                                                      "bad-step-folder"])
     ap.add_argument("--seed", type=int, default=7)
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     try:
         mistake = parse_mistake(a.mistake, a.ranks, a.steps)
     except (argparse.ArgumentTypeError, ValueError) as e:

@@ -4,6 +4,9 @@ gradients become each rank's local gradients, parameters at the forward the weig
 module's input and output the /tensors rows; NaN and Infinity tokens are read as what they stand for; a
 broken tree exits 2 with one line naming the file and writes nothing. Run from ctest (py_msprobe_dump)."""
 
+import contextlib
+import importlib.util
+import io
 import json
 import math
 import os
@@ -17,6 +20,10 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GEN = os.path.join(ROOT, "tests", "msprobe", "make_msprobe_dump.py")
 CLI = os.environ.get("RANKSIGHT_CLI")
+# The generator runs in this process (its main takes argv): torch is imported once for all the trees.
+_spec = importlib.util.spec_from_file_location("make_msprobe_dump", GEN)
+make_msprobe_dump = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(make_msprobe_dump)
 PARAMS = {"conv1.weight", "conv1.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}
 
 
@@ -38,7 +45,8 @@ class MsprobeDumpTest(unittest.TestCase):
     def tree(self, name, *args):
         if name not in self.trees:
             out = os.path.join(self.dir.name, name)
-            subprocess.run(["/usr/bin/python3", GEN, out, *args], check=True, timeout=120, capture_output=True)
+            with contextlib.redirect_stdout(io.StringIO()):
+                make_msprobe_dump.main([out, *args])
             self.trees[name] = out
         return self.trees[name]
 

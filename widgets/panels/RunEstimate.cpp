@@ -2,7 +2,6 @@
 #include "panels/RunEstimate.h"
 
 #include "train/Dataset.h"
-#include "train/Trainer.h"
 
 #include <QSettings>
 #include <algorithm>
@@ -56,7 +55,7 @@ RunEstimate estimateRun(const TrainConfig& config, QSettings& settings) {
         return e;
     e.secondsPerStep = double(config.ranks) * config.batchPerRank / e.imagesPerSecond;
     const int64_t steps = config.epochs > 0
-                              ? config.epochs * stepsPerEpoch(SyntheticCifar::kTrainSize, config.ranks,
+                              ? config.epochs * stepsPerEpoch(trainSizeOf(config.data), config.ranks,
                                                               std::max(config.batchPerRank, 1))
                               : config.steps;
     e.seconds = e.secondsPerStep * double(steps);
