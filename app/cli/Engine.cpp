@@ -59,6 +59,7 @@ int execEngine(char** argv) {
         return 2;
     }
     ::execv(engine.c_str(), argv);
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): one thread; the process ends right after
     printError(fmt::format("{}: cannot run {}: {}", argv[1], engine, std::strerror(errno)));
     return 2;
 }
