@@ -44,6 +44,9 @@ commands:
                   which collective each rank reached, and the first where ranks disagree, into a run file:
                   DIR|FILE --out RUN.h5 [--prefix P] [--run RECORDED.h5] [--force] [--quiet]
   diagnose        likely causes of cross-rank disagreement: RUN.h5 [--json] [--verbose] (exit 3: findings)
+  compare         a run against a reference run: the first step, parameter and rank where they part beyond
+                  what the arithmetic allows (equal bits where the arithmetic is the same): RUN.h5 REF.h5
+                  [--json] (exit 3: they part)
   report          bug-report folder (report.md, charts as PNG and SVG, steps.csv, slice.h5; GUI build):
                   RUN.h5 --out DIR
   bench-open      open a large run and follow a live one in the GUI layer (GUI build)
@@ -79,6 +82,8 @@ int main(int argc, char** argv) {
             return rs::cli::importFlightRecorderCommand(args);
         if (cmd == "diagnose")
             return rs::cli::diagnoseCommand(args);
+        if (cmd == "compare")
+            return rs::cli::compareCommand(args);
         if (cmd == "report")
             return rs::cli::reportCommand(args);
         if (cmd == "bench-open")

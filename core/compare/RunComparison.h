@@ -1,0 +1,94 @@
+// Compares a run with a reference run, step by step, parameter by parameter, rank by rank: what cross-rank
+// checks cannot see (a fault every rank shares, a flip the all-reduce averages into every rank, a sum instead
+// of a mean everywhere, a changed learning rate). Steps align by step number, parameters by name, ranks one
+// to one when both runs have as many, or every rank of one against the single rank of a one-card reference of
+// the same global batch. Each statistic both files recorded is compared with the tolerance its arithmetic
+// allows (compare/CompareTolerance.h): none where the two runs do the same arithmetic (then fingerprints
+// must match too). docs/comparing.md describes what is compared and how the tolerances are derived.
+#pragma once
+
+#include "compare/CompareTolerance.h"
+#include "store/RunRecords.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rs {
+
+class RunReader;
+
+// What the two runs are expected to agree on, from their configurations and layouts.
+enum class Expectation {
+    Bitwise,  // the same configuration and the same reduction layout: equal bit for bit
+    Rounding, // the same computation reduced differently (layout, card count at the same global batch)
+    Unknown,  // a source that records no configuration: compared with the rounding tolerances of a ring
+    Different // the configurations differ (listed): compared anyway, the differences explain what parts
+};
+const char* expectationName(Expectation e); // "bitwise", "rounding", "unknown", "different"
+
+// One statistic where the runs part beyond its tolerance.
+struct Divergence {
+    int64_t step = 0;
+    std::string parameter;  // "" for a per-step statistic (loss, lr, loss scale, skipped updates, batch)
+    std::vector<int> ranks; // ranks of run A where it parted at this step (empty: not per rank)
+    std::string statistic;  // "synced_norm", "synced_fp", "loss", "weight_norm", ... (docs/comparing.md)
+    double a = 0, b = 0;    // the values (not for fingerprints)
+    bool bits = false;      // a fingerprint: aBits and bBits hold it
+    uint64_t aBits = 0, bBits = 0;
+    double tolerance = 0; // 0: equality expected
+    // How far past its tolerance: |a - b| / tolerance, or +inf where equality was expected.
+    double excess() const;
+};
+
+struct ParameterComparison {
+    std::string name;
+    std::optional<Divergence> first; // its first step beyond tolerance, if any
+    double worstExcess = 0;          // largest |a - b| / tolerance over the aligned steps (inf: bits differ)
+    int64_t worstStep = -1;
+};
+
+struct NotCompared {
+    std::string statistic;
+    std::string reason;
+};
+
+struct RunComparison {
+    Expectation expectation = Expectation::Unknown;
+    std::vector<std::string> differences; // configuration keys that differ: "seed: 1 vs 2"
+    ReductionShape shapeA, shapeB;
+    ToleranceModel tolerance;
+    std::string rankMapping; // "rank r against rank r", "every rank of A against B's one card"
+    int64_t alignedSteps = 0, firstStep = -1, lastStep = -1;
+    int64_t bitwiseThrough =
+        -1; // last aligned step up to which every compared fingerprint matched (-1: none)
+    std::optional<Divergence> first;
+    std::vector<ParameterComparison> perParameter; // A's parameters that B has too, in A's order
+    std::vector<std::string> compared;             // statistics compared
+    std::vector<NotCompared> notCompared;          // statistics one of the files has and why they are not
+    std::vector<std::string> parametersOnlyInA, parametersOnlyInB;
+
+    // For the window: per aligned step, the worst excess of each compared parameter (perParameter order);
+    // 0 within tolerance, +inf where bits differ that should not. steps[i] is the step of row i.
+    std::vector<int64_t> mapSteps;
+    std::vector<float> mapExcess; // mapSteps.size() x perParameter.size()
+    // Per aligned step: the loss each run recorded, mean over its ranks, and A's per-rank deviation from B.
+    std::vector<float> lossA, lossB;
+    std::vector<float> lossDeviation; // mapSteps.size() x A's world size: loss_A[r] - mean loss_B
+};
+
+// Reads both files in chunks and compares them. progress gets 0..100. Throws RunFileError like the readers,
+// and std::invalid_argument when nothing can be compared (no step in common, no parameter of the same name).
+RunComparison compareRuns(const RunReader& a, const RunReader& b,
+                          const std::function<void(int percent)>& progress = {});
+
+// The comparison as text (compare's output) and as JSON (compare --json; the schema in docs/comparing.md).
+std::string comparisonText(const RunComparison& c, const std::string& nameA, const std::string& nameB);
+std::string comparisonJson(const RunComparison& c);
+// One line: "differs from the reference from step 8 in fc2.weight (synced_norm, ranks 0-3)" or
+// "agrees with the reference within tolerance over 100 steps".
+std::string comparisonLine(const RunComparison& c);
+
+} // namespace rs
