@@ -148,6 +148,7 @@ std::vector<std::string> msprobeNeverRecorded() {
             "/grads/underflow_count",
             "/grads/sketch",
             "/grads/synced_fp",
+            "/grads/local_fp",
             "/steps/end_ns",
             "/weights/fp",
             "/weights/buffer_fp",

@@ -83,6 +83,10 @@ struct RankStep {
     std::vector<uint32_t> overflowCount;  // elements whose fp16 rounding is inf (scaled gradient)
     std::vector<uint32_t> underflowCount; // nonzero elements whose fp16 rounding is 0
     std::vector<float> sketch;            // params * sketchDim, random projection (shared seed)
+    // Bitwise fingerprint of the local gradient as it enters the all-reduce (scaled, before any fp16
+    // rounding): a run compared with a reference (compare/) finds a flipped bit here even where the flip is
+    // averaged away or rounded off before it reaches what the ranks receive.
+    std::vector<uint64_t> localFp;
 
     // Synced gradient, after the all-reduce, unscaled.
     std::vector<float> syncedNorm;

@@ -166,7 +166,7 @@ inline float blockPass(const float* g, int64_t len, const float* signs, float* c
 } // namespace
 
 TensorStats gradStats(const float* g, int64_t n, float unscale, uint64_t sketchSeed, int k, float* sketch,
-                      float* copy) {
+                      float* copy, uint64_t* fp) {
     Block b;
     // The sketch: contiguous blocks of L elements (L <= 256, small enough that every component gets some),
     // each with random signs, summed into component (block index mod k). Every element lands in exactly one
@@ -176,12 +176,24 @@ TensorStats gradStats(const float* g, int64_t n, float unscale, uint64_t sketchS
     const int kk = sketch ? std::min(k, 256) : 1;
     const float* table = signTable();
     int64_t blockIndex = 0;
+    Fingerprinter f;
+    int64_t hashed = 0; // elements fed to f: always a multiple of 8 (whole 32-byte blocks)
     for (int64_t start = 0; start < n; start += len, ++blockIndex) {
         const uint64_t h = sketch ? splitmix64(sketchSeed ^ static_cast<uint64_t>(blockIndex)) : 0;
-        const float part = blockPass<true>(g + start, std::min(len, n - start), table + h % kSignTable,
-                                           copy ? copy + start : nullptr, b);
+        const int64_t m = std::min(len, n - start);
+        const float part =
+            blockPass<true>(g + start, m, table + h % kSignTable, copy ? copy + start : nullptr, b);
         acc[blockIndex % kk] += part;
+        if (fp) {
+            const int64_t upTo = (start + m) / 8 * 8;
+            if (upTo > hashed) {
+                f.update(g + hashed, static_cast<size_t>(upTo - hashed) * 4);
+                hashed = upTo;
+            }
+        }
     }
+    if (fp)
+        *fp = f.finish(g + hashed, static_cast<size_t>(n - hashed) * 4);
     TensorStats s;
     s.sumSq = b.sumSq * unscale * unscale;
     s.sum = b.sum * unscale;

@@ -446,6 +446,8 @@ class Recorder:
         batch_size; DDP broadcasts BatchNorm buffers, so
         /weights/buffer_fp holds each rank's own forwards' chain (see __init__), not a plain fingerprint."""
         absent = ["data"]  # the job's data set is the user's; the recorder is not told which
+        # A fingerprint of each local gradient would be one more pass per step on rank 0's critical path.
+        absent += ["/grads/local_fp"]
         if self.scaler is None:
             # Without a GradScaler nothing scales the loss or skips an update: the recorder sees neither.
             absent += ["/steps/overflow", "/steps/loss_scale", "/steps/skipped", "/grads/overflow_count",

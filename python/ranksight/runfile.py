@@ -67,6 +67,7 @@ STEP_COLUMNS = [
     ("/grads/overflow_count", "u32", RP, True),
     ("/grads/underflow_count", "u32", RP, True),
     ("/grads/sketch", "f32", RPK, False),
+    ("/grads/local_fp", "u64", RP, False),
     ("/grads/synced_norm", "f32", RP, True),
     ("/grads/synced_sum", "f64", RP, True),
     ("/grads/synced_fp", "u64", RP, True),

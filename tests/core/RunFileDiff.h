@@ -53,6 +53,7 @@ inline QString diffSteps(const StepRecord& a, const StepRecord& b) {
         RS_CHECK(overflowCount)
         RS_CHECK(underflowCount)
         RS_CHECK(sketch)
+        RS_CHECK(localFp)
         RS_CHECK(syncedNorm)
         RS_CHECK(syncedSum)
         RS_CHECK(syncedFp)

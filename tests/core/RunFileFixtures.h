@@ -127,6 +127,7 @@ inline StepRecord makeStep(const RunMeta& m, int64_t step) {
             x.underflowCount.push_back(uint32_t(h(step, r, p, 17) % 1000));
             for (int k = 0; k < K; ++k)
                 x.sketch.push_back(f32(step, r, p * 1000 + k, 18));
+            x.localFp.push_back(h(step, r, p, 41));
             x.syncedNorm.push_back(f32(step, 0, p, 19)); // identical across ranks, as in a healthy run
             x.syncedSum.push_back(f64(step, 0, p, 20));
             x.syncedFp.push_back(h(step, 0, p, 21));

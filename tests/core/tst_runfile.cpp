@@ -193,7 +193,7 @@ void TestRunFile::roundTrip() {
             for (RankStep& r : want.ranks) {
                 r.sampleIds.clear();
                 r.localNorm.clear(), r.localMax.clear(), r.localSum.clear(), r.nonfinite.clear();
-                r.overflowCount.clear(), r.underflowCount.clear(), r.sketch.clear();
+                r.overflowCount.clear(), r.underflowCount.clear(), r.sketch.clear(), r.localFp.clear();
                 r.syncedNorm.clear(), r.syncedSum.clear(), r.syncedFp.clear();
             }
             RS_COMPARE_EMPTY(diffSteps(scalars[i], want));

@@ -82,6 +82,21 @@ void TestTelemetry::normAndSumAgreesWithTheFullPass() {
         QVERIFY(std::memcmp(&fused.sum, &light.sum, sizeof fused.sum) == 0);
         QCOMPARE(fused.nonfinite, light.nonfinite);
     }
+    // The local pass's fingerprint (gradStats with fp): the same bytes' fingerprint whatever the sketch's
+    // block length (n / k rounded up, at most 256 elements, rarely a multiple of 8), and the statistics
+    // unchanged.
+    for (int64_t n :
+         {int64_t(0), int64_t(1), int64_t(7), int64_t(9), int64_t(65), int64_t(1001), int64_t(10007)})
+        for (int k : {0, 3, 16}) {
+            std::vector<float> sketchA(size_t(std::max(k, 1))), sketchB(size_t(std::max(k, 1)));
+            uint64_t fp = 0;
+            const auto fused =
+                gradStats(g.data(), n, 0.25f, 9, k, k ? sketchA.data() : nullptr, nullptr, &fp);
+            const auto plain = gradStats(g.data(), n, 0.25f, 9, k, k ? sketchB.data() : nullptr);
+            QCOMPARE(fp, fingerprint(g.data(), size_t(n) * 4));
+            QVERIFY(std::memcmp(&fused.sumSq, &plain.sumSq, sizeof fused.sumSq) == 0);
+            QVERIFY(std::memcmp(sketchA.data(), sketchB.data(), sketchA.size() * sizeof(float)) == 0);
+        }
 }
 
 void TestTelemetry::fp16Accounting() {

@@ -72,9 +72,10 @@ class DdpRecorderTest(unittest.TestCase):
         self.assertTrue(j["weights_identical"])
         self.assertLess(j["loss_last"], j["loss_first"])  # it learns
         # A float32 job without a GradScaler has no fp16 counts or overflow flags: the file says so, and
-        # diagnosis lists the checks that need them instead of passing them silently.
+        # diagnosis lists the checks that need them instead of passing them silently. No job records the
+        # local gradients' fingerprints (a pass per step on the critical path).
         self.assertEqual(set(j["absent"]), {"/steps/overflow", "/steps/loss_scale", "/steps/skipped", "data",
-                                            "/grads/overflow_count", "/grads/underflow_count"})
+                                            "/grads/overflow_count", "/grads/underflow_count", "/grads/local_fp"})
         d = self.diagnosis(path)
         self.assertEqual(d["findings"], [])
         self.assertEqual(sorted(c["check"] for c in d["not_run"]), ["fp16 underflow", "loss scaling"])
