@@ -25,12 +25,7 @@ int compareCommand(const Args& argv) {
     std::string nameA, nameB;
     try {
         const auto a = openRunFile(pathA);
-        std::unique_ptr<RunReader> b;
-        try {
-            b = openRunFile(pathB);
-        } catch (const std::exception& e) {
-            throw std::runtime_error(fmt::format("reference {}: {}", pathB, e.what()));
-        }
+        const auto b = openReference(pathB);
         c = compareRuns(*a, *b);
         nameA = fmt::format("{}: {}, {} steps", pathA, describeRun(a->meta()), a->stepCount());
         nameB = fmt::format("{}: {}, {} steps", pathB, describeRun(b->meta()), b->stepCount());

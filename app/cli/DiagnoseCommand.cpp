@@ -3,8 +3,12 @@
 // Advice on the configuration (diagnose/Advice.h) follows the findings ("advice" in --json).
 // --verbose adds the rules' figures and the checks that could not run on this file (also in --json's
 // "not_run", always): a file from a source that records less is not silently "all clear".
+// --reference REF compares the run with a reference run first (compare/RunComparison.h), so that the causes
+// every rank shares, which no cross-rank check can see, are named too (the comparison's line in the header,
+// "reference" in --json). Without it nothing changes.
 #include "CliArgs.h"
 #include "Commands.h"
+#include "compare/RunComparison.h"
 #include "diagnose/Advice.h"
 #include "diagnose/Diagnoser.h"
 #include "reader/OpenRunFile.h"
@@ -13,11 +17,29 @@
 
 #include <cstdio>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <optional>
 
 namespace rs::cli {
+namespace {
+
+// The findings' JSON with "reference": where the run parted from the reference (compare --json's summary).
+std::string withReference(const std::string& findingsJson, const std::string& path, const RunComparison& c) {
+    auto doc = nlohmann::json::parse(findingsJson);
+    const auto full = nlohmann::json::parse(comparisonJson(c));
+    nlohmann::json ref;
+    ref["path"] = path;
+    for (const char* key :
+         {"expected", "differences", "aligned_steps", "bitwise_through", "first_divergence"})
+        ref[key] = full[key];
+    doc["reference"] = ref;
+    return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+} // namespace
 
 int diagnoseCommand(const Args& argv) {
-    const CliArgs args(argv, {}, {"json", "verbose"});
+    const CliArgs args(argv, {"reference"}, {"json", "verbose"});
     if (args.positionals().size() != 1)
         throw UsageError(fmt::format("expected one run file, got {}", args.positionals().size()));
     std::vector<Finding> findings;
@@ -25,12 +47,20 @@ int diagnoseCommand(const Args& argv) {
     std::vector<CheckNotRun> notRun;
     std::vector<Advice> advice;
     std::string header;
+    std::optional<RunComparison> comparison;
+    const auto referencePath = args.value("reference");
     try {
         const auto reader = openRunFile(args.positionals().front());
-        findings = diagnoseRun(*reader, {}, &figures, &notRun);
+        if (referencePath)
+            comparison = compareRuns(*reader, *openReference(*referencePath));
+        findings = diagnoseRun(*reader, {}, &figures, &notRun, comparison ? &*comparison : nullptr);
         advice = configAdvice(reader->meta());
-        header = fmt::format("{}: {}, {} steps\n\n", args.positionals().front(), describeRun(reader->meta()),
+        header = fmt::format("{}: {}, {} steps\n", args.positionals().front(), describeRun(reader->meta()),
                              reader->stepCount());
+        if (comparison)
+            header +=
+                fmt::format("against the reference {}: {}\n", *referencePath, comparisonLine(*comparison));
+        header += "\n";
     } catch (const std::exception& e) {
         printError(fmt::format("diagnose: {}", e.what()));
         return 2;
@@ -45,7 +75,10 @@ int diagnoseCommand(const Args& argv) {
     if (!args.flag("json"))
         std::fputs(header.c_str(), stdout);
     if (args.flag("json")) {
-        std::fputs((findingsToJson(findings, notRun, advice) + "\n").c_str(), stdout);
+        std::string json = findingsToJson(findings, notRun, advice);
+        if (comparison) // one more key: the comparison's summary (compare --json has it all)
+            json = withReference(json, *referencePath, *comparison);
+        std::fputs((json + "\n").c_str(), stdout);
     } else if (findings.empty()) {
         std::fputs(notRun.empty()
                        ? "no findings: the ranks agree\n"

@@ -1,6 +1,7 @@
 // `report RUN.h5 --out DIR`: the bug-report folder of File > Export bug report, headless. The charts are the
 // GUI's own, rendered offscreen, so this command exists only in a build with the widgets
-// (RANKSIGHT_HAVE_WIDGETS).
+// (RANKSIGHT_HAVE_WIDGETS). --reference REF.h5: the report carries the run's comparison with a reference run,
+// and its findings the causes every rank shares.
 #include "CliArgs.h"
 #include "Commands.h"
 #include "HeadlessApp.h"
@@ -8,10 +9,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
+#include <memory>
 
 #ifdef RANKSIGHT_HAVE_WIDGETS
+#include "compare/RunComparison.h"
 #include "model/RunModel.h"
+#include "reader/OpenRunFile.h"
 #include "report/ReportExporter.h"
+#include "store/RunReader.h"
 
 #include <QEventLoop>
 #include <QFileInfo>
@@ -22,7 +27,7 @@ namespace rs::cli {
 #ifdef RANKSIGHT_HAVE_WIDGETS
 
 int reportCommand(const Args& argv) {
-    const CliArgs args(argv, {"out"}, {});
+    const CliArgs args(argv, {"out", "reference"}, {});
     const auto out = args.value("out");
     if (!out)
         throw UsageError("--out DIR is required");
@@ -58,6 +63,16 @@ int reportCommand(const Args& argv) {
     }
 
     ReportExporter exporter(&model);
+    if (const auto ref = args.value("reference")) { // the report carries the comparison (and its findings)
+        try {
+            const auto a = openRunFile(args.positionals().front());
+            exporter.setReference(std::make_shared<RunComparison>(compareRuns(*a, *openReference(*ref))),
+                                  QString::fromStdString(*ref));
+        } catch (const std::exception& e) {
+            printError(fmt::format("report: {}", e.what()));
+            return 2;
+        }
+    }
     QString error;
     if (!exporter.write(QString::fromStdString(*out), &error)) {
         printError(fmt::format("report: {}", error.toStdString()));

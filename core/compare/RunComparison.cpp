@@ -2,6 +2,7 @@
 // second over the aligned weight rows; every statistic is compared where both files recorded it.
 #include "compare/RunComparison.h"
 
+#include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 #include "store/RunSource.h"
 
@@ -25,6 +26,7 @@ enum Stat : int {
     SBatch,
     SGlobalBatch,
     SLoss,
+    SLocalFp,
     SLocalNorm,
     SLocalMax,
     SLocalSum,
@@ -51,6 +53,7 @@ constexpr StatInfo kStats[SCount] = {
     {"sample_fp", "/steps/sample_fp", false},
     {"global_batch", "/steps/sample_ids", false},
     {"loss", "/steps/loss", false},
+    {"local_fp", "/grads/local_fp", true},
     {"local_norm", "/grads/local_norm", true},
     {"local_max", "/grads/local_max", true},
     {"local_sum", "/grads/local_sum", true},
@@ -241,18 +244,19 @@ void Comparer::decideStats() {
         std::string why;
         if (!ra || !rb)
             why = fmt::format("not recorded by {}", !ra && !rb ? "either run" : !ra ? "A" : "B");
-        else if ((s == SBatch || s == SLocalNorm || s == SLocalMax || s == SLocalSum || s == SNonfinite ||
-                  s == SBufferFp) &&
+        else if ((s == SBatch || s == SLocalFp || s == SLocalNorm || s == SLocalMax || s == SLocalSum ||
+                  s == SNonfinite || s == SBufferFp) &&
                  !m_plan.sameBatch)
             why = "the ranks of the two runs saw different batches (other card counts or per-card batches)";
         else if (s == SGlobalBatch && (m_plan.sameBatch || !m_plan.globalSame))
             why =
                 m_plan.sameBatch ? "compared rank by rank (sample_fp)" : "the global batches differ in size";
-        else if ((s == SSyncedFp || s == SWeightFp || s == SBufferFp) && !bitwise)
+        else if ((s == SLocalFp || s == SSyncedFp || s == SWeightFp || s == SBufferFp) && !bitwise)
             why = "the arithmetic differs: the bits are not expected to match (norms and sums are compared)";
         else if ((s == SSyncedNorm || s == SSyncedSum || s == SSyncedFp) && !m_plan.globalSame)
             why = "the global batches differ";
-        m_bits[s] = ra && rb && (s == SSyncedFp || s == SWeightFp || s == SBufferFp || s == SBatch);
+        m_bits[s] =
+            ra && rb && (s == SLocalFp || s == SSyncedFp || s == SWeightFp || s == SBufferFp || s == SBatch);
         if (why.empty()) {
             m_on[s] = true;
             m_c.compared.emplace_back(info.name);
@@ -338,6 +342,8 @@ void Comparer::finishStep(int64_t step) {
         }
         if (best && (!m_c.first || step < m_c.first->step))
             m_c.first = best->d;
+        if (best && !m_c.firstOf(kStats[s].name))
+            m_c.firstByStatistic.push_back(best->d);
     }
     for (Candidate& cand : m_stepCandidates)
         cand = Candidate{};
@@ -406,6 +412,8 @@ void Comparer::compareStep(const StepRecord& sa, const StepRecord& sb) {
             const RankStep& y = sb.ranks[size_t(rb)];
             if (std::isnan(terms) && i < x.syncedNorm.size() && pj < y.syncedNorm.size())
                 terms = std::max(std::abs(x.syncedNorm[i]), std::abs(y.syncedNorm[pj]));
+            if (m_bits[SLocalFp] && m_plan.sameBatch && i < x.localFp.size() && pj < y.localFp.size())
+                noteBits(SLocalFp, x.localFp[i], y.localFp[pj], ra, int(i), step);
             if (m_on[SLocalNorm] && i < x.localNorm.size() && pj < y.localNorm.size())
                 note(SLocalNorm, x.localNorm[i], y.localNorm[pj],
                      tm.norm(x.localNorm[i], x.localNorm[i], y.localNorm[pj]), ra, int(i), step);
@@ -657,6 +665,26 @@ std::string expectationText(const RunComparison& c) {
 
 } // namespace
 
+const Divergence* RunComparison::firstOf(std::string_view statistic) const {
+    for (const Divergence& d : firstByStatistic)
+        if (d.statistic == statistic)
+            return &d;
+    return nullptr;
+}
+
+bool RunComparison::partedAt(std::string_view statistic, int64_t step) const {
+    const Divergence* d = firstOf(statistic);
+    return d && d->step == step;
+}
+
+bool isLocalStatistic(std::string_view s) {
+    return s.substr(0, 6) == "local_" || s == "nonfinite";
+}
+
+bool isSyncedStatistic(std::string_view s) {
+    return s.substr(0, 7) == "synced_";
+}
+
 double Divergence::excess() const {
     if (bits)
         return aBits == bBits ? 0.0 : kInf;
@@ -675,6 +703,14 @@ const char* expectationName(Expectation e) {
         return "different";
     }
     return "?";
+}
+
+std::unique_ptr<RunReader> openReference(const std::string& path) {
+    try {
+        return openRunFile(path);
+    } catch (const std::exception& e) {
+        throw std::runtime_error(fmt::format("reference: {}", e.what())); // e names the file
+    }
 }
 
 RunComparison compareRuns(const RunReader& a, const RunReader& b, const std::function<void(int)>& progress) {

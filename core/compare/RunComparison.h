@@ -12,8 +12,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rs {
@@ -65,6 +67,7 @@ struct RunComparison {
     int64_t bitwiseThrough =
         -1; // last aligned step up to which every compared fingerprint matched (-1: none)
     std::optional<Divergence> first;
+    std::vector<Divergence> firstByStatistic; // each statistic's first divergence, in the order they came
     std::vector<ParameterComparison> perParameter; // A's parameters that B has too, in A's order
     std::vector<std::string> compared;             // statistics compared
     std::vector<NotCompared> notCompared;          // statistics one of the files has and why they are not
@@ -77,7 +80,20 @@ struct RunComparison {
     // Per aligned step: the loss each run recorded, mean over its ranks, and A's per-rank deviation from B.
     std::vector<float> lossA, lossB;
     std::vector<float> lossDeviation; // mapSteps.size() x A's world size: loss_A[r] - mean loss_B
+
+    // The first divergence of one statistic ("lr", "local_fp"), or null.
+    const Divergence* firstOf(std::string_view statistic) const;
+    // Whether that statistic parted at exactly this step.
+    bool partedAt(std::string_view statistic, int64_t step) const;
 };
+
+// A statistic of the local gradient (before the all-reduce), of the synced one (after it), or the loss.
+bool isLocalStatistic(std::string_view statistic);
+bool isSyncedStatistic(std::string_view statistic);
+
+// Opens a reference run file in the reader process; its errors (which name the file) are prefixed
+// "reference: " so that a message says which of the two files was at fault.
+std::unique_ptr<RunReader> openReference(const std::string& path);
 
 // Reads both files in chunks and compares them. progress gets 0..100. Throws RunFileError like the readers,
 // and std::invalid_argument when nothing can be compared (no step in common, no parameter of the same name).

@@ -140,6 +140,26 @@ constexpr CauseInfo kCauses[] = {
      "`py-spy dump` of each rank that did not arrive (an uneven data shard, an exception, a collective inside "
      "`if rank == 0`), and look for a conditional branch or unused parameters where sizes differ.",
      {}, 0},
+    {UpdateChanged, "update-changed", "numerics", "every rank updates the weights differently from the reference",
+     kNoMetric, false, "update-changed@6", FaultArgs::Step,
+     "Compare the optimizer with the reference run's, from step {step} on: the learning rate and its schedule "
+     "(warm-up, the linear scaling rule when the global batch changed), momentum, weight decay, gradient "
+     "clipping, and a checkpoint that restored another optimizer state. Every rank does the same, so the ranks "
+     "still agree with each other.",
+     nullptr, {}, 0},
+    {LossScaleChanged, "loss-scale-changed", "numerics", "the loss scale differs from the reference on every rank",
+     kNoMetric, false, "loss-scale-changed@6", FaultArgs::Step,
+     "Compare the loss-scale manager with the reference run's, from step {step} on: its kind (fixed or dynamic), "
+     "initial value, growth factor and window, and whether a resumed job restored its state "
+     "(MindSpore's scale_sense; PyTorch scaler.load_state_dict) on every rank.",
+     nullptr, {}, 0},
+    {AllReduceWrong, "allreduce-wrong", "parallel", "the all-reduce delivers the same wrong result to every rank",
+     kNoMetric, false, "allreduce-wrong@6", FaultArgs::Step,
+     "Check the collective library from step {step} on: its version and the reduction algorithm it chose "
+     "(HCCL_ALGO / NCCL_ALGO; ring, tree, hierarchical), a custom reducer or communication hook, and fusion "
+     "buckets that mix dtypes; rerun the step with another algorithm to confirm. A card that corrupts its part "
+     "of the reduce-scatter looks the same: check the cards' health (npu-smi, ECC counters).",
+     nullptr, {}, 0},
 };
 // clang-format on
 static_assert(std::size(kCauses) == kCauseCount);

@@ -35,8 +35,12 @@ enum class Cause : uint8_t {
     GradSum,
     Straggler,
     CollectiveMismatch,
+    // Named only against a reference run (diagnose --reference): every rank does it alike.
+    UpdateChanged,
+    LossScaleChanged,
+    AllReduceWrong,
 };
-inline constexpr size_t kCauseCount = 18;
+inline constexpr size_t kCauseCount = 21;
 
 // What the fault lab's spec for a cause accepts after its name.
 enum class FaultArgs : uint8_t {

@@ -20,6 +20,8 @@
 
 namespace rs {
 
+struct RunComparison;
+
 inline constexpr int64_t kNoStep = std::numeric_limits<int64_t>::max();
 
 // First occurrence of something, with the figure that showed it.
@@ -67,6 +69,8 @@ public:
     virtual void addWeights(const WeightRecord&) {}
     virtual void addEvent(const Event&) {}
     virtual void addCollective(const Collective&) {}
+    // The run compared with a reference run (diagnose --reference), once, after the records.
+    virtual void addReference(const RunComparison&) {}
     // The figures it compares with thresholds, one line each (diagnose --verbose); "" for none.
     virtual std::string figures() const { return {}; }
 };
@@ -118,6 +122,9 @@ public:
     // Why the check cannot run on this run although its datasets are recorded ("the model has no BatchNorm
     // running statistics"); "" when it can.
     virtual std::string cannotRun(const RunExtent&) const { return {}; }
+    // A cause every rank shares, named only against a reference run: without one it is not listed among the
+    // checks that could not run (diagnosis without a reference stays as it was).
+    virtual bool needsReference() const { return false; }
 };
 
 // A finding of `c`: dimension from the cause table, confidence clamped to [0, 1], kNoStep as -1.

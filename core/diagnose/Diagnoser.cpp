@@ -56,6 +56,7 @@ struct Diagnoser::Impl {
     Tallies tallies;
     std::vector<std::pair<Cause, std::unique_ptr<Check>>> checks; // in cause-table order
     RunExtent run;
+    bool reference = false; // addReference was called
 };
 
 Diagnoser::Diagnoser(const RunMeta& meta)
@@ -129,10 +130,16 @@ std::string Diagnoser::figures() const {
     return out;
 }
 
+void Diagnoser::addReference(const RunComparison& comparison) {
+    m_d->reference = true;
+    m_d->each([&](Accumulator& a) { a.addReference(comparison); });
+}
+
 std::vector<CheckNotRun> Diagnoser::checksNotRun() const {
     std::vector<std::pair<Cause, const Check*>> checks;
     for (const auto& [cause, check] : m_d->checks)
-        checks.emplace_back(cause, check.get());
+        if (m_d->reference || !check->needsReference())
+            checks.emplace_back(cause, check.get());
     return needs::notRun(m_d->facts, m_d->run, checks);
 }
 
@@ -168,10 +175,13 @@ void diagnoseMore(const RunReader& reader, Diagnoser& d, DiagnosisCursor& at,
 }
 
 std::vector<Finding> diagnoseRun(const RunReader& reader, const std::function<void(int)>& progress,
-                                 std::string* figures, std::vector<CheckNotRun>* notRun) {
+                                 std::string* figures, std::vector<CheckNotRun>* notRun,
+                                 const RunComparison* reference) {
     Diagnoser d(reader.meta());
     DiagnosisCursor at;
     diagnoseMore(reader, d, at, progress);
+    if (reference)
+        d.addReference(*reference);
     if (figures)
         *figures = d.figures();
     if (notRun)

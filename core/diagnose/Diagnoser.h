@@ -18,6 +18,7 @@
 namespace rs {
 
 class RunReader;
+struct RunComparison;
 
 class Diagnoser {
 public:
@@ -33,6 +34,9 @@ public:
     void addWeights(const std::vector<WeightRecord>& weights);
     void addEvents(const std::vector<Event>& events);
     void addCollectives(const std::vector<Collective>& collectives); // imported flight-recorder dumps
+    // The run compared with a reference run (compare/RunComparison.h): the checks of causes every rank shares
+    // read it (diagnose --reference). Once, after the records.
+    void addReference(const RunComparison& comparison);
 
     int64_t stepsSeen() const;
     // The findings so far, highest confidence first. Cheap: a pass over the summaries.
@@ -63,9 +67,11 @@ void diagnoseMore(const RunReader& reader, Diagnoser& d, DiagnosisCursor& at,
 // Reads the whole file in chunks (a few hundred steps at a time) and diagnoses it. progress gets 0..100.
 // Throws RunFileError like the reader.
 // figures, when given, receives Diagnoser::figures(); notRun, Diagnoser::checksNotRun().
+// reference, when given, is the run compared with a reference run (Diagnoser::addReference).
 std::vector<Finding> diagnoseRun(const RunReader& reader,
                                  const std::function<void(int percent)>& progress = {},
-                                 std::string* figures = nullptr, std::vector<CheckNotRun>* notRun = nullptr);
+                                 std::string* figures = nullptr, std::vector<CheckNotRun>* notRun = nullptr,
+                                 const RunComparison* reference = nullptr);
 
 // One line per finding for text output and the bug report: "cause (dimension, confidence 0.93): evidence".
 std::string findingLine(const Finding& f);

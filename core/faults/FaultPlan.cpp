@@ -23,6 +23,9 @@ std::unique_ptr<FaultPlan> FaultPlan::make(const std::vector<std::string>& fault
             "fault '{}': needs a dynamic loss scale (this run's is '{}'): it starts one rank's over "
             "from its initial value",
             causeInfo(Cause::LossScaleNotRestored).key, lossScale));
+    if (plan->find(Cause::LossScaleChanged) && lossScale == "none")
+        throw ConfigError(fmt::format("fault '{}': needs a loss scale (this run's is 'none'): it halves it",
+                                      causeInfo(Cause::LossScaleChanged).key));
     return plan;
 }
 
@@ -148,10 +151,23 @@ bool FaultPlan::scaleRestarts(int rank, int64_t step) const {
 }
 
 float FaultPlan::lrFactor(int rank, int64_t step) const {
-    const FaultSpec* f = find(Cause::OptimizerMismatch);
-    if (!f || rankOf(*f) != rank || step < (f->step >= 0 ? f->step : 5))
-        return 1.f;
-    return 1.5f;
+    float factor = 1.f;
+    if (const FaultSpec* f = find(Cause::OptimizerMismatch);
+        f && rankOf(*f) == rank && step >= (f->step >= 0 ? f->step : 5))
+        factor *= 1.5f;
+    if (const FaultSpec* f = find(Cause::UpdateChanged); f && step >= (f->step >= 0 ? f->step : 6))
+        factor *= 1.5f;
+    return factor;
+}
+
+bool FaultPlan::scaleHalvesAt(int64_t step) const {
+    const FaultSpec* f = find(Cause::LossScaleChanged);
+    return f && step == (f->step >= 0 ? f->step : 6);
+}
+
+bool FaultPlan::allReduceWrongAt(int64_t step) const {
+    const FaultSpec* f = find(Cause::AllReduceWrong);
+    return f && step == (f->step >= 0 ? f->step : 6);
 }
 
 void FaultPlan::flipBit(float* data, int64_t count, int bit) {

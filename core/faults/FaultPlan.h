@@ -52,7 +52,14 @@ public:
     // optimizer-mismatch: the factor on rank's learning rate at step (1 for a clean run): from the spec's
     // step on, one rank runs its own schedule, as a rank-dependent scheduler or a step size set on one rank
     // does.
+    // update-changed multiplies every rank's from its step on (a learning rate changed everywhere); the
+    // recorded learning rate stays the schedule's, as a step size applied inside the optimizer would.
     float lrFactor(int rank, int64_t step) const;
+    // loss-scale-changed: true on the step every rank's loss scale halves (a resumed job whose scale manager
+    // started from another value on every rank).
+    bool scaleHalvesAt(int64_t step) const;
+    // allreduce-wrong: true on the step the all-reduce delivers the same wrong bytes to every rank.
+    bool allReduceWrongAt(int64_t step) const;
 
     // Flips bit `bit` (0..31 of the IEEE float; 30, the top exponent bit, by default) of one element near
     // the middle of the buffer whose magnitude is below 1: a silent data corruption. The default turns a

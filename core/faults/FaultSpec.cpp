@@ -93,7 +93,7 @@ void checkFaults(const std::vector<FaultSpec>& specs, int worldSize) {
             throw ConfigError(
                 fmt::format("fault '{}': rank {} is outside 0..{}", spec, f.rank, worldSize - 1));
         if ((f.cause == Cause::DuplicateRankId || f.cause == Cause::RankExit ||
-             f.cause == Cause::ShardUneven) &&
+             f.cause == Cause::ShardUneven || f.cause == Cause::AllReduceWrong) &&
             worldSize < 2)
             throw ConfigError(fmt::format("fault '{}': needs at least 2 ranks", spec));
         if (f.cause == Cause::DuplicateRankId && f.rank == 0)

@@ -188,6 +188,11 @@ void Trainer::Impl::loadBatch(Card& card, StepWork& w, std::vector<uint8_t>& raw
     w.rs.sampleFp = fingerprint(ids, sizeof(int64_t) * B);
     if (faults->scaleRestarts(card.rank, w.step)) // a fresh loss-scale manager, at its initial scale
         card.scaler = std::make_unique<LossScaler>(cfg.lossScale);
+    if (faults->scaleHalvesAt(w.step)) { // every rank's manager starts over from half its scale
+        LossScaleSpec half = cfg.lossScale;
+        half.value = card.scaler->scale() / 2;
+        card.scaler = std::make_unique<LossScaler>(half);
+    }
     w.scale = card.scaler->scale();
     w.unscale = 1.0f / w.scale;
     w.rs.lossScale = w.scale;
@@ -243,10 +248,11 @@ void Trainer::Impl::recordLocalGradient(Card& card, StepWork& w) {
         rs.overflowCount.resize(P);
         rs.underflowCount.resize(P);
         rs.sketch.resize(P * K);
+        rs.localFp.resize(P);
         for (size_t p = 0; p < P; ++p) {
             const auto s = gradStats(g + params[p].offset, params[p].numel, w.unscale,
                                      splitmix64(cfg.seed ^ (0x5ce7c4ull + p)), K, rs.sketch.data() + p * K,
-                                     copy ? copy + params[p].offset : nullptr);
+                                     copy ? copy + params[p].offset : nullptr, &rs.localFp[p]);
             rs.localNorm[p] = static_cast<float>(std::sqrt(s.sumSq));
             rs.localMax[p] = s.maxAbs;
             rs.localSum[p] = s.sum;
@@ -300,6 +306,10 @@ void Trainer::Impl::allReduceGradients(Card& card, StepWork& w) {
     // Corruption after the all-reduce, on this card only.
     if (const int bit = faults->flipAfter(card.rank, w.step); bit >= 0)
         FaultPlan::flipBit(w.synced, N, bit);
+    // A wrong reduction: every rank receives the same wrong bytes (the same element of the same synced
+    // gradient, its lowest exponent bit flipped: twice or half the value).
+    if (faults->allReduceWrongAt(w.step))
+        FaultPlan::flipBit(w.synced, N, 23);
 }
 
 // Synced gradient, as the all-reduce delivered it and this rank unscales it: norm, sum and a bitwise

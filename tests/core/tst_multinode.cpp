@@ -1,8 +1,10 @@
 // Multi-node runs through ranksight-cli (issue 12): N node processes on 127.0.0.1, joined by gloo, write one
 // run file on node 0 that equals, bit for bit, the same run in one process whose rank table has N servers of
-// the same cards (losses, local gradient norms, synced gradient and weight fingerprints, evaluations); nodes
+// the same cards (losses, local gradient norms, synced gradient and weight fingerprints, evaluations; and
+// `compare` finds them equal bit for bit); nodes
 // whose configurations differ refuse to start, naming the key and every node's value.
 #include "cluster/NodeGroup.h"
+#include "compare/RunComparison.h"
 #include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 
@@ -149,6 +151,15 @@ private slots:
         const auto ea = a->readEvals(), eb = b->readEvals();
         QCOMPARE(ea.size(), eb.size());
         QVERIFY(!ea.empty() && sameBits(ea.back().accuracy, eb.back().accuracy));
+
+        // What `compare` says of the pair: the same arithmetic, equal bit for bit on every step, no
+        // divergence.
+        const RunComparison c = compareRuns(*a, *b);
+        QCOMPARE(c.expectation, Expectation::Bitwise);
+        QCOMPARE(c.alignedSteps, int64_t(8));
+        QVERIFY2(!c.first, c.first ? c.first->statistic.c_str() : "");
+        QCOMPARE(c.bitwiseThrough, int64_t(7));
+        QVERIFY(std::find(c.compared.begin(), c.compared.end(), "local_fp") != c.compared.end());
     }
 
     // Faults strike cards of any node and the diagnosis of node 0's file names them: a straggler on rank 2,

@@ -26,6 +26,9 @@ constexpr Factory kFactories[] = {
     gradSum,
     straggler,
     collectiveMismatch,
+    updateChanged,
+    lossScaleChanged,
+    allReduceWrong,
 };
 static_assert(std::size(kFactories) == kCauseCount, "a check for every cause");
 

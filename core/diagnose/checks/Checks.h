@@ -25,5 +25,8 @@ std::unique_ptr<Check> optimizerMismatch(CheckContext&);
 std::unique_ptr<Check> gradSum(CheckContext&);
 std::unique_ptr<Check> straggler(CheckContext&);
 std::unique_ptr<Check> collectiveMismatch(CheckContext&);
+std::unique_ptr<Check> updateChanged(CheckContext&);
+std::unique_ptr<Check> lossScaleChanged(CheckContext&);
+std::unique_ptr<Check> allReduceWrong(CheckContext&);
 
 } // namespace rs::checks

@@ -3,11 +3,13 @@
 // A lossy communication hook (PowerSGD, fp16/bf16 compression) delivers a synced gradient that is not the
 // mean of the local ones, so the ratio says nothing there: the check does not run on such a job.
 #include "diagnose/CheckNeeds.h"
+#include "diagnose/ReferenceSigns.h"
 #include "diagnose/checks/Checks.h"
 
 #include <cmath>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace rs::checks {
 namespace {
@@ -56,7 +58,33 @@ public:
                            m_steps ? m_sum / double(m_steps) : 0.0, m_steps, m_nearOne, m_nearN);
     }
 
-    void conclude(const RunExtent&, std::vector<Finding>& out) const override {
+    // Against a reference run: every rank's synced gradient parts first, at R times the reference's, while
+    // the local gradients and losses of that step still match. Seen on the first applied step, and on a job
+    // whose local sums were not recorded.
+    void addReference(const RunComparison& c) override {
+        const Divergence* n = c.firstOf("synced_norm");
+        if (m_R < 2 || !c.first || !isSyncedStatistic(c.first->statistic) || !n || n->step != c.first->step ||
+            int(n->ranks.size()) != m_R || n->b == 0 || std::fabs(n->a / n->b - m_R) > 0.15 * m_R)
+            return;
+        m_reference = makeFinding(
+            Cause::GradSum, 0.9, n->step, allRanks(m_R),
+            fmt::format(
+                "from step {} every rank's synced gradient of {} is {:.3g}x the reference run's ({:.4g} vs "
+                "{:.4g}){} while the local gradients and losses of that step match it: the all-reduce "
+                "sums the {} ranks' gradients instead of averaging them",
+                n->step, n->parameter, n->a / n->b, n->a, n->b, configurationNote(c, "gradients_mean"), m_R),
+            causeFix(Cause::GradSum, -1, n->step, {}));
+    }
+
+    void conclude(const RunExtent& run, std::vector<Finding>& out) const override {
+        const size_t before = out.size();
+        concludeRatio(run, out);
+        if (out.size() == before && m_reference)
+            out.push_back(*m_reference);
+    }
+
+private:
+    void concludeRatio(const RunExtent&, std::vector<Finding>& out) const {
         if (m_R < 2 || m_steps < 5 || m_nearN * 10 < m_steps * 7)
             return;
         out.push_back(makeFinding(
@@ -69,7 +97,6 @@ public:
             causeFix(Cause::GradSum, -1, m_firstNearN.step, {})));
     }
 
-private:
     // Why the ratio cannot be read, when the recorder noted a lossy hook (environment comm_hook,
     // comm_hook_lossy); "" otherwise.
     static std::string lossyHook(const RunMeta& meta) {
@@ -87,6 +114,7 @@ private:
     int64_t m_steps = 0, m_nearOne = 0, m_nearN = 0; // steps with a ratio; near 1; near R
     double m_sum = 0;
     FirstSeen m_firstNearN;
+    std::optional<Finding> m_reference; // against a reference run (addReference)
 };
 
 } // namespace

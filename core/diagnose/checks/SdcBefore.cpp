@@ -5,11 +5,13 @@
 // parameter whose gradient is zero up to rounding on every rank (a bias feeding BatchNorm: 9.7e-9 against
 // 8.6e-12 and 0) can show any ratio, so an outlier must also be material against the step's gradient scale.
 #include "diagnose/CheckNeeds.h"
+#include "diagnose/ReferenceSigns.h"
 #include "diagnose/checks/Checks.h"
 #include "diagnose/tally/SyncedAgreement.h"
 
 #include <cmath>
 #include <fmt/format.h>
+#include <optional>
 
 namespace rs::checks {
 namespace {
@@ -60,7 +62,32 @@ public:
             m_steps, m_syncedAgree, kOutlierRatio, kMaterialShare, m_immaterial);
     }
 
+    // Against a reference of the same configuration: one rank's local gradient parts from the reference's
+    // while every other rank's stays equal to the bit. Finds what the ratio above cannot: a flip that does
+    // not make an element huge, which the all-reduce then averages into every rank alike.
+    void addReference(const RunComparison& c) override {
+        const Divergence* d = bitwiseFirst(c);
+        if (!d || !isLocalStatistic(d->statistic) || d->ranks.empty() || int(d->ranks.size()) >= m_facts.R)
+            return;
+        m_reference = makeFinding(
+            Cause::SdcBefore, 0.85, d->step, d->ranks,
+            fmt::format(
+                "at step {} rank(s) {}'s local gradient of {} differs from the reference run's ({}), "
+                "while every other rank's is equal to it bit for bit: a value was corrupted before the "
+                "all-reduce, which averaged it into every rank's synced gradient alike",
+                d->step, joinRanks(d->ranks), d->parameter, d->statistic),
+            causeFix(Cause::SdcBefore, d->ranks.front(), d->step, {}));
+    }
+
     void conclude(const RunExtent& run, std::vector<Finding>& out) const override {
+        const size_t before = out.size();
+        concludeRanks(run, out);
+        if (out.size() == before && m_reference)
+            out.push_back(*m_reference);
+    }
+
+private:
+    void concludeRanks(const RunExtent& run, std::vector<Finding>& out) const {
         if (m_steps == 0 || !m_first.seen())
             return;
         if (m_steps > std::max<int64_t>(3, run.paramSteps / 20) || m_syncedAgree < m_steps)
@@ -78,7 +105,6 @@ public:
             causeFix(Cause::SdcBefore, r, m_first.step, {})));
     }
 
-private:
     // Rank r's max |g| of parameter p over the other ranks' largest; 0 when either is not finite and
     // positive.
     double outlierRatio(const StepRecord& st, int r, int p) const {
@@ -126,6 +152,7 @@ private:
     int64_t m_syncedAgree = 0; // of those, with every synced gradient identical across ranks
     int64_t m_immaterial = 0;  // (rank, parameter) ratios over kOutlierRatio below the material floor
     FirstSeen m_first;         // value: ratio to the other ranks' largest
+    std::optional<Finding> m_reference; // located against a reference run (addReference)
 };
 
 } // namespace
