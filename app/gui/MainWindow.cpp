@@ -9,6 +9,7 @@
 #include "charts/OverflowTimeline.h"
 #include "charts/ParamRankHeatmap.h"
 #include "charts/RankHeatmap.h"
+#include "compare/RunComparison.h"
 #include "diagnose/EvidenceView.h"
 #include "diagnose/Finding.h"
 #include "import/FlightRecorderDumps.h"
@@ -20,6 +21,7 @@
 #include "panels/CardsModel.h"
 #include "panels/CardsPanel.h"
 #include "panels/CollectivesPanel.h"
+#include "panels/ComparisonPanel.h"
 #include "panels/EventLogPanel.h"
 #include "panels/FindingsPanel.h"
 #include "panels/ReplayControl.h"
@@ -155,6 +157,10 @@ void MainWindow::createDocks() {
     m_tensors = new TensorsPanel(m_model, m_cursor);
     auto* tensors = dock(tr("Tensors"), QStringLiteral("tensorsDock"), m_tensors, Qt::BottomDockWidgetArea);
     tabifyDockWidget(collectives, tensors);
+    m_comparison = new ComparisonPanel(m_model, m_cursor);
+    auto* reference =
+        dock(tr("Reference"), QStringLiteral("referenceDock"), m_comparison, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(tensors, reference);
     findings->raise();
     // An import's own records are what the user opened it for: show their panel.
     connect(m_model, &RunModel::importsChanged, this, [this, collectives, tensors] {
@@ -191,6 +197,11 @@ void MainWindow::createMenus() {
     QAction* open = file->addAction(tr("&Open Run…"), QKeySequence::Open, this, &MainWindow::openFileDialog);
     open->setStatusTip(
         tr("Open a run file written by RankSight or ranksight-cli (also while it is being written)"));
+    m_compareAction =
+        file->addAction(tr("Compare With &Reference…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R), this,
+                        &MainWindow::compareDialog);
+    m_compareAction->setToolTip(tr("Compare the open run with a reference run of the same job, step by step, "
+                                   "parameter by parameter and rank by rank"));
     QAction* import = file->addAction(tr("&Import msprobe Folder…"), QKeySequence(Qt::CTRL | Qt::Key_I), this,
                                       &MainWindow::importMsprobeDialog);
     import->setStatusTip(
@@ -418,6 +429,7 @@ void MainWindow::updateActions() {
     m_startAction->setEnabled(!running);
     m_stopAction->setEnabled(running);
     m_exportReportAction->setEnabled(m_model->hasRun() && !m_model->isLoading());
+    m_compareAction->setEnabled(m_model->hasRun() && !m_model->isLoading() && !m_model->path().isEmpty());
     m_exportChartMenu->setEnabled(m_model->hasRun());
     m_followAction->setEnabled(!m_cursor->following());
 }
@@ -451,6 +463,42 @@ void MainWindow::openFileDialog() {
         return;
     s.setValue(QStringLiteral("lastOpenDir"), QFileInfo(path).absolutePath());
     openRun(path);
+}
+
+void MainWindow::compareDialog() {
+    QSettings s;
+    const QString dir = s.value(QStringLiteral("lastOpenDir"), m_runsDir).toString();
+    const QString path = QFileDialog::getOpenFileName(this, tr("Reference Run File"), dir,
+                                                      tr("RankSight runs (*.h5 *.hdf5);;All files (*)"));
+    if (path.isEmpty())
+        return;
+    s.setValue(QStringLiteral("lastOpenDir"), QFileInfo(path).absolutePath());
+    compareWithReference(path);
+}
+
+bool MainWindow::compareWithReference(const QString& reference) {
+    if (!m_model->hasRun() || m_model->path().isEmpty()) {
+        showError(tr("No run to compare"), tr("Open a run first, then compare it with a reference."));
+        return false;
+    }
+    auto result = std::make_shared<RunComparison>();
+    const QString error = runInWorker(
+        tr("Comparing with %1…").arg(QDir::toNativeSeparators(reference)),
+        [result, run = m_model->path().toStdString(), ref = reference.toStdString()](const auto& progress) {
+            *result = compareRuns(*openRunFile(run), *openReference(ref), progress);
+        });
+    if (!error.isEmpty()) {
+        showError(tr("The runs could not be compared"), error);
+        return false;
+    }
+    m_comparison->setComparison(result, reference);
+    m_findings->runner()->setReference(result);
+    if (auto* d = findChild<QDockWidget*>(QStringLiteral("referenceDock"))) {
+        d->show();
+        d->raise();
+    }
+    statusBar()->showMessage(tr("This run %1").arg(QString::fromStdString(comparisonLine(*result))), 10000);
+    return true;
 }
 
 bool MainWindow::startRun(const TrainConfig& config) {
@@ -559,7 +607,12 @@ void MainWindow::importMsprobeDialog() {
 
 QString MainWindow::runImport(const QString& what,
                               const std::function<void(const std::function<void(int)>&)>& work) {
-    QProgressDialog progress(tr("Importing %1…").arg(what), QString(), 0, 100, this);
+    return runInWorker(tr("Importing %1…").arg(what), work);
+}
+
+QString MainWindow::runInWorker(const QString& label,
+                                const std::function<void(const std::function<void(int)>&)>& work) {
+    QProgressDialog progress(label, QString(), 0, 100, this);
     progress.setCancelButton(nullptr); // written whole under a temporary name or not at all
     progress.setWindowModality(Qt::WindowModal);
     progress.setMinimumDuration(300);
@@ -717,6 +770,8 @@ bool MainWindow::exportReport(const QString& dir, QString* error) {
     // the report then opens on the first finding like a report from the command line.
     if (!m_cursor->following())
         exporter.setView(m_cursor->step(), int(m_rankHeatmap->rankMetric()), m_rankHeatmap->param());
+    if (m_comparison->comparison())
+        exporter.setReference(m_comparison->comparison(), m_comparison->referencePath());
     connect(&exporter, &ReportExporter::progress, &progress, &QProgressDialog::setValue);
     return exporter.write(dir, error);
 }

@@ -27,6 +27,7 @@ class EventLogPanel;
 class FindingsPanel;
 class CollectivesPanel;
 class TensorsPanel;
+class ComparisonPanel;
 struct Finding;
 class ChartWidget;
 class LossChart;
@@ -70,6 +71,10 @@ public slots:
     // steps of the open run when it is a recorded run with step times and the user agrees (join), and opens
     // it; false and an error dialog naming the file and key if a dump is broken or refused.
     bool importFlightRecorder(const QString& dumpDir, const QString& out, bool joinOpenRun);
+    // Compares the open run with the run file at `reference` (in a worker, with a progress dialog), shows the
+    // Reference dock and diagnoses again with it; false and an error dialog naming the file if it cannot.
+    bool compareWithReference(const QString& reference);
+    ComparisonPanel* comparisonPanel() const { return m_comparison; }
     bool startRun(const TrainConfig& config); // false and an error dialog if it cannot start
     void startFromPanel();
     void stopRun();
@@ -96,6 +101,10 @@ private:
     void importFlightRecorderDialog();
     // Runs an import in a worker with a progress dialog; "" or the error's message.
     QString runImport(const QString& what, const std::function<void(const std::function<void(int)>&)>& work);
+    // The same with a label of its own ("Comparing with …").
+    QString runInWorker(const QString& label,
+                        const std::function<void(const std::function<void(int)>&)>& work);
+    void compareDialog();
     void exportChartDialog(ChartWidget* chart);
     void exportReportDialog();
     void showFinding(const Finding& finding);
@@ -112,6 +121,8 @@ private:
     FindingsPanel* m_findings = nullptr;
     CollectivesPanel* m_collectives = nullptr;
     TensorsPanel* m_tensors = nullptr;
+    ComparisonPanel* m_comparison = nullptr;
+    QAction* m_compareAction = nullptr;
     LossChart* m_loss = nullptr;
     OverflowTimeline* m_overflow = nullptr;
     RankHeatmap* m_rankHeatmap = nullptr;

@@ -557,6 +557,16 @@ void findingsSection(std::string& md, const ReportInput& in) {
     md += "\n";
 }
 
+void comparisonSection(std::string& md, const ReportInput& in) {
+    if (in.comparison.empty())
+        return;
+    md += "## Compared with a reference\n\n";
+    md += "This run " + in.comparisonLine +
+          ". The comparison (`ranksight-cli compare`; what is compared and how the tolerances are derived: "
+          "docs/comparing.md):\n\n```\n" +
+          in.comparison + "```\n\n";
+}
+
 void chartsSection(std::string& md, const ReportInput& in) {
     if (in.charts.empty())
         return;
@@ -726,6 +736,7 @@ std::string buildReportMarkdown(const ReportInput& in) {
     summarySection(md, in);
     mismatchSection(md, in);
     findingsSection(md, in);
+    comparisonSection(md, in);
     chartsSection(md, in);
     eventsSection(md, in);
     environmentSection(md, in);

@@ -75,6 +75,8 @@ struct ReportInput {
     // The findings themselves, most certain first: "First mismatch" agrees with them (a log without a
     // GRADIENT_SYNC event does not mean no mismatch when a finding names one).
     std::vector<Finding> diagnosis;
+    // The run compared with a reference run (compare's text and its one line); empty without one.
+    std::string comparison, comparisonLine;
 };
 
 // The summary lists every rank up to this many; past it, the ranks that findings or warning and error

@@ -6,10 +6,13 @@
 #include "TrainController.h"
 #include "charts/ChartWidget.h"
 #include "charts/RankHeatmap.h"
+#include "charts/ReferenceChart.h"
+#include "compare/RunComparison.h"
 #include "core/RunFileFixtures.h"
 #include "model/DiagnosisRunner.h"
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
+#include "panels/ComparisonPanel.h"
 #include "panels/FindingsModel.h"
 #include "panels/FindingsPanel.h"
 #include "panels/RunPanel.h"
@@ -423,6 +426,74 @@ private slots:
         QVERIFY2(text.contains("Cursor and heatmaps at step 12 (the window's cursor)."), qPrintable(text));
         QVERIFY(text.contains("### Rank × rank (data shard overlap, all parameters)"));
         QVERIFY(text.contains("+-50 steps around step 12, the window's cursor"));
+    }
+
+    // File > Compare With Reference… on a run whose flip the all-reduce averaged into every rank: the
+    // Reference dock shows both losses, the divergence map and a marker at step 8; the Findings panel names
+    // sdc-before on rank 2 (which the cross-rank checks alone do not) and says where the run parts; the bug
+    // report carries the comparison. A reference that cannot be read is an error in front, and the window
+    // stays usable.
+    void comparesWithAReferenceRun() {
+        QTemporaryDir dir;
+        auto train = [&](const QString& name, const QStringList& extra) {
+            QProcess p;
+            p.start(RANKSIGHT_CLI, QStringList{"train", "--model", "mlp", "--ranks", "4", "--steps", "20",
+                                               "--quiet", "--out", dir.filePath(name)} +
+                                       extra);
+            return p.waitForFinished(120000) && p.exitCode() == 0 ? dir.filePath(name) : QString();
+        };
+        const QString clean = train("clean.h5", {});
+        const QString flip = train("flip.h5", {"--fault", "sdc-before@8:2:25"});
+        QVERIFY(!clean.isEmpty() && !flip.isEmpty());
+        MainWindow w;
+        w.show();
+        w.openRun(flip);
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->hasRun() && !w.model()->isLoading(), 10000);
+        FindingsPanel* findings = w.findingsPanel();
+        QTRY_VERIFY_WITH_TIMEOUT(findings->runner()->hasResult() && !findings->runner()->isRunning(), 30000);
+        auto named = [&](const char* cause) {
+            for (const Finding& f : findings->findingsModel()->findings())
+                if (f.cause == cause)
+                    return true;
+            return false;
+        };
+        QVERIFY(!named("sdc-before")); // the ranks agree: the cross-rank checks cannot see it
+
+        QVERIFY2(w.compareWithReference(clean), qPrintable(w.lastError()));
+        ComparisonPanel* panel = w.comparisonPanel();
+        QVERIFY(panel->comparison() && panel->comparison()->first);
+        QCOMPARE(panel->comparison()->first->step, int64_t(8));
+        QVERIFY2(panel->summaryText().contains("First divergence: step 8, fc1.weight, local_fp on rank(s) 2"),
+                 qPrintable(panel->summaryText()));
+        ReferenceChart* chart = panel->chart();
+        chart->refreshNow();
+        QVERIFY(chart->note().isEmpty());
+        QVERIFY(chart->firstDivergenceShown());
+        QCOMPARE(chart->deviationGraphCount(), 4);
+        QVERIFY(chart->runLossGraph()->dataCount() > 0 && chart->referenceLossGraph()->dataCount() > 0);
+        QVERIFY(chart->divergenceMap()->data()->keySize() > 0);
+        QCOMPARE(chart->divergenceMap()->data()->valueSize(), 6); // one row per parameter
+        QTRY_VERIFY_WITH_TIMEOUT(named("sdc-before") && !findings->runner()->isRunning(), 30000);
+        QVERIFY2(findings->statusText().contains("differs from the reference from step 8 in fc1.weight"),
+                 qPrintable(findings->statusText()));
+
+        QString error;
+        const QString out = dir.filePath("report");
+        QVERIFY2(w.exportReport(out, &error), qPrintable(error));
+        QFile md(QDir(out).filePath("report.md"));
+        QVERIFY(md.open(QIODevice::ReadOnly));
+        const QString text = QString::fromUtf8(md.readAll());
+        QVERIFY2(text.contains("## Compared with a reference") &&
+                     text.contains("first divergence: step 8, fc1.weight local_fp on rank(s) 2") &&
+                     text.contains("**sdc-before**"),
+                 qPrintable(text));
+
+        QVERIFY(!w.compareWithReference(dir.filePath("nothing.h5")));
+        QVERIFY2(w.lastError().contains("nothing.h5"), qPrintable(w.lastError()));
+        QVERIFY(panel->comparison()); // the last good comparison stays
+        w.openRun(clean);             // another run: the comparison was of the one before
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->hasRun() && !w.model()->isLoading(), 10000);
+        QVERIFY(!panel->comparison());
     }
 
     // File > Export Bug Report asks once, for the new folder itself: <run>-report in the folder used last,

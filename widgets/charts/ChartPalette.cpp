@@ -82,6 +82,22 @@ QCPColorGradient sequentialGradient() {
     return g;
 }
 
+QCPColorGradient divergenceGradient() {
+    QCPColorGradient g;
+    g.clearColorStops();
+    const auto at = [](double log10Excess) { return (log10Excess + 3.0) / 9.5; };
+    g.setColorStopAt(at(-3.0), QColor(255, 255, 255));
+    g.setColorStopAt(at(0.0), QColor(225, 232, 225)); // within the tolerance: still pale
+    g.setColorStopAt(at(0.01), QColor(254, 224, 139));
+    g.setColorStopAt(at(3.0), QColor(244, 109, 67));
+    g.setColorStopAt(at(6.0), QColor(165, 0, 38));
+    g.setColorStopAt(at(6.5), QColor(40, 0, 10)); // bits differ
+    g.setLevelCount(350);
+    g.setNanHandling(QCPColorGradient::nhNanColor);
+    g.setNanColor(nanColor());
+    return g;
+}
+
 QCPColorGradient divergingGradient() {
     QCPColorGradient g;
     g.clearColorStops();

@@ -25,6 +25,10 @@ QCPColorGradient overflowGradient(); // 4 levels over the data range 0..3
 QCPColorGradient sequentialGradient();
 // Blue below the middle, white at it, red above: cosines (-1..1) and log2 ratios around 0.
 QCPColorGradient divergingGradient();
+// A run against its reference, over log10(difference / tolerance) in [-3, 6.5]: white to pale grey within the
+// tolerance (<= 0), then yellow through red past it, and near-black at the top (bits that should be equal
+// differ).
+QCPColorGradient divergenceGradient();
 
 // Black or white, whichever reads better on the background.
 QColor textColorOn(const QColor& background);

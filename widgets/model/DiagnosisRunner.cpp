@@ -1,6 +1,7 @@
 // DiagnosisRunner: see DiagnosisRunner.h.
 #include "model/DiagnosisRunner.h"
 
+#include "compare/RunComparison.h"
 #include "diagnose/Diagnoser.h"
 #include "model/RunModel.h"
 #include "reader/OpenRunFile.h"
@@ -58,6 +59,7 @@ DiagnosisRunner::DiagnosisRunner(RunModel* model, QObject* parent)
         m_throttle.stop();
         m_pending = false;
         m_session.reset(); // a pass still running keeps its own reference
+        m_reference.reset();
         m_findings.clear();
         m_notRun.clear();
         m_error.clear();
@@ -78,6 +80,16 @@ DiagnosisRunner::DiagnosisRunner(RunModel* model, QObject* parent)
 DiagnosisRunner::~DiagnosisRunner() {
     cancel();
     m_watcher.waitForFinished();
+}
+
+void DiagnosisRunner::setReference(std::shared_ptr<const RunComparison> comparison) {
+    m_reference = std::move(comparison);
+    if (!m_model->hasRun() || m_model->isLoading())
+        return;
+    if (m_watcher.isRunning())
+        m_pending = true;
+    else
+        QTimer::singleShot(0, this, &DiagnosisRunner::start); // at once: the user asked for it
 }
 
 void DiagnosisRunner::setLiveInterval(int ms) {
@@ -110,8 +122,9 @@ void DiagnosisRunner::start() {
     }
     auto session = m_session;
     auto cancelFlag = m_cancel;
+    auto reference = m_reference;
     QPointer<DiagnosisRunner> self(this);
-    m_watcher.setFuture(QtConcurrent::run(&m_pool, [session, cancelFlag, self]() -> Result {
+    m_watcher.setFuture(QtConcurrent::run(&m_pool, [session, cancelFlag, self, reference]() -> Result {
         lowerThisThreadsPriority();
         Result r;
         try {
@@ -130,6 +143,8 @@ void DiagnosisRunner::start() {
                             emit self->progress(percent);
                     });
             });
+            if (reference) // again on each pass: the checks keep only its latest conclusion
+                session->diagnoser->addReference(*reference);
             r.findings = session->diagnoser->findings();
             r.notRun = session->diagnoser->checksNotRun();
         } catch (const Cancelled&) {

@@ -19,6 +19,7 @@
 namespace rs {
 
 class RunModel;
+struct RunComparison;
 
 class DiagnosisRunner : public QObject {
     Q_OBJECT
@@ -33,6 +34,10 @@ public:
     bool hasResult() const { return m_hasResult; } // at least one diagnosis of this run finished
     QString error() const { return m_error; }      // why the last diagnosis failed ("" if it did not)
     void setLiveInterval(int ms);                  // how often a growing run is diagnosed again
+    // The run compared with a reference run (File > Compare With Reference…): diagnosis also names the causes
+    // every rank shares. Null: none (a new run drops it). Diagnoses again.
+    void setReference(std::shared_ptr<const RunComparison> comparison);
+    const RunComparison* reference() const { return m_reference.get(); }
 
 signals:
     void findingsChanged();
@@ -58,6 +63,7 @@ private:
     QFutureWatcher<Result> m_watcher;
     std::shared_ptr<std::atomic<bool>> m_cancel;
     std::shared_ptr<Session> m_session;
+    std::shared_ptr<const RunComparison> m_reference;
     std::vector<Finding> m_findings;
     std::vector<CheckNotRun> m_notRun;
     QString m_error;

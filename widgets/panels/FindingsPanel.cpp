@@ -1,6 +1,7 @@
 // FindingsPanel: see FindingsPanel.h.
 #include "panels/FindingsPanel.h"
 
+#include "compare/RunComparison.h"
 #include "diagnose/Advice.h"
 #include "model/DiagnosisRunner.h"
 #include "model/RunModel.h"
@@ -182,6 +183,10 @@ void FindingsPanel::update() {
                         "known cause.");
     else
         text = tr("%n finding(s), most certain first.", nullptr, n);
+    // Against a reference (File > Compare With Reference…): where the run parts from it, in one line.
+    if (m_model->hasRun() && m_runner->reference())
+        text += QStringLiteral(" ") +
+                tr("This run %1.").arg(QString::fromStdString(comparisonLine(*m_runner->reference())));
     m_status->setText(text);
 
     QStringList lines;

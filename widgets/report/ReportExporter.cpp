@@ -10,6 +10,7 @@
 #include "charts/OverflowTimeline.h"
 #include "charts/ParamRankHeatmap.h"
 #include "charts/RankHeatmap.h"
+#include "compare/RunComparison.h"
 #include "diagnose/Advice.h"
 #include "diagnose/Diagnoser.h"
 #include "diagnose/EvidenceView.h"
@@ -159,11 +160,14 @@ std::vector<std::string> findingLines(const Diagnosis& d) {
 // The rest of write(), throwing ReportError.
 class ReportJob {
 public:
-    ReportJob(RunModel* model, const QDir& dir, ReportExporter* exporter, const ReportExporter::View& view)
+    ReportJob(RunModel* model, const QDir& dir, ReportExporter* exporter, const ReportExporter::View& view,
+              std::shared_ptr<const RunComparison> reference, QString referencePath)
         : m_model(model)
         , m_dir(dir)
         , m_exporter(exporter)
-        , m_view(view) {}
+        , m_view(view)
+        , m_reference(std::move(reference))
+        , m_referencePath(std::move(referencePath)) {}
 
     void run() {
         diagnose();
@@ -190,11 +194,11 @@ private:
         QFutureWatcher<Diagnosis> watcher;
         QEventLoop loop;
         QObject::connect(&watcher, &QFutureWatcher<Diagnosis>::finished, &loop, &QEventLoop::quit);
-        watcher.setFuture(QtConcurrent::run([src = m_model->path().toStdString()] {
+        watcher.setFuture(QtConcurrent::run([src = m_model->path().toStdString(), reference = m_reference] {
             Diagnosis d;
             try {
                 const auto reader = openRunFile(src);
-                d.findings = diagnoseRun(*reader, {}, nullptr, &d.notRun);
+                d.findings = diagnoseRun(*reader, {}, nullptr, &d.notRun, reference.get());
                 d.advice = configAdvice(reader->meta());
             } catch (const std::exception& e) {
                 d.error = e.what();
@@ -340,6 +344,11 @@ private:
         in.diagnosis = m_diagnosis.findings;
         for (const Finding& f : m_diagnosis.findings)
             in.findingRanks.insert(in.findingRanks.end(), f.ranks.begin(), f.ranks.end());
+        if (m_reference) {
+            in.comparison = comparisonText(*m_reference, in.sourcePath,
+                                           QFileInfo(m_referencePath).absoluteFilePath().toStdString());
+            in.comparisonLine = comparisonLine(*m_reference);
+        }
         NewFile out(m_dir.filePath(QStringLiteral("report.md")));
         out.write(buildReportMarkdown(in));
         out.close();
@@ -355,6 +364,8 @@ private:
     std::optional<view::RankMetric> m_metric;
     int m_param = -1;
     ReportInput m_input;
+    std::shared_ptr<const RunComparison> m_reference;
+    QString m_referencePath;
 };
 
 } // namespace
@@ -365,6 +376,12 @@ ReportExporter::ReportExporter(RunModel* model, QObject* parent)
 
 void ReportExporter::setView(int64_t step, int rankMetric, int param) {
     m_view = View{step, rankMetric, param};
+}
+
+void ReportExporter::setReference(std::shared_ptr<const RunComparison> comparison,
+                                  const QString& referencePath) {
+    m_reference = std::move(comparison);
+    m_referencePath = referencePath;
 }
 
 bool ReportExporter::write(const QString& dir, QString* error) {
@@ -388,7 +405,7 @@ bool ReportExporter::write(const QString& dir, QString* error) {
         return fail(QStringLiteral("%1: cannot create the folder").arg(dir));
     emit progress(0);
     try {
-        ReportJob(m_model, QDir(info.absoluteFilePath()), this, m_view).run();
+        ReportJob(m_model, QDir(info.absoluteFilePath()), this, m_view, m_reference, m_referencePath).run();
     } catch (const ReportError& e) {
         QDir(info.absoluteFilePath()).removeRecursively();
         return fail(e.message);

@@ -8,10 +8,12 @@
 #include <QObject>
 #include <QString>
 #include <cstdint>
+#include <memory>
 
 namespace rs {
 
 class RunModel;
+struct RunComparison;
 
 class ReportExporter : public QObject {
     Q_OBJECT
@@ -26,6 +28,9 @@ public:
     // What the window shows, to report from there instead of from the first finding: the cursor's step, the
     // rank x rank heatmap's metric (view::RankMetric as int) and parameter (-1: all).
     void setView(int64_t step, int rankMetric, int param);
+    // The run compared with a reference run (File > Compare With Reference…, report --reference): the
+    // diagnosis names the causes every rank shares too, and the report carries the comparison.
+    void setReference(std::shared_ptr<const RunComparison> comparison, const QString& referencePath);
     // dir must not exist (it is created; nothing is ever overwritten). False with *error naming what failed.
     bool write(const QString& dir, QString* error);
 
@@ -35,6 +40,8 @@ signals:
 private:
     RunModel* m_model;
     View m_view;
+    std::shared_ptr<const RunComparison> m_reference;
+    QString m_referencePath;
 };
 
 } // namespace rs
