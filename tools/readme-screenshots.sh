@@ -38,6 +38,8 @@ PYTHONPATH=python OMP_NUM_THREADS=1 /usr/bin/python3 examples/pytorch_ddp.py --o
 /usr/bin/python3 tests/flight/make_fr_dumps.py "$work/fr" --scenario hang >/dev/null
 "$cli" import-flight-recorder "$work/fr" --out "$work/hang.h5" --quiet
 "$cli" import-msprobe "$work/msprobe-tree" --out "$work/msprobe.h5" >/dev/null
+"$cli" train --model mlp --ranks 4 --steps 60 --out "$work/clean60.h5" --force --quiet
+"$cli" train --model mlp --ranks 4 --steps 60 --fault sdc-before@25:2:25 --out "$work/flip60.h5" --force --quiet
 
 echo "screenshots..."
 shot "$out/first-launch.png" 8 "$gui" --runs-dir "$work/runs"
@@ -48,3 +50,4 @@ shot "$out/ddp-eval-mode.png" 12 "$gui" "$work/ddp-eval.h5"
 shot "$out/msprobe-param-not-synced.png" 12 "$gui" "$work/msprobe.h5"
 shot "$out/flight-recorder-hang.png" 12 "$gui" "$work/hang.h5"
 shot "$out/msprobe-dump-nan.png" 12 "$gui" "$work/dump.h5"
+shot "$out/reference.png" 12 "$gui" "$work/flip60.h5" --reference "$work/clean60.h5"

@@ -9,6 +9,7 @@
 #include "charts/OverflowTimeline.h"
 #include "charts/ParamRankHeatmap.h"
 #include "charts/RankHeatmap.h"
+#include "charts/ReferenceChart.h"
 #include "compare/RunComparison.h"
 #include "diagnose/EvidenceView.h"
 #include "diagnose/Finding.h"
@@ -54,6 +55,7 @@
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTimer>
 #include <QToolBar>
@@ -96,7 +98,7 @@ MainWindow::MainWindow(QWidget* parent)
 MainWindow::~MainWindow() = default;
 
 QList<ChartWidget*> MainWindow::charts() const {
-    return {m_loss, m_overflow, m_rankHeatmap, m_paramHeatmap};
+    return {m_loss, m_overflow, m_rankHeatmap, m_paramHeatmap, m_comparison->chart()};
 }
 
 void MainWindow::setRunsDir(const QString& dir) {
@@ -113,7 +115,16 @@ void MainWindow::createCharts() {
     split->addWidget(m_overflow);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
-    setCentralWidget(split);
+    // The run against a reference is a page of its own beside the training charts: its map needs their room.
+    m_comparison = new ComparisonPanel(m_model, m_cursor);
+    m_centralTabs = new QTabWidget;
+    m_centralTabs->setObjectName(QStringLiteral("centralTabs"));
+    m_centralTabs->setDocumentMode(true);
+    m_centralTabs->addTab(split, tr("Training"));
+    m_centralTabs->addTab(m_comparison, tr("Against the Reference"));
+    m_centralTabs->setTabToolTip(
+        1, tr("The open run compared with a reference run (File › Compare With Reference…)"));
+    setCentralWidget(m_centralTabs);
 
     m_rankHeatmap = new RankHeatmap(m_model, m_cursor);
     m_paramHeatmap = new ParamRankHeatmap(m_model, m_cursor);
@@ -157,10 +168,6 @@ void MainWindow::createDocks() {
     m_tensors = new TensorsPanel(m_model, m_cursor);
     auto* tensors = dock(tr("Tensors"), QStringLiteral("tensorsDock"), m_tensors, Qt::BottomDockWidgetArea);
     tabifyDockWidget(collectives, tensors);
-    m_comparison = new ComparisonPanel(m_model, m_cursor);
-    auto* reference =
-        dock(tr("Reference"), QStringLiteral("referenceDock"), m_comparison, Qt::BottomDockWidgetArea);
-    tabifyDockWidget(tensors, reference);
     findings->raise();
     // An import's own records are what the user opened it for: show their panel.
     connect(m_model, &RunModel::importsChanged, this, [this, collectives, tensors] {
@@ -172,8 +179,11 @@ void MainWindow::createDocks() {
     connect(m_findings, &FindingsPanel::findingActivated, this, &MainWindow::showFinding);
     // Findings are the answer a user came for: bring them to the front when there are some.
     // An import's own panel (which names the same disagreement, with every rank's position) comes first.
+    // After a comparison its page is what the user asked to see (the Findings panel's first line says where
+    // the run parts, a tab away).
     connect(m_findings->runner(), &DiagnosisRunner::findingsChanged, this, [this, findings] {
-        if (!m_findings->runner()->findings().empty() && m_model->collectives().empty())
+        if (!m_findings->runner()->findings().empty() && m_model->collectives().empty() &&
+            !m_comparison->comparison())
             findings->raise();
     });
     resizeDocks({rank, param}, {420, 420}, Qt::Horizontal);
@@ -493,10 +503,7 @@ bool MainWindow::compareWithReference(const QString& reference) {
     }
     m_comparison->setComparison(result, reference);
     m_findings->runner()->setReference(result);
-    if (auto* d = findChild<QDockWidget*>(QStringLiteral("referenceDock"))) {
-        d->show();
-        d->raise();
-    }
+    m_centralTabs->setCurrentWidget(m_comparison);
     statusBar()->showMessage(tr("This run %1").arg(QString::fromStdString(comparisonLine(*result))), 10000);
     return true;
 }

@@ -12,6 +12,7 @@ class QLabel;
 class QProgressBar;
 
 class QMenu;
+class QTabWidget;
 class QAction;
 
 namespace rs {
@@ -72,7 +73,8 @@ public slots:
     // it; false and an error dialog naming the file and key if a dump is broken or refused.
     bool importFlightRecorder(const QString& dumpDir, const QString& out, bool joinOpenRun);
     // Compares the open run with the run file at `reference` (in a worker, with a progress dialog), shows the
-    // Reference dock and diagnoses again with it; false and an error dialog naming the file if it cannot.
+    // "Against the Reference" page and diagnoses again with it; false and an error dialog naming the file if
+    // it cannot.
     bool compareWithReference(const QString& reference);
     ComparisonPanel* comparisonPanel() const { return m_comparison; }
     bool startRun(const TrainConfig& config); // false and an error dialog if it cannot start
@@ -122,6 +124,7 @@ private:
     CollectivesPanel* m_collectives = nullptr;
     TensorsPanel* m_tensors = nullptr;
     ComparisonPanel* m_comparison = nullptr;
+    QTabWidget* m_centralTabs = nullptr; // the training charts, and the run against its reference
     QAction* m_compareAction = nullptr;
     LossChart* m_loss = nullptr;
     OverflowTimeline* m_overflow = nullptr;

@@ -2,6 +2,7 @@
 // `ranksight --start [--config FILE.json]` starts a run at launch (demos, scripts).
 #include "MainWindow.h"
 #include "VersionText.h"
+#include "model/RunModel.h"
 #include "panels/RunPanel.h"
 #include "train/TrainConfig.h"
 #include "util/BlasSetup.h"
@@ -15,6 +16,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -92,7 +94,11 @@ int main(int argc, char** argv) {
                              QStringLiteral("Node processes on this host for new runs, like the rank table's "
                                             "servers (the run panel's Nodes)."),
                              QStringLiteral("N"));
-    parser.addOptions({start, config, runsDir, nodes});
+    QCommandLineOption reference(QStringLiteral("reference"),
+                                 QStringLiteral("Once the run is open, compare it with this reference run "
+                                                "(File > Compare With Reference…)."),
+                                 QStringLiteral("REF.h5"));
+    parser.addOptions({start, config, runsDir, nodes, reference});
     parser.process(app);
 
     rs::MainWindow window;
@@ -124,6 +130,17 @@ int main(int argc, char** argv) {
                            [&window, dir] { window.importMsprobe(dir, window.importTarget(dir)); });
     } else if (!positional.isEmpty()) {
         window.openRun(positional.front());
+        if (parser.isSet(reference)) { // once, when the run has loaded
+            const QString ref = parser.value(reference);
+            auto once = std::make_shared<QMetaObject::Connection>();
+            *once =
+                QObject::connect(window.model(), &rs::RunModel::statusChanged, &window, [&window, ref, once] {
+                    if (!window.model()->hasRun() || window.model()->isLoading())
+                        return;
+                    QObject::disconnect(*once);
+                    QTimer::singleShot(0, &window, [&window, ref] { window.compareWithReference(ref); });
+                });
+        }
     } else if (parser.isSet(start))
         QTimer::singleShot(0, &window, &rs::MainWindow::startFromPanel);
     return app.exec();

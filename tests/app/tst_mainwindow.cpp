@@ -429,7 +429,7 @@ private slots:
     }
 
     // File > Compare With Reference… on a run whose flip the all-reduce averaged into every rank: the
-    // Reference dock shows both losses, the divergence map and a marker at step 8; the Findings panel names
+    // Reference page shows both losses, the divergence map and a marker at step 8; the Findings panel names
     // sdc-before on rank 2 (which the cross-rank checks alone do not) and says where the run parts; the bug
     // report carries the comparison. A reference that cannot be read is an error in front, and the window
     // stays usable.
@@ -483,6 +483,7 @@ private slots:
         QFile md(QDir(out).filePath("report.md"));
         QVERIFY(md.open(QIODevice::ReadOnly));
         const QString text = QString::fromUtf8(md.readAll());
+        QVERIFY(QFileInfo(QDir(out).filePath("reference.png")).size() > 0); // the page's chart
         QVERIFY2(text.contains("## Compared with a reference") &&
                      text.contains("first divergence: step 8, fc1.weight local_fp on rank(s) 2") &&
                      text.contains("**sdc-before**"),

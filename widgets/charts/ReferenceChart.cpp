@@ -85,7 +85,7 @@ void ReferenceChart::setupMap() {
     x->setLabel(tr("step"));
     y->setLabel(tr("parameter"));
     y->setRangeReversed(true); // the first parameter on top, as the model lists them
-    y->setTicker(integerTicker());
+    y->setTicker(QSharedPointer<QCPAxisTickerText>::create());
     y->setSubTicks(false);
     for (QCPAxis* a : {x, y}) {
         a->setLayer(QStringLiteral("axes"));
@@ -224,7 +224,15 @@ void ReferenceChart::rebuildMap(int64_t begin, int64_t end, int buckets) {
                  [&](int k, int p) { return mapValue(cells[size_t(k) * size_t(P) + size_t(p)]); });
     QCPAxis* y = m_mapRect->axis(QCPAxis::atLeft);
     y->setRange(-0.5, P - 0.5);
-    fitIntegerTicks(y, P);
+    // The parameters' names, every k-th on a deep model so that the labels fit the height.
+    auto ticker = y->ticker().dynamicCast<QCPAxisTickerText>();
+    ticker->clear();
+    const int line = QFontMetrics(y->tickLabelFont()).height() + 2;
+    const int fit =
+        std::max(1, (m_mapRect->height() > 0 ? m_mapRect->height() : plot()->height() / 2) / line);
+    const int every = std::max(1, (P + fit - 1) / fit);
+    for (int p = 0; p < P; p += every)
+        ticker->addTick(p, QString::fromStdString(c->perParameter[size_t(p)].name));
 }
 
 void ReferenceChart::placeMarker() {

@@ -107,6 +107,10 @@ void ComparisonPanel::updateSummary() {
                 : tr("Fingerprints differ from the first aligned step.");
     if (!c.notCompared.empty())
         html += tr(" Not compared: %1 (the tooltip says why).").arg(c.notCompared.size());
+    html += QStringLiteral("<br><small>") +
+            tr("Map: white within the tolerance, yellow to red past it (log10 of difference / tolerance), "
+               "near-black where bits differ that should be equal.") +
+            QStringLiteral("</small>");
     m_summary->setText(html);
     QString why;
     for (const NotCompared& n : c.notCompared)

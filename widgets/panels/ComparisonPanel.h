@@ -1,4 +1,5 @@
-// The "Reference" dock: the open run compared with a reference run (File > Compare With Reference…). A
+// The "Against the Reference" page beside the training charts: the open run compared with a reference run
+// (File > Compare With Reference…). A
 // summary in words (what the two are expected to agree on and why, the settings that differ, where they first
 // part, how long their fingerprints stayed equal, what could not be compared) above the ReferenceChart.
 // Clicking the summary's first divergence moves the step cursor there.

@@ -10,6 +10,7 @@
 #include "charts/OverflowTimeline.h"
 #include "charts/ParamRankHeatmap.h"
 #include "charts/RankHeatmap.h"
+#include "charts/ReferenceChart.h"
 #include "compare/RunComparison.h"
 #include "diagnose/Advice.h"
 #include "diagnose/Diagnoser.h"
@@ -259,6 +260,11 @@ private:
         rank->setParam(m_param);
         charts.push_back(std::move(rank));
         charts.push_back(std::make_unique<ParamRankHeatmap>(m_model, &cursor));
+        if (m_reference) { // the run against its reference: losses, deviations and the divergence map
+            auto against = std::make_unique<ReferenceChart>(m_model, &cursor);
+            against->setComparison(m_reference, QFileInfo(m_referencePath).fileName());
+            charts.push_back(std::move(against));
+        }
         int done = 0;
         for (const auto& chart : charts) {
             // Laid out at the export size without ever appearing on screen (the GUI's File menu calls this

@@ -33,6 +33,8 @@ public:
                 "rank, so the ranks still agree with each other",
                 d->step, d->parameter, d->statistic),
             causeFix(Cause::AllReduceWrong, -1, d->step, {}));
+        if (!d->parameter.empty())
+            m_finding->parameters = {d->parameter};
     }
 
 private:

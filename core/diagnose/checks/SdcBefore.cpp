@@ -77,6 +77,8 @@ public:
                 "all-reduce, which averaged it into every rank's synced gradient alike",
                 d->step, joinRanks(d->ranks), d->parameter, d->statistic),
             causeFix(Cause::SdcBefore, d->ranks.front(), d->step, {}));
+        if (!d->parameter.empty())
+            m_reference->parameters = {d->parameter};
     }
 
     void conclude(const RunExtent& run, std::vector<Finding>& out) const override {
