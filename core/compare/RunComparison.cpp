@@ -352,6 +352,14 @@ void Comparer::finishStep(int64_t step) {
 void Comparer::compareStep(const StepRecord& sa, const StepRecord& sb) {
     const int64_t step = sa.step;
     const ToleranceModel& tm = m_c.tolerance;
+    // A step either run skipped (an overflow): which partial sum passes fp16's 65504 depends on the order of
+    // the additions, so where the arithmetic differs its synced gradients may differ without bound. Only the
+    // skipped flags, which must agree, are compared then; the same arithmetic still compares every bit.
+    const auto skippedAny = [](const StepRecord& s) {
+        return std::any_of(s.ranks.begin(), s.ranks.end(), [](const RankStep& r) { return r.skipped != 0; });
+    };
+    const bool skipped = m_on[SSkipped] && (skippedAny(sa) || skippedAny(sb));
+    const bool syncedJudged = tm.bitwise || !skipped;
     // Loss: per rank on the same batches, else the means over ranks (equal global batches).
     if (m_on[SLoss]) {
         if (m_plan.sameBatch) {
@@ -427,16 +435,16 @@ void Comparer::compareStep(const StepRecord& sa, const StepRecord& sb) {
                      tm.sum(x.localNorm.empty() ? 0.0 : x.localNorm[i], numel), ra, int(i), step);
             if (m_on[SNonfinite] && i < x.nonfinite.size() && pj < y.nonfinite.size())
                 note(SNonfinite, x.nonfinite[i], y.nonfinite[pj], 0, ra, int(i), step);
-            if (m_on[SSyncedNorm] && i < x.syncedNorm.size() && pj < y.syncedNorm.size())
+            if (syncedJudged && m_on[SSyncedNorm] && i < x.syncedNorm.size() && pj < y.syncedNorm.size())
                 note(SSyncedNorm, x.syncedNorm[i], y.syncedNorm[pj],
                      tm.norm(terms, x.syncedNorm[i], y.syncedNorm[pj]), ra, int(i), step);
-            if (m_on[SSyncedSum] && i < x.syncedSum.size() && pj < y.syncedSum.size())
+            if (syncedJudged && m_on[SSyncedSum] && i < x.syncedSum.size() && pj < y.syncedSum.size())
                 note(SSyncedSum, x.syncedSum[i], y.syncedSum[pj], tm.sum(terms, numel), ra, int(i), step);
             if (m_bits[SSyncedFp] && i < x.syncedFp.size() && pj < y.syncedFp.size())
                 noteBits(SSyncedFp, x.syncedFp[i], y.syncedFp[pj], ra, int(i), step);
         }
         // The update's rounding carries into the weights: lr times the synced difference, through momentum.
-        if (std::isfinite(terms) && std::isfinite(sa.lr))
+        if (!skipped && std::isfinite(terms) && std::isfinite(sa.lr))
             m_weightCarry[i] +=
                 std::abs(double(sa.lr)) * tm.vectorBound(terms) / (1.0 - m_c.tolerance.momentum);
     }
