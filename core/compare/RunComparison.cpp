@@ -131,14 +131,17 @@ Plan makePlan(const RunMeta& a, const RunMeta& b) {
     }
     const int na = a.worldSize, nb = b.worldSize;
     const int64_t globalA = int64_t(na) * a.batchPerRank, globalB = int64_t(nb) * b.batchPerRank;
-    p.globalSame = a.batchPerRank > 0 && b.batchPerRank > 0 && globalA == globalB;
+    // A source that did not record the batch (an msprobe import): the runs are taken for the same job, as the
+    // user who compares them says; the expectation is then "unknown" and says so.
+    const bool batchKnown = a.batchPerRank > 0 && b.batchPerRank > 0;
+    p.globalSame = !batchKnown || globalA == globalB;
     p.oneToOne = na == nb;
-    p.sameBatch = p.oneToOne && a.batchPerRank == b.batchPerRank;
+    p.sameBatch = p.oneToOne && (!batchKnown || a.batchPerRank == b.batchPerRank);
     if (na != nb)
         p.differences.push_back(fmt::format("ranks: {} vs {}", na, nb));
     if (a.batchPerRank != b.batchPerRank)
         p.differences.push_back(fmt::format("batch per rank: {} vs {}", a.batchPerRank, b.batchPerRank));
-    if (!p.globalSame && a.batchPerRank > 0 && b.batchPerRank > 0) {
+    if (!p.globalSame) {
         p.differences.push_back(fmt::format("global batch: {} vs {}", globalA, globalB));
         arithmeticDiffers = true;
     }
@@ -208,6 +211,7 @@ private:
         {}; // a fingerprint both files recorded (read for bitwiseThrough even if not compared)
     std::vector<double> m_weightCarry; // per compared param: the update rounding carried into the weights
     int64_t m_bitwiseBroken = -1;      // first step whose fingerprints differ
+    bool m_anyBits = false;            // both files recorded a fingerprint of the computation
 
     // The current step's row in the map, and per-statistic candidates for this step.
     struct Candidate {
@@ -257,6 +261,7 @@ void Comparer::decideStats() {
             why = "the global batches differ";
         m_bits[s] =
             ra && rb && (s == SLocalFp || s == SSyncedFp || s == SWeightFp || s == SBufferFp || s == SBatch);
+        m_anyBits = m_anyBits || (m_bits[s] && s != SBatch);
         if (why.empty()) {
             m_on[s] = true;
             m_c.compared.emplace_back(info.name);
@@ -529,6 +534,7 @@ void Comparer::run(const std::function<void(int)>& progress) {
                                   : "every rank of A against rank 0 of B (the ranks of a healthy run agree)";
     }
     decideStats();
+    m_c.fingerprints = m_anyBits;
 
     const std::vector<int64_t> stepsA = m_a.readStepNumbers(0, m_a.stepCount());
     const std::vector<int64_t> stepsB = m_b.readStepNumbers(0, m_b.stepCount());
@@ -587,7 +593,7 @@ void Comparer::run(const std::function<void(int)>& progress) {
                 ++w;
             }
             finishStep(sa.step);
-            if (m_bitwiseBroken < 0)
+            if (m_bitwiseBroken < 0 && m_anyBits)
                 m_c.bitwiseThrough = sa.step;
         }
         nextW = wEnd;
@@ -748,6 +754,8 @@ std::string comparisonText(const RunComparison& c, const std::string& nameA, con
     if (c.bitwiseThrough >= 0)
         out += fmt::format("fingerprints equal bit for bit through step {}{}\n", c.bitwiseThrough,
                            c.bitwiseThrough == c.lastStep ? " (every aligned step)" : "");
+    else if (!c.fingerprints)
+        out += "fingerprints: none that both runs recorded\n";
     else
         out += "fingerprints: differ from the first aligned step\n";
     out += "\n";
@@ -793,6 +801,7 @@ std::string comparisonJson(const RunComparison& c) {
     j["first_step"] = c.firstStep;
     j["last_step"] = c.lastStep;
     j["bitwise_through"] = c.bitwiseThrough >= 0 ? nlohmann::json(c.bitwiseThrough) : nlohmann::json(nullptr);
+    j["fingerprints_recorded"] = c.fingerprints;
     j["first_divergence"] = c.first ? divergenceJson(*c.first) : nlohmann::json(nullptr);
     nlohmann::json per = nlohmann::json::array();
     for (const ParameterComparison& p : c.perParameter) {

@@ -64,8 +64,10 @@ struct RunComparison {
     ToleranceModel tolerance;
     std::string rankMapping; // "rank r against rank r", "every rank of A against B's one card"
     int64_t alignedSteps = 0, firstStep = -1, lastStep = -1;
-    int64_t bitwiseThrough =
-        -1; // last aligned step up to which every compared fingerprint matched (-1: none)
+    // The last aligned step up to which every fingerprint both files recorded matched (-1: none), and whether
+    // both recorded any fingerprint of the computation at all.
+    int64_t bitwiseThrough = -1;
+    bool fingerprints = false;
     std::optional<Divergence> first;
     std::vector<Divergence> firstByStatistic; // each statistic's first divergence, in the order they came
     std::vector<ParameterComparison> perParameter; // A's parameters that B has too, in A's order

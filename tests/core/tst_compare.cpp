@@ -32,6 +32,7 @@ private slots:
     void diagnosisWithAReference_data();
     void diagnosisWithAReference();
     void referenceOfTheSameRunAddsNothing();
+    void importsCompareOnWhatBothRecorded();
 
 private:
     QString trainRun(const QStringList& args, const QString& name);
@@ -284,6 +285,45 @@ void TestCompare::referenceOfTheSameRunAddsNothing() {
     QVERIFY(p.waitForFinished(60000));
     QCOMPARE(p.exitCode(), 2);
     QVERIFY(QString::fromUtf8(p.readAllStandardError()).contains("reference"));
+}
+
+// Runs of other sources compare on what both recorded: two msprobe Monitor V2 trees of one job (the
+// generator's, the same seed), one with the gradients summed instead of averaged. No configuration and no
+// fingerprints: the expectation is "unknown", the synced norms compare with a ring's rounding, and the sum
+// is found at the first step and named against the reference.
+void TestCompare::importsCompareOnWhatBothRecorded() {
+    auto tree = [&](const QString& mistake) {
+        const QString dir = m_dir.filePath("tree-" + mistake),
+                      out = m_dir.filePath("msprobe-" + mistake + ".h5");
+        QProcess gen;
+        gen.start("/usr/bin/python3", {RANKSIGHT_SOURCE_DIR "/tests/msprobe/make_msprobe_tree.py", dir,
+                                       "--layout", "v2", "--mistake", mistake});
+        if (!gen.waitForFinished(60000) || gen.exitCode() != 0)
+            return QString();
+        QProcess imp;
+        imp.start(RANKSIGHT_CLI, {"import-msprobe", dir, "--out", out, "--quiet"});
+        return imp.waitForFinished(60000) && imp.exitCode() == 0 ? out : QString();
+    };
+    const QString clean = tree("none"), summed = tree("grad-sum");
+    QVERIFY(!clean.isEmpty() && !summed.isEmpty());
+    const RunComparison same = compare(clean, clean);
+    QCOMPARE(same.expectation, Expectation::Unknown);
+    QVERIFY(same.shapeA.assumed);
+    QVERIFY(!same.first);
+    QVERIFY(!same.fingerprints);
+    QCOMPARE(same.bitwiseThrough, int64_t(-1));
+    QVERIFY(std::find(same.compared.begin(), same.compared.end(), "synced_norm") != same.compared.end());
+    const auto fp = std::find_if(same.notCompared.begin(), same.notCompared.end(),
+                                 [](const NotCompared& n) { return n.statistic == "synced_fp"; });
+    QVERIFY(fp != same.notCompared.end() && fp->reason == "not recorded by either run");
+
+    const RunComparison c = compare(summed, clean);
+    QVERIFY(c.first);
+    QCOMPARE(c.first->step, int64_t(0));
+    QCOMPARE(c.first->statistic, std::string("synced_norm"));
+    const auto reader = openRunFile(summed.toStdString());
+    const auto found = diagnoseRun(*reader, {}, nullptr, nullptr, &c);
+    QVERIFY(std::any_of(found.begin(), found.end(), [](const Finding& f) { return f.cause == "grad-sum"; }));
 }
 
 QTEST_GUILESS_MAIN(TestCompare)

@@ -104,7 +104,8 @@ void ComparisonPanel::updateSummary() {
     html += QStringLiteral(" ");
     html += c.bitwiseThrough >= 0
                 ? tr("Fingerprints equal bit for bit through step %1.").arg(c.bitwiseThrough)
-                : tr("Fingerprints differ from the first aligned step.");
+            : c.fingerprints ? tr("Fingerprints differ from the first aligned step.")
+                             : tr("Fingerprints: none that both runs recorded.");
     if (!c.notCompared.empty())
         html += tr(" Not compared: %1 (the tooltip says why).").arg(c.notCompared.size());
     html += QStringLiteral("<br><small>") +
