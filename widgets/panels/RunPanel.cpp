@@ -338,8 +338,13 @@ void RunPanel::buildOutputRows(QFormLayout* form) {
     addRow(form, tr("&Faults"), m_faults,
            tr("Fault lab: reproduce a known cause of cross-rank drift on purpose, then see RankSight name "
               "it. Specs NAME[@STEP][:RANK], separated by spaces or commas (default step: early; default "
-              "rank: the last). Names: %1.")
-               .arg(names.join(QStringLiteral(", "))));
+              "rank: the last). Names: %1. %2, %3 and %4 strike every rank alike: the ranks agree, so "
+              "only a comparison with a clean run of the same settings names them (File › Compare With "
+              "Reference…).")
+               .arg(names.join(QStringLiteral(", ")),
+                    QString::fromLatin1(causeInfo(Cause::UpdateChanged).key),
+                    QString::fromLatin1(causeInfo(Cause::LossScaleChanged).key),
+                    QString::fromLatin1(causeInfo(Cause::AllReduceWrong).key)));
 
     m_rankTable = new QLineEdit;
     m_rankTable->setObjectName(QStringLiteral("rankTable"));
