@@ -103,8 +103,9 @@ constexpr CauseInfo kCauses[] = {
      "Hardware check of the cards involved (silent data corruption after the all-reduce): npu-smi health, ECC / "
      "HBM error counters; rerun to locate the card.",
      // Ranks whose loss scales differ apply different gradients from the same all-reduced bytes: their synced
-     // fingerprints differ from the split on, which is the scale's doing, not a corrupted copy.
-     {LossScaleNotRestored}, 2.0},
+     // fingerprints differ from the split on, which is the scale's doing, not a corrupted copy. The scales
+     // split when a rank restarted without its scale, or skipped an overflowed step alone.
+     {LossScaleNotRestored, OverflowNotSynced}, 2.0},
     {OptimizerMismatch, "optimizer-mismatch", "parallel", "one rank's optimizer updates differently",
      RankMetric::WeightMismatch, false, "optimizer-mismatch@5:2", FaultArgs::StepRank,
      "Give every rank the same optimizer: rank {rank}'s weights parted from the others' at step {step} although "

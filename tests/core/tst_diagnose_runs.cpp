@@ -26,6 +26,7 @@ private slots:
     void cleanRealRuns();
     void cliExitCodes();
     void configAdviceIsNotAFinding();
+    void anUnsyncedSkipIsNotAlsoCorruption();
 
 private:
     QString trainRun(const QStringList& args, const QString& name);
@@ -209,6 +210,22 @@ void TestDiagnoseRuns::configAdviceIsNotAFinding() {
     QVERIFY2(text.contains("no findings") && text.contains("advice (the configuration, not findings):") &&
                  text.contains("loss_scale=none: O2 computes gradients in fp16"),
              qPrintable(text));
+}
+
+// A rank that skips an overflowed step alone halves its loss scale alone, and from then on its unscaled
+// synced gradient differs from the others' (the same all-reduced bytes over another scale). That is
+// overflow-not-synced's doing, not a corrupted copy: found by the fault sweep (real images, 6 cards), where
+// sdc-after was named beside it.
+void TestDiagnoseRuns::anUnsyncedSkipIsNotAlsoCorruption() {
+    const QString path =
+        trainRun({"--model", "smallcnn", "--ranks", "6", "--steps", "20", "--precision", "O2", "--data",
+                  "fashion-mnist", "--seed", "249", "--fault", "overflow-not-synced"},
+                 "unsynced-skip.h5");
+    QVERIFY(!path.isEmpty());
+    const auto reader = openRunFile(path.toStdString());
+    const auto f = diagnoseRun(*reader);
+    QCOMPARE(f.size(), size_t(1));
+    QCOMPARE(QString::fromStdString(f.front().cause), QString("overflow-not-synced"));
 }
 
 QString TestDiagnoseRuns::trainRun(const QStringList& args, const QString& name) {
