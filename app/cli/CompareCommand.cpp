@@ -4,7 +4,7 @@
 // or nothing can be compared.
 #include "CliArgs.h"
 #include "Commands.h"
-#include "compare/RunComparison.h"
+#include "compare/ComparisonText.h"
 #include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 #include "store/RunSource.h"

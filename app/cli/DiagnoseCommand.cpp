@@ -8,7 +8,7 @@
 // "reference" in --json). Without it nothing changes.
 #include "CliArgs.h"
 #include "Commands.h"
-#include "compare/RunComparison.h"
+#include "compare/ComparisonText.h"
 #include "diagnose/Advice.h"
 #include "diagnose/Diagnoser.h"
 #include "reader/OpenRunFile.h"

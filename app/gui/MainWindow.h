@@ -98,6 +98,8 @@ private:
     void updateStatus();
     void updateActions();
     void showError(const QString& title, const QString& message);
+    // A run file from a file dialog that starts in the folder used last (remembered); "" when cancelled.
+    QString chooseRunFile(const QString& title);
     void openFileDialog();
     void importMsprobeDialog();
     void importFlightRecorderDialog();

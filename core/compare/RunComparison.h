@@ -102,11 +102,4 @@ std::unique_ptr<RunReader> openReference(const std::string& path);
 RunComparison compareRuns(const RunReader& a, const RunReader& b,
                           const std::function<void(int percent)>& progress = {});
 
-// The comparison as text (compare's output) and as JSON (compare --json; the schema in docs/comparing.md).
-std::string comparisonText(const RunComparison& c, const std::string& nameA, const std::string& nameB);
-std::string comparisonJson(const RunComparison& c);
-// One line: "differs from the reference from step 8 in fc2.weight (synced_norm, ranks 0-3)" or
-// "agrees with the reference within tolerance over 100 steps".
-std::string comparisonLine(const RunComparison& c);
-
 } // namespace rs

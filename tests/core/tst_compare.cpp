@@ -4,6 +4,7 @@
 // the all-reduce's arithmetic (a flat ring against the hierarchical sum, 4 cards x 32 against 1 card x 128)
 // compare within the derived tolerance; other configurations are named; the command's exit codes and JSON;
 // and diagnosis against a reference names the causes every rank shares, which the cross-rank checks miss.
+#include "CliTrain.h"
 #include "compare/RunComparison.h"
 #include "diagnose/Diagnoser.h"
 #include "reader/OpenRunFile.h"
@@ -42,14 +43,7 @@ private:
 };
 
 QString TestCompare::trainRun(const QStringList& args, const QString& name) {
-    const QString out = m_dir.filePath(name);
-    QProcess p;
-    p.start(RANKSIGHT_CLI, QStringList{"train", "--quiet", "--force", "--out", out} + args);
-    if (!p.waitForFinished(120000) || p.exitCode() != 0) {
-        qWarning() << p.readAllStandardError();
-        return {};
-    }
-    return out;
+    return trainWithCli(m_dir.filePath(name), args);
 }
 
 RunComparison TestCompare::compare(const QString& a, const QString& b) {

@@ -1,6 +1,7 @@
 // Diagnosis of real run files: clean runs of the trainer have no findings, a growing file diagnosed pass by
 // pass ends as one pass over the whole, configuration advice is not a finding, and `ranksight-cli diagnose`'s
 // exit codes and JSON.
+#include "CliTrain.h"
 #include "DiagnoseSim.h"
 #include "diagnose/Advice.h"
 #include "reader/OpenRunFile.h"
@@ -229,14 +230,7 @@ void TestDiagnoseRuns::anUnsyncedSkipIsNotAlsoCorruption() {
 }
 
 QString TestDiagnoseRuns::trainRun(const QStringList& args, const QString& name) {
-    const QString out = m_dir.filePath(name);
-    QProcess p;
-    p.start(RANKSIGHT_CLI, QStringList{"train", "--quiet", "--force", "--out", out} + args);
-    if (!p.waitForFinished(120000) || p.exitCode() != 0) {
-        qWarning() << p.readAllStandardError();
-        return {};
-    }
-    return out;
+    return trainWithCli(m_dir.filePath(name), args);
 }
 
 QTEST_GUILESS_MAIN(TestDiagnoseRuns)

@@ -1,7 +1,7 @@
 // FindingsPanel: see FindingsPanel.h.
 #include "panels/FindingsPanel.h"
 
-#include "compare/RunComparison.h"
+#include "compare/ComparisonText.h"
 #include "diagnose/Advice.h"
 #include "model/DiagnosisRunner.h"
 #include "model/RunModel.h"

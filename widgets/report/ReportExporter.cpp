@@ -11,7 +11,7 @@
 #include "charts/ParamRankHeatmap.h"
 #include "charts/RankHeatmap.h"
 #include "charts/ReferenceChart.h"
-#include "compare/RunComparison.h"
+#include "compare/ComparisonText.h"
 #include "diagnose/Advice.h"
 #include "diagnose/Diagnoser.h"
 #include "diagnose/EvidenceView.h"
