@@ -1,7 +1,8 @@
 // `compare`: a run against a reference run, step by step, parameter by parameter, rank by rank
 // (compare/RunComparison.h): the first step, parameter and statistic where they part beyond what the
-// arithmetic allows, as text or JSON. Exit 0 when they agree, 3 when they part, 2 when a file cannot be read
-// or nothing can be compared.
+// arithmetic allows, as text or JSON. --spread RUN2 (repeatable): the reference's job run again with other
+// arithmetic, whose drift from the reference widens the tolerances (SpreadReference). Exit 0 when they
+// agree, 3 when they part, 2 when a file cannot be read or nothing can be compared.
 #include "CliArgs.h"
 #include "Commands.h"
 #include "compare/ComparisonText.h"
@@ -15,7 +16,7 @@
 namespace rs::cli {
 
 int compareCommand(const Args& argv) {
-    const CliArgs args(argv, {}, {"json"});
+    const CliArgs args(argv, {"spread"}, {"json"});
     if (args.positionals().size() != 2)
         throw UsageError(
             fmt::format("expected two run files (RUN.h5 REFERENCE.h5), got {}", args.positionals().size()));
@@ -25,8 +26,8 @@ int compareCommand(const Args& argv) {
     std::string nameA, nameB;
     try {
         const auto a = openRunFile(pathA);
+        c = compareWithReference(*a, pathB, args.values("spread"));
         const auto b = openReference(pathB);
-        c = compareRuns(*a, *b);
         nameA = fmt::format("{}: {}, {} steps", pathA, describeRun(a->meta()), a->stepCount());
         nameB = fmt::format("{}: {}, {} steps", pathB, describeRun(b->meta()), b->stepCount());
     } catch (const std::exception& e) {

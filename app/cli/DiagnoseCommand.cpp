@@ -39,7 +39,7 @@ std::string withReference(const std::string& findingsJson, const std::string& pa
 } // namespace
 
 int diagnoseCommand(const Args& argv) {
-    const CliArgs args(argv, {"reference"}, {"json", "verbose"});
+    const CliArgs args(argv, {"reference", "spread"}, {"json", "verbose"});
     if (args.positionals().size() != 1)
         throw UsageError(fmt::format("expected one run file, got {}", args.positionals().size()));
     std::vector<Finding> findings;
@@ -49,10 +49,12 @@ int diagnoseCommand(const Args& argv) {
     std::string header;
     std::optional<RunComparison> comparison;
     const auto referencePath = args.value("reference");
+    if (!referencePath && !args.values("spread").empty())
+        throw UsageError("--spread needs --reference: it measures the drift of the reference's job");
     try {
         const auto reader = openRunFile(args.positionals().front());
         if (referencePath)
-            comparison = compareRuns(*reader, *openReference(*referencePath));
+            comparison = compareWithReference(*reader, *referencePath, args.values("spread"));
         findings = diagnoseRun(*reader, {}, &figures, &notRun, comparison ? &*comparison : nullptr);
         advice = configAdvice(reader->meta());
         header = fmt::format("{}: {}, {} steps\n", args.positionals().front(), describeRun(reader->meta()),

@@ -27,7 +27,7 @@ namespace rs::cli {
 #ifdef RANKSIGHT_HAVE_WIDGETS
 
 int reportCommand(const Args& argv) {
-    const CliArgs args(argv, {"out", "reference"}, {});
+    const CliArgs args(argv, {"out", "reference", "spread"}, {});
     const auto out = args.value("out");
     if (!out)
         throw UsageError("--out DIR is required");
@@ -62,12 +62,15 @@ int reportCommand(const Args& argv) {
         return 2;
     }
 
+    if (!args.value("reference") && !args.values("spread").empty())
+        throw UsageError("--spread needs --reference: it measures the drift of the reference's job");
     ReportExporter exporter(&model);
     if (const auto ref = args.value("reference")) { // the report carries the comparison (and its findings)
         try {
             const auto a = openRunFile(args.positionals().front());
-            exporter.setReference(std::make_shared<RunComparison>(compareRuns(*a, *openReference(*ref))),
-                                  QString::fromStdString(*ref));
+            exporter.setReference(
+                std::make_shared<RunComparison>(compareWithReference(*a, *ref, args.values("spread"))),
+                QString::fromStdString(*ref));
         } catch (const std::exception& e) {
             printError(fmt::format("report: {}", e.what()));
             return 2;

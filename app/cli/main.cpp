@@ -44,12 +44,14 @@ commands:
                   which collective each rank reached, and the first where ranks disagree, into a run file:
                   DIR|FILE --out RUN.h5 [--prefix P] [--run RECORDED.h5] [--force] [--quiet]
   diagnose        likely causes of cross-rank disagreement: RUN.h5 [--json] [--verbose] (exit 3: findings);
-                  --reference REF.h5 also names the causes every rank shares, against a reference run
+                  --reference REF.h5 [--spread REF2.h5]... also names the causes every rank shares, against a
+                  reference run
   compare         a run against a reference run: the first step, parameter and rank where they part beyond
                   what the arithmetic allows (equal bits where the arithmetic is the same): RUN.h5 REF.h5
-                  [--json] (exit 3: they part)
+                  [--spread REF2.h5]... [--json] (exit 3: they part); REF2: the reference's job run with other
+                  arithmetic (another layout or card count), whose measured drift widens the tolerances
   report          bug-report folder (report.md, charts as PNG and SVG, steps.csv, slice.h5; GUI build):
-                  RUN.h5 --out DIR [--reference REF.h5]
+                  RUN.h5 --out DIR [--reference REF.h5 [--spread REF2.h5]...]
   bench-open      open a large run and follow a live one in the GUI layer (GUI build)
                   [--steps N] [--ranks N] [--file PATH] [--live-steps N] [--live-seconds S] [--cold] [--json]
 

@@ -109,6 +109,8 @@ void MainWindow::createCharts() {
     split->setStretchFactor(1, 2);
     // The run against a reference is a page of its own beside the training charts: its map needs their room.
     m_comparison = new ComparisonPanel(m_model, m_cursor);
+    connect(m_comparison, &ComparisonPanel::spreadRequested, this, &MainWindow::spreadDialog);
+    connect(m_comparison, &ComparisonPanel::comparisonChanged, this, &MainWindow::updateActions);
     m_centralTabs = new QTabWidget;
     m_centralTabs->setObjectName(QStringLiteral("centralTabs"));
     m_centralTabs->setDocumentMode(true);
@@ -204,6 +206,12 @@ void MainWindow::createMenus() {
                         &MainWindow::compareDialog);
     m_compareAction->setToolTip(tr("Compare the open run with a reference run of the same job, step by step, "
                                    "parameter by parameter and rank by rank"));
+    m_spreadAction = file->addAction(tr("Add &Spread Reference…"), this, &MainWindow::spreadDialog);
+    m_spreadAction->setToolTip(
+        tr("Compare again, with the tolerances widened by the drift measured between the reference and "
+           "this run of the reference's job with other arithmetic (another layout, or another card count "
+           "at the same global batch): what runs of other arithmetic drift apart over many steps is then "
+           "not taken for a fault"));
     QAction* import = file->addAction(tr("&Import msprobe Folder…"), QKeySequence(Qt::CTRL | Qt::Key_I), this,
                                       &MainWindow::importMsprobeDialog);
     import->setStatusTip(
@@ -432,6 +440,7 @@ void MainWindow::updateActions() {
     m_stopAction->setEnabled(running);
     m_exportReportAction->setEnabled(m_model->hasRun() && !m_model->isLoading());
     m_compareAction->setEnabled(m_model->hasRun() && !m_model->isLoading() && !m_model->path().isEmpty());
+    m_spreadAction->setEnabled(m_compareAction->isEnabled() && m_comparison->comparison() != nullptr);
     m_exportChartMenu->setEnabled(m_model->hasRun());
     m_followAction->setEnabled(!m_cursor->following());
 }

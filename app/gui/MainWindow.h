@@ -74,8 +74,9 @@ public slots:
     bool importFlightRecorder(const QString& dumpDir, const QString& out, bool joinOpenRun);
     // Compares the open run with the run file at `reference` (in a worker, with a progress dialog), shows the
     // "Against the Reference" page and diagnoses again with it; false and an error dialog naming the file if
-    // it cannot.
-    bool compareWithReference(const QString& reference);
+    // it cannot. spreads: the reference's job run with other arithmetic, whose drift widens the tolerances
+    // (SpreadReference).
+    bool compareWithReference(const QString& reference, const QStringList& spreads = {});
     ComparisonPanel* comparisonPanel() const { return m_comparison; }
     bool startRun(const TrainConfig& config); // false and an error dialog if it cannot start
     void startFromPanel();
@@ -109,6 +110,7 @@ private:
     QString runInWorker(const QString& label,
                         const std::function<void(const std::function<void(int)>&)>& work);
     void compareDialog();
+    void spreadDialog(); // adds a spread reference to the comparison shown
     void exportChartDialog(ChartWidget* chart);
     void exportReportDialog();
     void showFinding(const Finding& finding);
@@ -128,6 +130,7 @@ private:
     ComparisonPanel* m_comparison = nullptr;
     QTabWidget* m_centralTabs = nullptr; // the training charts, and the run against its reference
     QAction* m_compareAction = nullptr;
+    QAction* m_spreadAction = nullptr;
     LossChart* m_loss = nullptr;
     OverflowTimeline* m_overflow = nullptr;
     RankHeatmap* m_rankHeatmap = nullptr;

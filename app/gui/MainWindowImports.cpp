@@ -179,17 +179,34 @@ void MainWindow::compareDialog() {
         compareWithReference(path);
 }
 
-bool MainWindow::compareWithReference(const QString& reference) {
+void MainWindow::spreadDialog() {
+    const auto current = m_comparison->comparison();
+    if (!current)
+        return;
+    const QString path = chooseRunFile(tr("Spread Reference: the Reference's Job With Other Arithmetic"));
+    if (path.isEmpty())
+        return;
+    QStringList spreads;
+    for (const SpreadReference& r : current->spreads)
+        spreads << QString::fromStdString(r.name);
+    compareWithReference(m_comparison->referencePath(), spreads << path);
+}
+
+bool MainWindow::compareWithReference(const QString& reference, const QStringList& spreads) {
     if (!m_model->hasRun() || m_model->path().isEmpty()) {
         showError(tr("No run to compare"), tr("Open a run first, then compare it with a reference."));
         return false;
     }
+    std::vector<std::string> spreadPaths;
+    for (const QString& s : spreads)
+        spreadPaths.push_back(s.toStdString());
     auto result = std::make_shared<RunComparison>();
-    const QString error = runInWorker(
-        tr("Comparing with %1…").arg(QDir::toNativeSeparators(reference)),
-        [result, run = m_model->path().toStdString(), ref = reference.toStdString()](const auto& progress) {
-            *result = compareRuns(*openRunFile(run), *openReference(ref), progress);
-        });
+    const QString error =
+        runInWorker(tr("Comparing with %1…").arg(QDir::toNativeSeparators(reference)),
+                    [result, run = m_model->path().toStdString(), ref = reference.toStdString(),
+                     spreadPaths](const auto& progress) {
+                        *result = rs::compareWithReference(*openRunFile(run), ref, spreadPaths, progress);
+                    });
     if (!error.isEmpty()) {
         showError(tr("The runs could not be compared"), error);
         return false;

@@ -98,9 +98,21 @@ int main(int argc, char** argv) {
                                  QStringLiteral("Once the run is open, compare it with this reference run "
                                                 "(File > Compare With Reference…)."),
                                  QStringLiteral("REF.h5"));
-    parser.addOptions({start, config, runsDir, nodes, reference});
+    QCommandLineOption spread(
+        QStringLiteral("spread"),
+        QStringLiteral("With --reference: the reference's job run with other arithmetic "
+                       "(another layout or card count), whose drift widens the "
+                       "tolerances (File > Add Spread Reference…). Repeatable."),
+        QStringLiteral("REF2.h5"));
+    parser.addOptions({start, config, runsDir, nodes, reference, spread});
     parser.process(app);
 
+    if (parser.isSet(spread) && !parser.isSet(reference)) {
+        std::fprintf(stderr,
+                     "ranksight: --spread needs --reference: it measures the drift of the reference's "
+                     "job\n");
+        return 2;
+    }
     rs::MainWindow window;
     if (parser.isSet(runsDir))
         window.setRunsDir(parser.value(runsDir));
@@ -132,14 +144,17 @@ int main(int argc, char** argv) {
         window.openRun(positional.front());
         if (parser.isSet(reference)) { // once, when the run has loaded
             const QString ref = parser.value(reference);
+            const QStringList spreads = parser.values(spread);
             auto once = std::make_shared<QMetaObject::Connection>();
-            *once =
-                QObject::connect(window.model(), &rs::RunModel::statusChanged, &window, [&window, ref, once] {
-                    if (!window.model()->hasRun() || window.model()->isLoading())
-                        return;
-                    QObject::disconnect(*once);
-                    QTimer::singleShot(0, &window, [&window, ref] { window.compareWithReference(ref); });
-                });
+            *once = QObject::connect(window.model(), &rs::RunModel::statusChanged, &window,
+                                     [&window, ref, spreads, once] {
+                                         if (!window.model()->hasRun() || window.model()->isLoading())
+                                             return;
+                                         QObject::disconnect(*once);
+                                         QTimer::singleShot(0, &window, [&window, ref, spreads] {
+                                             window.compareWithReference(ref, spreads);
+                                         });
+                                     });
         }
     } else if (parser.isSet(start))
         QTimer::singleShot(0, &window, &rs::MainWindow::startFromPanel);

@@ -41,7 +41,9 @@ std::string divergenceText(const Divergence& d) {
     if (d.statistic == "global_batch")
         return fmt::format("step {}: the ranks together saw other samples than the reference", d.step);
     std::string size;
-    if (d.tolerance > 0)
+    if (!d.bits && std::isfinite(d.a) != std::isfinite(d.b))
+        size = "not finite where the other is";
+    else if (d.tolerance > 0)
         size = fmt::format("tolerance {:.3g}, {:.3g}x past it", d.tolerance, d.excess());
     else
         size = "equality expected";
@@ -69,6 +71,33 @@ nlohmann::json divergenceJson(const Divergence& d) {
     return j;
 }
 
+// The spread references and what they measured (nothing when none was given).
+std::string spreadText(const RunComparison& c) {
+    if (c.spreads.empty())
+        return {};
+    std::string out;
+    if (!c.spreadUsed)
+        out += "spread: not used (the runs do the same arithmetic, so they must agree bit for bit)\n";
+    else
+        out +=
+            fmt::format("drift measured by {} spread reference(s): tolerances are {:g}x the drift measured "
+                        "at each step and parameter where that exceeds the one-step bound\n",
+                        c.spreads.size(), kSpreadFactor);
+    for (const SpreadReference& r : c.spreads) {
+        out += fmt::format("  spread {}: ", r.name);
+        if (r.parted)
+            out += fmt::format("parted from the reference at step {} ({}), at most {:.3g}x the bound",
+                               r.parted->step, r.parted->statistic, r.worstExcess);
+        else
+            out += fmt::format("stayed within the one-step bound of the reference (at most {:.2g} of it)",
+                               r.worstExcess);
+        if (r.discreteFrom >= 0)
+            out += fmt::format("; overflow skips may differ from step {}", r.discreteFrom);
+        out += "\n";
+    }
+    return out;
+}
+
 std::string expectationText(const RunComparison& c) {
     switch (c.expectation) {
     case Expectation::Bitwise:
@@ -87,9 +116,16 @@ std::string expectationText(const RunComparison& c) {
 } // namespace
 
 std::string comparisonLine(const RunComparison& c) {
-    if (!c.first)
-        return fmt::format("agrees with the reference within tolerance over {} aligned steps ({}..{})",
+    if (!c.first) {
+        const std::string within = c.spreadUsed ? "the measured drift" : "tolerance";
+        if (c.updatesDifferFrom >= 0)
+            return fmt::format(
+                "agrees with the reference within {} through step {}, where they skipped other "
+                "updates (as arithmetic alone does once runs have drifted)",
+                within, c.updatesDifferFrom);
+        return fmt::format("agrees with the reference within {} over {} aligned steps ({}..{})", within,
                            c.alignedSteps, c.firstStep, c.lastStep);
+    }
     const Divergence& d = *c.first;
     return fmt::format("differs from the reference from step {}{} ({}{})", d.step,
                        d.parameter.empty() ? "" : " in " + d.parameter, d.statistic,
@@ -111,14 +147,33 @@ std::string comparisonText(const RunComparison& c, const std::string& nameA, con
         out += "fingerprints: none that both runs recorded\n";
     else
         out += "fingerprints: differ from the first aligned step\n";
+    out += spreadText(c);
     out += "\n";
     if (c.first)
         out += fmt::format("first divergence: {}\n", divergenceText(*c.first));
+    else if (c.updatesDifferFrom >= 0)
+        out += fmt::format("no divergence: every compared statistic is within its tolerance through step {}, "
+                           "and samples and learning rate agree after it\n",
+                           c.updatesDifferFrom);
     else
         out +=
             fmt::format("no divergence: every compared statistic is within its tolerance on all {} aligned "
                         "steps\n",
                         c.alignedSteps);
+    if (c.updatesDifferFrom >= 0)
+        out +=
+            fmt::format("from step {} the runs skipped other updates, as the spread shows arithmetic alone "
+                        "does once runs have drifted: the steps after it are compared only on samples and "
+                        "learning rate\n",
+                        c.updatesDifferFrom);
+    // Runs of other arithmetic drift apart over many steps; without a spread the one-step bound cannot tell
+    // that drift from a fault.
+    if (c.first && c.spreads.empty() && c.first->tolerance > 0 &&
+        (c.expectation == Expectation::Rounding || c.expectation == Expectation::Unknown) &&
+        c.first->step > c.firstStep)
+        out += "  (the tolerance bounds one step's rounding; runs of other arithmetic drift apart over many "
+               "steps. To tell that drift from a fault, give the reference's job run once more with other "
+               "arithmetic: --spread RUN2.h5)\n";
     // The parameters that parted, first step first (at most 10), then a count of the others.
     std::vector<const ParameterComparison*> parted;
     for (const ParameterComparison& p : c.perParameter)
@@ -174,6 +229,20 @@ std::string comparisonJson(const RunComparison& c) {
     j["not_compared"] = nc;
     j["parameters_only_in_a"] = c.parametersOnlyInA;
     j["parameters_only_in_b"] = c.parametersOnlyInB;
+    nlohmann::json spreads = nlohmann::json::array();
+    for (const SpreadReference& r : c.spreads)
+        spreads.push_back({{"file", r.name},
+                           {"expected", expectationName(r.expectation)},
+                           {"parted", r.parted ? divergenceJson(*r.parted) : nlohmann::json(nullptr)},
+                           {"worst_excess", std::isfinite(r.worstExcess) ? nlohmann::json(r.worstExcess)
+                                                                         : nlohmann::json("inf")},
+                           {"skips_may_differ_from",
+                            r.discreteFrom >= 0 ? nlohmann::json(r.discreteFrom) : nlohmann::json(nullptr)}});
+    j["spread"] = spreads;
+    j["spread_used"] = c.spreadUsed;
+    j["spread_factor"] = kSpreadFactor;
+    j["updates_differ_from"] =
+        c.updatesDifferFrom >= 0 ? nlohmann::json(c.updatesDifferFrom) : nlohmann::json(nullptr);
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -187,6 +188,25 @@ std::vector<int> mapParams(const RunMeta& a, const RunMeta& b, RunComparison& c)
     return map;
 }
 
+// The drift the spread references measured, per aligned step of the reference and parameter of A: how many
+// times its bound the reference and a spread reference parted there (the largest over the references and a
+// few steps either side, since a drift that crosses zero at one step has not closed).
+struct MeasuredDrift {
+    std::map<int64_t, size_t> rowOfStep;
+    std::vector<float> excess;  // rows x A's parameters
+    std::vector<float> stepMax; // per row: over the parameters (for per-step statistics: the loss)
+    size_t params = 0;
+    int64_t discreteFrom = -1; // skipped updates and loss scales may differ from here on
+    // The factor A's tolerance at (step, param) is widened by (1 if nothing was measured there).
+    double widen(int64_t step, int param) const {
+        const auto it = rowOfStep.find(step);
+        if (it == rowOfStep.end())
+            return 1.0;
+        const double f = param < 0 ? stepMax[it->second] : excess[it->second * params + size_t(param)];
+        return std::max(1.0, kSpreadFactor * f);
+    }
+};
+
 class Comparer {
 public:
     Comparer(const RunReader& a, const RunReader& b, RunComparison& c)
@@ -197,6 +217,7 @@ public:
         , m_c(c) {}
 
     void run(const std::function<void(int)>& progress);
+    void setDrift(const MeasuredDrift* drift) { m_drift = drift; }
 
 private:
     const RunReader &m_a, &m_b;
@@ -211,6 +232,7 @@ private:
     std::vector<double> m_weightCarry; // per compared param: the update rounding carried into the weights
     int64_t m_bitwiseBroken = -1;      // first step whose fingerprints differ
     bool m_anyBits = false;            // both files recorded a fingerprint of the computation
+    const MeasuredDrift* m_drift = nullptr; // used when the arithmetic differs
 
     // The current step's row in the map, and per-statistic candidates for this step.
     struct Candidate {
@@ -226,6 +248,7 @@ private:
     void record(Stat s, double ex, double rel, const Divergence& value, int rankA, int param, int64_t step);
     void finishStep(int64_t step);
     void compareStep(const StepRecord& sa, const StepRecord& sb);
+    void compareGlobalBatch(const StepRecord& sa, const StepRecord& sb);
     void compareWeights(const WeightRecord& wa, const WeightRecord& wb);
     void brokeBits(int64_t step) {
         if (m_bitwiseBroken < 0 || step < m_bitwiseBroken)
@@ -272,6 +295,18 @@ void Comparer::decideStats() {
 }
 
 void Comparer::note(Stat s, double a, double b, double tol, int rankA, int param, int64_t step) {
+    if (m_drift && !m_c.tolerance.bitwise) {
+        // The spread shows that arithmetic alone makes runs skip other updates from discreteFrom on: such a
+        // disagreement is not a divergence, but from it on the runs apply other updates (updatesDifferFrom).
+        if ((s == SSkipped || s == SLossScale) && m_drift->discreteFrom >= 0 &&
+            step >= m_drift->discreteFrom) {
+            if (a != b && m_c.updatesDifferFrom < 0 && !m_c.first) // after a divergence: its consequence
+                m_c.updatesDifferFrom = step;
+            return;
+        }
+        if (tol > 0)
+            tol *= m_drift->widen(step, param);
+    }
     const double ex = excessOf(a, b, tol);
     const double scale = std::max({std::abs(a), std::abs(b), 1e-30});
     const double rel = std::isfinite(ex) ? std::abs(a - b) / scale : 1.0;
@@ -353,9 +388,35 @@ void Comparer::finishStep(int64_t step) {
         cand = Candidate{};
 }
 
+void Comparer::compareGlobalBatch(const StepRecord& sa, const StepRecord& sb) {
+    std::vector<int32_t> ia, ib;
+    for (const RankStep& r : sa.ranks)
+        ia.insert(ia.end(), r.sampleIds.begin(), r.sampleIds.end());
+    for (const RankStep& r : sb.ranks)
+        ib.insert(ib.end(), r.sampleIds.begin(), r.sampleIds.end());
+    std::sort(ia.begin(), ia.end());
+    std::sort(ib.begin(), ib.end());
+    note(SGlobalBatch, ia == ib ? 0.0 : 1.0, 0.0, 0, -1, -1, sa.step);
+}
+
 void Comparer::compareStep(const StepRecord& sa, const StepRecord& sb) {
     const int64_t step = sa.step;
     const ToleranceModel& tm = m_c.tolerance;
+    // After the runs applied other updates, only what no arithmetic changes is compared; the map says "not
+    // judged" (NaN) for the rest.
+    const bool onlyExact = m_c.updatesDifferFrom >= 0 && step > m_c.updatesDifferFrom;
+    if (onlyExact) {
+        std::fill(m_c.mapExcess.end() - std::ptrdiff_t(m_c.perParameter.size()), m_c.mapExcess.end(),
+                  std::numeric_limits<float>::quiet_NaN());
+        if (m_on[SBatch])
+            for (const auto& [ra, rb] : m_rp)
+                noteBits(SBatch, sa.ranks[size_t(ra)].sampleFp, sb.ranks[size_t(rb)].sampleFp, ra, -1, step);
+        if (m_on[SLr])
+            note(SLr, sa.lr, sb.lr, 0, -1, -1, step);
+        if (m_on[SGlobalBatch])
+            compareGlobalBatch(sa, sb);
+        return;
+    }
     // A step either run skipped (an overflow): which partial sum passes fp16's 65504 depends on the order of
     // the additions, so where the arithmetic differs its synced gradients may differ without bound. Only the
     // skipped flags, which must agree, are compared then; the same arithmetic still compares every bit.
@@ -379,16 +440,8 @@ void Comparer::compareStep(const StepRecord& sa, const StepRecord& sb) {
     if (m_on[SBatch])
         for (const auto& [ra, rb] : m_rp)
             noteBits(SBatch, sa.ranks[size_t(ra)].sampleFp, sb.ranks[size_t(rb)].sampleFp, ra, -1, step);
-    if (m_on[SGlobalBatch]) {
-        std::vector<int32_t> ia, ib;
-        for (const RankStep& r : sa.ranks)
-            ia.insert(ia.end(), r.sampleIds.begin(), r.sampleIds.end());
-        for (const RankStep& r : sb.ranks)
-            ib.insert(ib.end(), r.sampleIds.begin(), r.sampleIds.end());
-        std::sort(ia.begin(), ia.end());
-        std::sort(ib.begin(), ib.end());
-        note(SGlobalBatch, ia == ib ? 0.0 : 1.0, 0.0, 0, -1, -1, step);
-    }
+    if (m_on[SGlobalBatch])
+        compareGlobalBatch(sa, sb);
     if (m_on[SLr])
         note(SLr, sa.lr, sb.lr, 0, -1, -1, step);
     for (const auto& [ra, rb] : m_rp) {
@@ -456,6 +509,8 @@ void Comparer::compareStep(const StepRecord& sa, const StepRecord& sb) {
 
 void Comparer::compareWeights(const WeightRecord& wa, const WeightRecord& wb) {
     const ToleranceModel& tm = m_c.tolerance;
+    if (m_c.updatesDifferFrom >= 0 && wa.step >= m_c.updatesDifferFrom)
+        return; // one run applied an update the other skipped
     for (const auto& [ra, rb] : m_rp) {
         if (size_t(ra) >= wa.fp.size() || size_t(rb) >= wb.fp.size())
             continue;
@@ -643,18 +698,131 @@ const char* expectationName(Expectation e) {
     return "?";
 }
 
-std::unique_ptr<RunReader> openReference(const std::string& path) {
+std::unique_ptr<RunReader> openReference(const std::string& path, const char* role) {
     try {
         return openRunFile(path);
     } catch (const std::exception& e) {
-        throw std::runtime_error(fmt::format("reference: {}", e.what())); // e names the file
+        throw std::runtime_error(fmt::format("{}: {}", role, e.what())); // e names the file
     }
 }
 
-RunComparison compareRuns(const RunReader& a, const RunReader& b, const std::function<void(int)>& progress) {
+namespace {
+
+// Compares the reference with each spread reference and gathers what they measured, per step and parameter
+// of A (by name). progress covers [0, share).
+MeasuredDrift measureDrift(const RunReader& a, const RunReader& b,
+                           const std::vector<std::pair<std::string, const RunReader*>>& spread,
+                           std::vector<SpreadReference>& out, const std::function<void(int)>& progress,
+                           int share) {
+    const RunMeta& ma = a.meta();
+    MeasuredDrift d;
+    d.params = ma.params.size();
+    std::map<std::string, size_t> paramOfA;
+    for (size_t i = 0; i < ma.params.size(); ++i)
+        paramOfA[ma.params[i].name] = i;
+    for (size_t k = 0; k < spread.size(); ++k) {
+        const auto& [name, reader] = spread[k];
+        const auto sub = [&](int pct) {
+            if (progress)
+                progress(int((int(k) * 100 + pct) * share / (100 * int(spread.size()))));
+        };
+        RunComparison bc = compareRuns(b, *reader, sub);
+        if (bc.expectation == Expectation::Bitwise || bc.expectation == Expectation::Different)
+            throw std::invalid_argument(fmt::format(
+                "spread reference {}: {}; it must run the reference's job with other arithmetic (another "
+                "layout, or another card count at the same global batch)",
+                name,
+                bc.expectation == Expectation::Bitwise
+                    ? "it does the same arithmetic as the reference, so it measures no drift"
+                    : fmt::format("it is not the reference's job ({})", fmt::join(bc.differences, "; "))));
+        SpreadReference r;
+        r.name = name;
+        r.expectation = bc.expectation;
+        r.parted = bc.first;
+        for (const ParameterComparison& pc : bc.perParameter)
+            r.worstExcess = std::max(r.worstExcess, pc.worstExcess);
+        for (const char* discrete : {"skipped", "loss_scale"})
+            if (const Divergence* dv = bc.firstOf(discrete))
+                r.discreteFrom = r.discreteFrom < 0 ? dv->step : std::min(r.discreteFrom, dv->step);
+        // Once the trajectories have parted, an overflow may fall on other steps in each: which sum passes
+        // 65504 depends on weights that now differ.
+        if (bc.first)
+            r.discreteFrom = r.discreteFrom < 0 ? bc.first->step : std::min(r.discreteFrom, bc.first->step);
+        if (r.discreteFrom >= 0)
+            d.discreteFrom = d.discreteFrom < 0 ? r.discreteFrom : std::min(d.discreteFrom, r.discreteFrom);
+        out.push_back(std::move(r));
+        // The excess map, onto A's parameters, max over references.
+        const size_t P = bc.perParameter.size();
+        std::vector<int> toA(P, -1);
+        for (size_t j = 0; j < P; ++j) {
+            const auto it = paramOfA.find(bc.perParameter[j].name);
+            if (it != paramOfA.end())
+                toA[j] = int(it->second);
+        }
+        for (size_t row = 0; row < bc.mapSteps.size(); ++row) {
+            auto [it, fresh] = d.rowOfStep.emplace(bc.mapSteps[row], d.rowOfStep.size());
+            if (fresh)
+                d.excess.resize(d.excess.size() + d.params, 0.0f);
+            float* dst = d.excess.data() + it->second * d.params;
+            for (size_t j = 0; j < P; ++j)
+                if (toA[j] >= 0)
+                    dst[toA[j]] = std::max(dst[toA[j]], bc.mapExcess[row * P + j]);
+        }
+    }
+    // A drift that crosses zero at a step has not closed: each cell takes the largest within a few steps.
+    constexpr size_t window = 2;
+    std::vector<std::pair<int64_t, size_t>> rows(d.rowOfStep.begin(), d.rowOfStep.end()); // by step
+    std::vector<float> smooth(d.excess.size(), 0.0f);
+    d.stepMax.assign(rows.size(), 0.0f);
+    for (size_t r = 0; r < rows.size(); ++r) {
+        float* dst = smooth.data() + rows[r].second * d.params;
+        const size_t lo = r >= window ? r - window : 0;
+        const size_t hi = std::min(rows.size() - 1, r + window);
+        for (size_t q = lo; q <= hi; ++q) {
+            const float* src = d.excess.data() + rows[q].second * d.params;
+            for (size_t p = 0; p < d.params; ++p)
+                dst[p] = std::max(dst[p], src[p]);
+        }
+        float m = 0;
+        for (size_t p = 0; p < d.params; ++p)
+            m = std::max(m, dst[p]);
+        d.stepMax[rows[r].second] = m;
+    }
+    d.excess = std::move(smooth);
+    return d;
+}
+
+} // namespace
+
+RunComparison compareRuns(const RunReader& a, const RunReader& b, const std::function<void(int)>& progress,
+                          const std::vector<std::pair<std::string, const RunReader*>>& spread) {
     RunComparison c;
-    Comparer(a, b, c).run(progress);
+    const int share = spread.empty() ? 0 : 50;
+    MeasuredDrift drift;
+    if (!spread.empty())
+        drift = measureDrift(a, b, spread, c.spreads, progress, share);
+    Comparer comparer(a, b, c);
+    if (!spread.empty())
+        comparer.setDrift(&drift);
+    comparer.run([&](int pct) {
+        if (progress)
+            progress(share + pct * (100 - share) / 100);
+    });
+    c.spreadUsed = !spread.empty() && !c.tolerance.bitwise;
     return c;
+}
+
+RunComparison compareWithReference(const RunReader& a, const std::string& referencePath,
+                                   const std::vector<std::string>& spreadPaths,
+                                   const std::function<void(int)>& progress) {
+    const auto b = openReference(referencePath);
+    std::vector<std::unique_ptr<RunReader>> readers;
+    std::vector<std::pair<std::string, const RunReader*>> spread;
+    for (const std::string& path : spreadPaths) {
+        readers.push_back(openReference(path, "spread reference"));
+        spread.emplace_back(path, readers.back().get());
+    }
+    return compareRuns(a, *b, progress, spread);
 }
 
 } // namespace rs

@@ -45,6 +45,9 @@ struct Divergence {
     double excess() const;
 };
 
+// How much wider than the drift a spread reference measured A and the reference may part (SpreadReference).
+inline constexpr double kSpreadFactor = 4.0;
+
 struct ParameterComparison {
     std::string name;
     std::optional<Divergence> first; // its first step beyond tolerance, if any
@@ -55,6 +58,18 @@ struct ParameterComparison {
 struct NotCompared {
     std::string statistic;
     std::string reason;
+};
+
+// A second reference that differs from the reference only by arithmetic (another layout, another card count
+// at the same global batch): how far the reference and it move apart, step by step and parameter by
+// parameter, is the drift that arithmetic alone causes, measured rather than bounded (docs/comparing.md,
+// "Drift").
+struct SpreadReference {
+    std::string name;                 // as the caller named it (the path)
+    Expectation expectation;          // of the reference against it: rounding or unknown
+    std::optional<Divergence> parted; // where the reference and it first parted beyond the bound, if they did
+    double worstExcess = 0;           // their largest excess over the bound
+    int64_t discreteFrom = -1;        // the first step they disagreed on skipped updates or the loss scale
 };
 
 struct RunComparison {
@@ -74,6 +89,14 @@ struct RunComparison {
     std::vector<std::string> compared;             // statistics compared
     std::vector<NotCompared> notCompared;          // statistics one of the files has and why they are not
     std::vector<std::string> parametersOnlyInA, parametersOnlyInB;
+    // The drift measured by spread references (empty: the tolerance is the one-step rounding bound). A
+    // (step, parameter) where the reference and a spread reference parted by F times their bound allows A
+    // and the reference kSpreadFactor x F times theirs.
+    std::vector<SpreadReference> spreads;
+    bool spreadUsed = false; // false when the runs do the same arithmetic: spreads do not apply
+    // The step at which the runs skipped other updates where the spread shows arithmetic alone does so; the
+    // steps after it are compared only on samples and learning rate (their map rows are NaN). -1: none.
+    int64_t updatesDifferFrom = -1;
 
     // For the window: per aligned step, the worst excess of each compared parameter (perParameter order);
     // 0 within tolerance, +inf where bits differ that should not. steps[i] is the step of row i.
@@ -93,13 +116,21 @@ struct RunComparison {
 bool isLocalStatistic(std::string_view statistic);
 bool isSyncedStatistic(std::string_view statistic);
 
-// Opens a reference run file in the reader process; its errors (which name the file) are prefixed
-// "reference: " so that a message says which of the two files was at fault.
-std::unique_ptr<RunReader> openReference(const std::string& path);
+// Opens a reference run file in the reader process; its errors (which name the file) are prefixed with the
+// role ("reference: ") so that a message says which of the files was at fault.
+std::unique_ptr<RunReader> openReference(const std::string& path, const char* role = "reference");
 
 // Reads both files in chunks and compares them. progress gets 0..100. Throws RunFileError like the readers,
 // and std::invalid_argument when nothing can be compared (no step in common, no parameter of the same name).
+// spread: second references of the same job as b with other arithmetic (SpreadReference); each must be
+// expected to agree with b within rounding, else std::invalid_argument names it.
 RunComparison compareRuns(const RunReader& a, const RunReader& b,
-                          const std::function<void(int percent)>& progress = {});
+                          const std::function<void(int percent)>& progress = {},
+                          const std::vector<std::pair<std::string, const RunReader*>>& spread = {});
+
+// Opens the reference and the spread references by path (errors name the file and its role) and compares.
+RunComparison compareWithReference(const RunReader& a, const std::string& referencePath,
+                                   const std::vector<std::string>& spreadPaths = {},
+                                   const std::function<void(int percent)>& progress = {});
 
 } // namespace rs

@@ -25,6 +25,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileDialog>
+#include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QMimeData>
@@ -495,6 +496,62 @@ private slots:
         w.openRun(clean);             // another run: the comparison was of the one before
         QTRY_VERIFY_WITH_TIMEOUT(w.model()->hasRun() && !w.model()->isLoading(), 10000);
         QVERIFY(!panel->comparison());
+    }
+
+    // Under O2 a flat ring and the hierarchical sum drift apart beyond the one-step bound: the page says so
+    // and offers to measure that drift. Its link asks for a spread reference (the same job on 4 servers of 1
+    // card); compared again with it, the run agrees, the page says the tolerances follow the measured drift,
+    // and File > Add Spread Reference… is there for another.
+    void comparesAgainstAMeasuredSpread() {
+        QTemporaryDir dir;
+        auto train = [&](const QString& name, const QStringList& extra) {
+            QProcess p;
+            p.start(RANKSIGHT_CLI, QStringList{"train", "--model", "mlp", "--ranks", "4", "--quiet", "--out",
+                                               dir.filePath(name)} +
+                                       extra);
+            return p.waitForFinished(120000) && p.exitCode() == 0 ? dir.filePath(name) : QString();
+        };
+        const QString flat = train("flat.h5", {});
+        const QString hier = train("hier.h5", {"--set", "devices_per_server=2"});
+        const QString single = train("single.h5", {"--set", "devices_per_server=1"});
+        QVERIFY(!flat.isEmpty() && !hier.isEmpty() && !single.isEmpty());
+        MainWindow w;
+        w.show();
+        w.openRun(hier);
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->hasRun() && !w.model()->isLoading(), 10000);
+        QAction* addSpread = actionNamed(w, "Add &Spread Reference…");
+        QVERIFY(addSpread && !addSpread->isEnabled()); // nothing compared yet
+
+        QVERIFY2(w.compareWithReference(flat), qPrintable(w.lastError()));
+        ComparisonPanel* panel = w.comparisonPanel();
+        QVERIFY(panel->comparison() && panel->comparison()->first);
+        QVERIFY2(panel->summaryText().contains("measure that drift"), qPrintable(panel->summaryText()));
+        QVERIFY(addSpread->isEnabled());
+
+        QLabel* summary = nullptr;
+        for (QLabel* l : panel->findChildren<QLabel*>())
+            if (l->text().contains(QLatin1String("href=\"spread:\"")))
+                summary = l;
+        QVERIFY(summary);
+        QString title;
+        answerReportDialog([&](QFileDialog* d) {
+            title = d->windowTitle();
+            type(d, single);
+            static_cast<QDialog*>(d)->accept();
+        });
+        emit summary->linkActivated(QStringLiteral("spread:"));
+        QVERIFY2(title.contains("Spread Reference"), qPrintable(title));
+        QTRY_VERIFY_WITH_TIMEOUT(panel->comparison() && panel->comparison()->spreadUsed, 30000);
+        const RunComparison& c = *panel->comparison();
+        QVERIFY2(!c.first, qPrintable(panel->summaryText()));
+        QCOMPARE(c.spreads.size(), size_t(1));
+        QCOMPARE(QString::fromStdString(c.spreads[0].name), single);
+        QVERIFY2(panel->summaryText().contains("No divergence") &&
+                     panel->summaryText().contains("Tolerances widened to 4× the drift measured against "
+                                                   "single.h5"),
+                 qPrintable(panel->summaryText()));
+        panel->chart()->refreshNow();
+        QVERIFY(panel->chart()->divergenceMap()->data()->keySize() > 0);
     }
 
     // File > Export Bug Report asks once, for the new folder itself: <run>-report in the folder used last,

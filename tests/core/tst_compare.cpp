@@ -2,19 +2,24 @@
 // records: runs of the same configuration are equal bit for bit; a flip before the all-reduce, which the
 // cross-rank checks cannot see, is found against a clean reference at its step; runs that differ only by
 // the all-reduce's arithmetic (a flat ring against the hierarchical sum, 4 cards x 32 against 1 card x 128)
-// compare within the derived tolerance; other configurations are named; the command's exit codes and JSON;
-// and diagnosis against a reference names the causes every rank shares, which the cross-rank checks miss.
+// compare within the derived tolerance; a spread reference (the reference's job with other arithmetic)
+// measures the drift such runs accumulate over many steps, so that it is not taken for a fault while a
+// fault still is; other configurations are named; the command's exit codes and JSON; and diagnosis against
+// a reference names the causes every rank shares, which the cross-rank checks miss.
 #include "CliTrain.h"
 #include "compare/RunComparison.h"
 #include "diagnose/Diagnoser.h"
 #include "reader/OpenRunFile.h"
 
+#include <QHash>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <cmath>
+#include <stdexcept>
 
 using namespace rs;
 
@@ -28,6 +33,9 @@ private slots:
     void flipBeforeTheAllReduceFoundAtItsStep();
     void flatRingAgainstHierarchicalWithinTolerance();
     void cardsAgainstOneCardOfTheSameGlobalBatch();
+    void aSpreadTellsDriftFromAFault();
+    void aSpreadFollowsOverflowSkipsUnderO2();
+    void aSpreadMustRunTheReferencesJob();
     void anotherConfigurationIsNamed();
     void cliExitCodesAndJson();
     void diagnosisWithAReference_data();
@@ -37,19 +45,29 @@ private slots:
 
 private:
     QString trainRun(const QStringList& args, const QString& name);
-    RunComparison compare(const QString& a, const QString& b);
+    RunComparison compare(const QString& a, const QString& b, const QStringList& spreads = {});
     QTemporaryDir m_dir;
-    QString m_clean; // MLP, 4 cards, 20 steps, the defaults otherwise
+    QHash<QString, QStringList> m_trained; // file name -> the arguments it was trained with
+    QString m_clean;                       // MLP, 4 cards, 20 steps, the defaults otherwise
 };
 
+// Trains once per name: a second call with the same name and arguments returns the file already trained.
 QString TestCompare::trainRun(const QStringList& args, const QString& name) {
-    return trainWithCli(m_dir.filePath(name), args);
+    const auto it = m_trained.constFind(name);
+    if (it != m_trained.constEnd() && it.value() == args)
+        return m_dir.filePath(name);
+    const QString out = trainWithCli(m_dir.filePath(name), args);
+    if (!out.isEmpty())
+        m_trained.insert(name, args);
+    return out;
 }
 
-RunComparison TestCompare::compare(const QString& a, const QString& b) {
+RunComparison TestCompare::compare(const QString& a, const QString& b, const QStringList& spreads) {
     const auto ra = openRunFile(a.toStdString());
-    const auto rb = openRunFile(b.toStdString());
-    return compareRuns(*ra, *rb);
+    std::vector<std::string> paths;
+    for (const QString& s : spreads)
+        paths.push_back(s.toStdString());
+    return compareWithReference(*ra, b.toStdString(), paths);
 }
 
 void TestCompare::initTestCase() {
@@ -150,6 +168,92 @@ void TestCompare::cardsAgainstOneCardOfTheSameGlobalBatch() {
     QCOMPARE(d.expectation, Expectation::Different);
     QVERIFY(d.first);
     QCOMPARE(d.first->statistic, std::string("lr"));
+}
+
+// 4 cards x 32 as one flat ring against 1 card x 128 (O0, 300 steps): their weights carry slightly different
+// rounding from the first update on, and over the run that drift outgrows the one-step bound. 2 cards x 64
+// of the same job, the spread, drifts from the reference as far: against it the pair agrees. A flip before
+// the all-reduce at step 100 is still found at its step.
+void TestCompare::aSpreadTellsDriftFromAFault() {
+    const QStringList common{"--model", "mlp", "--precision", "O0", "--steps", "300"};
+    const QString one = trainRun(common + QStringList{"--ranks", "1", "--batch", "128"}, "c1.h5");
+    const QString flat = trainRun(common + QStringList{"--ranks", "4", "--batch", "32"}, "c4-flat.h5");
+    const QString two = trainRun(common + QStringList{"--ranks", "2", "--batch", "64"}, "c2.h5");
+    QVERIFY(!one.isEmpty() && !flat.isEmpty() && !two.isEmpty());
+
+    const RunComparison bound = compare(flat, one);
+    QVERIFY2(
+        bound.first && bound.first->step > bound.firstStep && bound.first->tolerance > 0,
+        "the one-step bound was expected to miss this drift: the test no longer shows what a spread does");
+    QVERIFY(bound.spreads.empty() && !bound.spreadUsed);
+
+    const RunComparison c = compare(flat, one, {two});
+    QVERIFY(c.spreadUsed);
+    QCOMPARE(c.spreads.size(), size_t(1));
+    QVERIFY(c.spreads[0].parted); // the spread drifted beyond the bound too: that is what it measured
+    QVERIFY2(!c.first, c.first ? (c.first->statistic + " at " + std::to_string(c.first->step)).c_str() : "");
+
+    const QString flip =
+        trainRun(common + QStringList{"--ranks", "4", "--batch", "32", "--fault", "sdc-before@100:2:30"},
+                 "c4-flip.h5");
+    QVERIFY(!flip.isEmpty());
+    const RunComparison f = compare(flip, one, {two});
+    QVERIFY(f.first);
+    QCOMPARE(f.first->step, int64_t(100));
+    QCOMPARE(f.updatesDifferFrom, int64_t(-1)); // a skip after a divergence is its consequence, not drift
+}
+
+// Under O2 every update carries fp16's rounding, so a flat ring and the hierarchical sum part within tens of
+// steps, and from then on an overflow may fall on other steps in each. A spread of the same job on 4 servers
+// of 1 card drifts from the reference the same way: the pair agrees against it, and where the two skipped
+// other updates the steps after are compared only on what no arithmetic changes (grey on the map).
+void TestCompare::aSpreadFollowsOverflowSkipsUnderO2() {
+    const QStringList common{"--model", "mlp", "--ranks", "4"};
+    const QString flat = trainRun(common, "o2-flat.h5");
+    const QString hier = trainRun(common + QStringList{"--set", "devices_per_server=2"}, "o2-hier.h5");
+    const QString single = trainRun(common + QStringList{"--set", "devices_per_server=1"}, "o2-4x1.h5");
+    QVERIFY(!flat.isEmpty() && !hier.isEmpty() && !single.isEmpty());
+    QVERIFY(compare(hier, flat).first); // the one-step bound alone cannot follow O2's drift
+
+    const RunComparison c = compare(hier, flat, {single});
+    QVERIFY2(!c.first, c.first ? (c.first->statistic + " at " + std::to_string(c.first->step)).c_str() : "");
+    QCOMPARE(c.spreads.size(), size_t(1));
+    QVERIFY(c.spreads[0].discreteFrom >= 0);
+    if (c.updatesDifferFrom >= 0) { // the rows after it are not judged, those up to it are
+        QVERIFY(c.updatesDifferFrom >= c.spreads[0].discreteFrom);
+        const size_t P = c.perParameter.size();
+        for (size_t row = 0; row < c.mapSteps.size(); ++row)
+            QCOMPARE(std::isnan(c.mapExcess[row * P]), c.mapSteps[row] > c.updatesDifferFrom);
+    }
+}
+
+// A spread that is not the reference's job, or that does its arithmetic, measures nothing: refused, named.
+// Where the runs themselves do the same arithmetic, the spread is not used: they must agree bit for bit.
+void TestCompare::aSpreadMustRunTheReferencesJob() {
+    const QString hier =
+        trainRun({"--model", "mlp", "--ranks", "4", "--steps", "20", "--set", "devices_per_server=2"},
+                 "spread-hier.h5");
+    const QString seed2 =
+        trainRun({"--model", "mlp", "--ranks", "4", "--steps", "20", "--seed", "2"}, "seed2.h5");
+    QVERIFY(!hier.isEmpty() && !seed2.isEmpty());
+    auto refused = [&](const QString& spread) -> std::string {
+        try {
+            compare(hier, m_clean, {spread});
+        } catch (const std::invalid_argument& e) {
+            return e.what();
+        }
+        return {};
+    };
+    const std::string other = refused(seed2);
+    QVERIFY2(other.find("spread reference " + seed2.toStdString()) != std::string::npos &&
+                 other.find("seed: 1 vs 2") != std::string::npos,
+             other.c_str());
+    const std::string same = refused(m_clean);
+    QVERIFY2(same.find("measures no drift") != std::string::npos, same.c_str());
+
+    const RunComparison bitwise = compare(m_clean, m_clean, {hier});
+    QCOMPARE(bitwise.expectation, Expectation::Bitwise);
+    QVERIFY(!bitwise.spreadUsed && !bitwise.first);
 }
 
 void TestCompare::anotherConfigurationIsNamed() {

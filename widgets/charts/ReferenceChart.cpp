@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <qcustomplot.h>
 
 namespace rs {
@@ -18,6 +19,8 @@ namespace {
 constexpr double kMapLow = -3, kMapHigh = 6.5; // log10 of the excess; the top: bits differ
 
 QString excessText(float excess) {
+    if (std::isnan(excess))
+        return QObject::tr("not judged: the runs had applied other updates");
     if (std::isinf(excess))
         return QObject::tr("bits differ where equality was expected");
     if (excess <= 0)
@@ -41,7 +44,9 @@ ReferenceChart::ReferenceChart(RunModel* model, StepCursor* cursor, QWidget* par
 }
 
 double ReferenceChart::mapValue(float excess) {
-    if (std::isinf(excess) || std::isnan(excess))
+    if (std::isnan(excess)) // not judged: the gradient's NaN colour
+        return std::numeric_limits<double>::quiet_NaN();
+    if (std::isinf(excess))
         return kMapHigh;
     return std::clamp(std::log10(std::max(double(excess), 1e-3)), kMapLow, kMapHigh - 0.5);
 }
@@ -208,13 +213,15 @@ void ReferenceChart::rebuildMap(int64_t begin, int64_t end, int buckets) {
         m_columnBegin.push_back(begin + rows * k / columns);
         m_columnEnd.push_back(begin + rows * (k + 1) / columns);
     }
-    std::vector<float> cells(size_t(columns) * size_t(P), 0.0f);
+    // A column is "not judged" (NaN) only when all of its rows are.
+    std::vector<float> cells(size_t(columns) * size_t(P), std::numeric_limits<float>::quiet_NaN());
     for (int64_t k = 0; k < columns; ++k)
         for (int64_t row = m_columnBegin[size_t(k)]; row < m_columnEnd[size_t(k)]; ++row)
             for (int p = 0; p < P; ++p) {
                 float& cell = cells[size_t(k) * size_t(P) + size_t(p)];
                 const float e = c->mapExcess[size_t(row) * size_t(P) + size_t(p)];
-                cell = std::isinf(e) || e > cell ? e : cell;
+                if (!std::isnan(e) && (std::isnan(cell) || std::isinf(e) || e > cell))
+                    cell = e;
             }
     auto center = [&](int64_t k) {
         return 0.5 * double(c->mapSteps[size_t(m_columnBegin[size_t(k)])] +
@@ -272,10 +279,11 @@ QString ReferenceChart::toolTipAt(const QPointF& pos) const {
             const int64_t last = c.mapSteps[size_t(m_columnEnd[k] - 1)];
             if (x < first - 0.5 || x > last + 0.5)
                 continue;
-            float worst = 0;
+            float worst = std::numeric_limits<float>::quiet_NaN();
             for (int64_t row = m_columnBegin[k]; row < m_columnEnd[k]; ++row) {
                 const float e = c.mapExcess[size_t(row) * c.perParameter.size() + size_t(param)];
-                worst = std::isinf(e) || e > worst ? e : worst;
+                if (!std::isnan(e) && (std::isnan(worst) || std::isinf(e) || e > worst))
+                    worst = e;
             }
             const QString where =
                 first == last ? tr("step %1").arg(first) : tr("steps %1–%2").arg(first).arg(last);

@@ -25,6 +25,8 @@ ComparisonPanel::ComparisonPanel(RunModel* model, StepCursor* cursor, QWidget* p
     connect(m_summary, &QLabel::linkActivated, this, [this](const QString& link) {
         if (link.startsWith(QStringLiteral("step:")))
             m_cursor->setStep(link.mid(5).toLongLong());
+        else if (link == QLatin1String("spread:"))
+            emit spreadRequested();
     });
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -40,6 +42,7 @@ void ComparisonPanel::setComparison(std::shared_ptr<const RunComparison> compari
     m_referencePath = m_comparison ? referencePath : QString();
     m_chart->setComparison(m_comparison, QFileInfo(m_referencePath).fileName());
     updateSummary();
+    emit comparisonChanged();
 }
 
 void ComparisonPanel::updateSummary() {
@@ -97,10 +100,31 @@ void ComparisonPanel::updateSummary() {
                                    : QString::number(c.first->b, 'g', 7))
                 .arg(c.first->tolerance > 0 ? tr(", tolerance %1").arg(c.first->tolerance, 0, 'g', 3)
                                             : tr(", equality expected"));
+    else if (c.updatesDifferFrom >= 0)
+        html +=
+            tr("<b>No divergence</b> through step %1, where the runs skipped other updates (as the "
+               "spread shows arithmetic alone does once runs have drifted); after it only the samples and "
+               "the learning rate are compared, and agree (grey on the map).")
+                .arg(c.updatesDifferFrom);
     else
         html += tr("<b>No divergence</b> on %1 aligned steps: every compared statistic is within its "
                    "tolerance.")
                     .arg(c.alignedSteps);
+    if (c.spreadUsed) {
+        QStringList names;
+        for (const SpreadReference& r : c.spreads)
+            names << QFileInfo(QString::fromStdString(r.name)).fileName().toHtmlEscaped();
+        html += tr(" Tolerances widened to %1× the drift measured against %2.")
+                    .arg(kSpreadFactor)
+                    .arg(names.join(QStringLiteral(", ")));
+    } else if (!c.spreads.empty()) {
+        html += tr(" The spread is not used: the runs do the same arithmetic.");
+    } else if (c.first && c.first->tolerance > 0 && c.first->step > c.firstStep &&
+               (c.expectation == Expectation::Rounding || c.expectation == Expectation::Unknown)) {
+        // The one-step bound cannot tell the drift of other arithmetic over many steps from a fault.
+        html += tr(" Runs of other arithmetic drift apart over many steps: <a href=\"spread:\">measure that "
+                   "drift with the reference's job run once more with other arithmetic…</a>");
+    }
     html += QStringLiteral(" ");
     html += c.bitwiseThrough >= 0
                 ? tr("Fingerprints equal bit for bit through step %1.").arg(c.bitwiseThrough)
@@ -110,7 +134,7 @@ void ComparisonPanel::updateSummary() {
         html += tr(" Not compared: %1 (the tooltip says why).").arg(c.notCompared.size());
     html += QStringLiteral("<br><small>") +
             tr("Map: white within the tolerance, yellow to red past it (log10 of difference / tolerance), "
-               "near-black where bits differ that should be equal.") +
+               "near-black where bits differ that should be equal, grey where not judged.") +
             QStringLiteral("</small>");
     m_summary->setText(html);
     QString why;

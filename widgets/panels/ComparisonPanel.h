@@ -2,7 +2,8 @@
 // (File > Compare With Reference…). A
 // summary in words (what the two are expected to agree on and why, the settings that differ, where they first
 // part, how long their fingerprints stayed equal, what could not be compared) above the ReferenceChart.
-// Clicking the summary's first divergence moves the step cursor there.
+// Clicking the summary's first divergence moves the step cursor there; where the runs' arithmetic differs, a
+// link asks for a spread reference (spreadRequested) to tell their drift from a fault.
 #pragma once
 
 #include <QWidget>
@@ -28,6 +29,10 @@ public:
     QString referencePath() const { return m_referencePath; }
     ReferenceChart* chart() const { return m_chart; }
     QString summaryText() const; // the summary as plain text
+
+signals:
+    void spreadRequested(); // the user asked to measure the drift with a spread reference
+    void comparisonChanged();
 
 private:
     void updateSummary();
