@@ -386,6 +386,9 @@ void Comparer::finishStep(int64_t step) {
     }
     for (Candidate& cand : m_stepCandidates)
         cand = Candidate{};
+    // A skip that came with a divergence at its step is the divergence's consequence, not drift.
+    if (m_c.first && m_c.updatesDifferFrom >= 0 && m_c.first->step <= m_c.updatesDifferFrom)
+        m_c.updatesDifferFrom = -1;
 }
 
 void Comparer::compareGlobalBatch(const StepRecord& sa, const StepRecord& sb) {
