@@ -428,6 +428,10 @@ void Comparer::compareStep(const StepRecord& sa, const StepRecord& sb) {
     };
     const bool skipped = m_on[SSkipped] && (skippedAny(sa) || skippedAny(sb));
     const bool syncedJudged = tm.bitwise || !skipped;
+    // Once the spread shows overflows fall on other steps, which local gradient passes 65504 on a step
+    // either run skipped is drift too.
+    const bool localJudged =
+        !skipped || tm.bitwise || !m_drift || m_drift->discreteFrom < 0 || step < m_drift->discreteFrom;
     // Loss: per rank on the same batches, else the means over ranks (equal global batches).
     if (m_on[SLoss]) {
         if (m_plan.sameBatch) {
@@ -482,18 +486,18 @@ void Comparer::compareStep(const StepRecord& sa, const StepRecord& sb) {
                 terms = std::max(std::abs(x.syncedNorm[i]), std::abs(y.syncedNorm[pj]));
             if (m_bits[SLocalFp] && m_plan.sameBatch && i < x.localFp.size() && pj < y.localFp.size())
                 noteBits(SLocalFp, x.localFp[i], y.localFp[pj], ra, int(i), step);
-            if (m_on[SLocalNorm] && i < x.localNorm.size() && pj < y.localNorm.size())
+            if (localJudged && m_on[SLocalNorm] && i < x.localNorm.size() && pj < y.localNorm.size())
                 note(SLocalNorm, x.localNorm[i], y.localNorm[pj],
                      tm.norm(x.localNorm[i], x.localNorm[i], y.localNorm[pj]), ra, int(i), step);
-            if (m_on[SLocalMax] && i < x.localMax.size() && pj < y.localMax.size())
+            if (localJudged && m_on[SLocalMax] && i < x.localMax.size() && pj < y.localMax.size())
                 note(SLocalMax, x.localMax[i], y.localMax[pj],
                      tm.norm(x.localNorm.empty() ? x.localMax[i] : x.localNorm[i], x.localMax[i],
                              y.localMax[pj]),
                      ra, int(i), step);
-            if (m_on[SLocalSum] && i < x.localSum.size() && pj < y.localSum.size())
+            if (localJudged && m_on[SLocalSum] && i < x.localSum.size() && pj < y.localSum.size())
                 note(SLocalSum, x.localSum[i], y.localSum[pj],
                      tm.sum(x.localNorm.empty() ? 0.0 : x.localNorm[i], numel), ra, int(i), step);
-            if (m_on[SNonfinite] && i < x.nonfinite.size() && pj < y.nonfinite.size())
+            if (localJudged && m_on[SNonfinite] && i < x.nonfinite.size() && pj < y.nonfinite.size())
                 note(SNonfinite, x.nonfinite[i], y.nonfinite[pj], 0, ra, int(i), step);
             if (syncedJudged && m_on[SSyncedNorm] && i < x.syncedNorm.size() && pj < y.syncedNorm.size())
                 note(SSyncedNorm, x.syncedNorm[i], y.syncedNorm[pj],
@@ -767,8 +771,10 @@ MeasuredDrift measureDrift(const RunReader& a, const RunReader& b,
             if (fresh)
                 d.excess.resize(d.excess.size() + d.params, 0.0f);
             float* dst = d.excess.data() + it->second * d.params;
+            // Where the reference and the spread disagreed on what must be equal (a non-finite value on one
+            // side: an overflow), they measured no size of drift; the steps around carry it.
             for (size_t j = 0; j < P; ++j)
-                if (toA[j] >= 0)
+                if (toA[j] >= 0 && std::isfinite(bc.mapExcess[row * P + j]))
                     dst[toA[j]] = std::max(dst[toA[j]], bc.mapExcess[row * P + j]);
         }
     }
