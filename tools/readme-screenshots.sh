@@ -40,6 +40,9 @@ PYTHONPATH=python OMP_NUM_THREADS=1 /usr/bin/python3 examples/pytorch_ddp.py --o
 "$cli" import-msprobe "$work/msprobe-tree" --out "$work/msprobe.h5" >/dev/null
 "$cli" train --model mlp --ranks 4 --steps 60 --out "$work/clean60.h5" --force --quiet
 "$cli" train --model mlp --ranks 4 --steps 60 --fault sdc-before@25:2:25 --out "$work/flip60.h5" --force --quiet
+for layout in 1 2 4; do # O2 on 4 servers of 1 card, 2 of 2, one of 4: the same job, other arithmetic
+  "$cli" train --model mlp --ranks 4 --set devices_per_server=$layout --out "$work/o2-$layout.h5" --force --quiet
+done
 
 echo "screenshots..."
 shot "$out/first-launch.png" 8 "$gui" --runs-dir "$work/runs"
@@ -51,3 +54,4 @@ shot "$out/msprobe-param-not-synced.png" 12 "$gui" "$work/msprobe.h5"
 shot "$out/flight-recorder-hang.png" 12 "$gui" "$work/hang.h5"
 shot "$out/msprobe-dump-nan.png" 12 "$gui" "$work/dump.h5"
 shot "$out/reference.png" 12 "$gui" "$work/flip60.h5" --reference "$work/clean60.h5"
+shot "$out/reference-spread.png" 14 "$gui" "$work/o2-2.h5" --reference "$work/o2-4.h5" --spread "$work/o2-1.h5"

@@ -334,7 +334,7 @@ void Comparer::record(Stat s, double ex, double rel, const Divergence& value, in
     if (param >= 0) {
         const int k = col(param);
         float& cell = m_c.mapExcess[m_c.mapExcess.size() - m_c.perParameter.size() + size_t(k)];
-        cell = std::max(cell, float(ex));
+        cell = std::isnan(cell) ? float(ex) : std::max(cell, float(ex));
         ParameterComparison& pc = m_c.perParameter[size_t(k)];
         if (ex > pc.worstExcess) {
             pc.worstExcess = ex;
@@ -405,12 +405,10 @@ void Comparer::compareGlobalBatch(const StepRecord& sa, const StepRecord& sb) {
 void Comparer::compareStep(const StepRecord& sa, const StepRecord& sb) {
     const int64_t step = sa.step;
     const ToleranceModel& tm = m_c.tolerance;
-    // After the runs applied other updates, only what no arithmetic changes is compared; the map says "not
-    // judged" (NaN) for the rest.
+    // After the runs applied other updates, only what no arithmetic changes is compared; the map's cells stay
+    // "not judged" (NaN).
     const bool onlyExact = m_c.updatesDifferFrom >= 0 && step > m_c.updatesDifferFrom;
     if (onlyExact) {
-        std::fill(m_c.mapExcess.end() - std::ptrdiff_t(m_c.perParameter.size()), m_c.mapExcess.end(),
-                  std::numeric_limits<float>::quiet_NaN());
         if (m_on[SBatch])
             for (const auto& [ra, rb] : m_rp)
                 noteBits(SBatch, sa.ranks[size_t(ra)].sampleFp, sb.ranks[size_t(rb)].sampleFp, ra, -1, step);
@@ -634,7 +632,9 @@ void Comparer::run(const std::function<void(int)>& progress) {
             const StepRecord& sa = rowsA[size_t(pairs[k].first - a0)];
             const StepRecord& sb = rowsB[size_t(pairs[k].second - b0)];
             m_c.mapSteps.push_back(sa.step);
-            m_c.mapExcess.resize(m_c.mapExcess.size() + P, 0.0f);
+            // NaN until a statistic of the parameter is judged at this step (not judged: an overflowed step
+            // of other arithmetic, a step after the runs applied other updates).
+            m_c.mapExcess.resize(m_c.mapExcess.size() + P, std::numeric_limits<float>::quiet_NaN());
             const auto meanLoss = [](const StepRecord& s) {
                 double sum = 0;
                 for (const RankStep& r : s.ranks)

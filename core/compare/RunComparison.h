@@ -99,7 +99,8 @@ struct RunComparison {
     int64_t updatesDifferFrom = -1;
 
     // For the window: per aligned step, the worst excess of each compared parameter (perParameter order);
-    // 0 within tolerance, +inf where bits differ that should not. steps[i] is the step of row i.
+    // 0 equal, <= 1 within tolerance, +inf where bits differ that should not, NaN where no statistic of the
+    // parameter was judged at that step. mapSteps[i] is the step of row i.
     std::vector<int64_t> mapSteps;
     std::vector<float> mapExcess; // mapSteps.size() x perParameter.size()
     // Per aligned step: the loss each run recorded, mean over its ranks, and A's per-rank deviation from B.

@@ -87,7 +87,7 @@ QCPColorGradient divergenceGradient() {
     g.clearColorStops();
     const auto at = [](double log10Excess) { return (log10Excess + 3.0) / 9.5; };
     g.setColorStopAt(at(-3.0), QColor(255, 255, 255));
-    g.setColorStopAt(at(0.0), QColor(225, 232, 225)); // within the tolerance: still pale
+    g.setColorStopAt(at(0.0), QColor(199, 233, 192)); // up to the tolerance: pale green, apart from NaN grey
     g.setColorStopAt(at(0.01), QColor(254, 224, 139));
     g.setColorStopAt(at(3.0), QColor(244, 109, 67));
     g.setColorStopAt(at(6.0), QColor(165, 0, 38));

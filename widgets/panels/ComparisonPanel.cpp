@@ -133,7 +133,8 @@ void ComparisonPanel::updateSummary() {
     if (!c.notCompared.empty())
         html += tr(" Not compared: %1 (the tooltip says why).").arg(c.notCompared.size());
     html += QStringLiteral("<br><small>") +
-            tr("Map: white within the tolerance, yellow to red past it (log10 of difference / tolerance), "
+            tr("Map: white to pale green within the tolerance, yellow to red past it (log10 of difference / "
+               "tolerance), "
                "near-black where bits differ that should be equal, grey where not judged.") +
             QStringLiteral("</small>");
     m_summary->setText(html);
