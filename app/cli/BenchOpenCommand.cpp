@@ -42,7 +42,7 @@ int benchOpenCommand(const Args& argv) {
         return x;
     };
     o.steps = int64_t(number("steps", 1, 10000000).value_or(double(o.steps)));
-    o.ranks = int(number("ranks", 1, 64).value_or(o.ranks));
+    o.ranks = int(number("ranks", 1, 1024).value_or(o.ranks));
     o.sketchDim = int(number("sketch", 0, 256).value_or(o.sketchDim));
     o.liveSteps = int64_t(number("live-steps", 0, 10000000).value_or(double(o.liveSteps)));
     o.liveSeconds = number("live-seconds", 1, 36000).value_or(o.liveSeconds);

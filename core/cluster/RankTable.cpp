@@ -21,7 +21,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kMaxGeneratedRanks = 245; // 192.0.2.10 .. 192.0.2.254
+// Up to 245 ranks in the documentation ranges (192.0.2.10 .. 192.0.2.254 for devices, 198.51.100.x for
+// servers); a larger run in private ones (10.1.x.y devices, 10.0.x.y servers), as large clusters use.
+constexpr int kMaxDocumentationRanks = 245;
+constexpr int kMaxGeneratedRanks = 62500; // 250 x 250 device addresses
 
 // How a JSON value looks, for messages: the JSON number 0, boolean true, an array, ...
 std::string describe(const json& value) {
@@ -444,10 +447,16 @@ RankTable generateRankTable(int worldSize, int devicesPerServer) {
         throw std::invalid_argument(fmt::format("generateRankTable: devicesPerServer {} is outside 1..{}",
                                                 devicesPerServer, kDevicesPerAscendServer));
     RankTable table;
+    const bool small = worldSize <= kMaxDocumentationRanks;
     for (int rank = 0; rank < worldSize; ++rank) {
         const int server = rank / devicesPerServer;
-        table.devices.push_back({rank, rank % devicesPerServer, fmt::format("192.0.2.{}", 10 + rank),
-                                 fmt::format("198.51.100.{}", 1 + server)});
+        if (small)
+            table.devices.push_back({rank, rank % devicesPerServer, fmt::format("192.0.2.{}", 10 + rank),
+                                     fmt::format("198.51.100.{}", 1 + server)});
+        else
+            table.devices.push_back({rank, rank % devicesPerServer,
+                                     fmt::format("10.1.{}.{}", rank / 250, 1 + rank % 250),
+                                     fmt::format("10.0.{}.{}", server / 250, 1 + server % 250)});
     }
     return table;
 }

@@ -44,8 +44,9 @@ struct RankTableCheck {
 };
 
 // worldSize ranks on ceil(worldSize / devicesPerServer) servers: server ids 198.51.100.(1+s), device ips
-// 192.0.2.(10+rank), device_id = index within the server, rank_id = global index. Throws
-// std::invalid_argument for worldSize outside 1..245 or devicesPerServer outside 1..8.
+// 192.0.2.(10+rank) up to 245 ranks; past that 10.0.(s/250).(1+s%250) and 10.1.(rank/250).(1+rank%250).
+// device_id = index within the server, rank_id = global index. Throws std::invalid_argument for worldSize
+// outside 1..62500 or devicesPerServer outside 1..8.
 RankTable generateRankTable(int worldSize, int devicesPerServer = kDevicesPerAscendServer);
 
 // A table for a run of `nodes` node processes (issue 12: one process per server): as many servers as nodes,

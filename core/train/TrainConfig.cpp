@@ -96,7 +96,7 @@ void TrainConfig::set(const std::string& key, const std::string& v) {
             throw ConfigError(fmt::format("model: '{}' is not mlp, smallcnn, resnet18 or resnet50", v));
         model = *m;
     } else if (key == "ranks") {
-        ranks = static_cast<int>(toInt(key, v, 1, 64));
+        ranks = static_cast<int>(toInt(key, v, 1, kMaxRanks));
     } else if (key == "batch") {
         batchPerRank = static_cast<int>(toInt(key, v, 1, 4096));
     } else if (key == "steps") {
@@ -279,6 +279,12 @@ void TrainConfig::validate() const {
             fmt::format("--node-rank {} is out of range for --nodes {} (0..{})", nodeRank, nodes, nodes - 1));
     if (nodes > 1 && ranks % nodes != 0)
         throw ConfigError(fmt::format("ranks: {} ranks do not split evenly over {} nodes", ranks, nodes));
+    if (ranks / nodes > kMaxCardsPerProcess)
+        throw ConfigError(fmt::format(
+            "ranks: {} ranks over {} node process{} is {} card threads in each; a process runs at most {} "
+            "(use --nodes {} or more)",
+            ranks, nodes, nodes == 1 ? "" : "es", ranks / nodes, kMaxCardsPerProcess,
+            (ranks + kMaxCardsPerProcess - 1) / kMaxCardsPerProcess));
     checkFaults(parseFaults(faults), ranks);
 }
 

@@ -24,9 +24,14 @@ LossScaleSpec
 parseLossScale(const std::string& text); // none | fixed:V | dynamic | dynamic:INIT; throws ConfigError
 std::string lossScaleName(const LossScaleSpec& spec);
 
+// A run has at most kMaxRanks ranks; one process (a node, a server) runs at most kMaxCardsPerProcess of
+// them as card threads, so that a larger run spreads over node processes (--nodes).
+inline constexpr int kMaxRanks = 1024;
+inline constexpr int kMaxCardsPerProcess = 64;
+
 struct TrainConfig {
     ModelKind model = ModelKind::ResNet50;
-    int ranks = 4;
+    int ranks = 4; // the whole run's, over every node process (kMaxRanks)
     int batchPerRank = 32;
     int64_t steps = 100; // used when epochs == 0
     int64_t epochs = 0;

@@ -316,6 +316,19 @@ private slots:
         QCOMPARE(QString::fromStdString(reader->stopReason()), QString("stopped"));
     }
 
+    // More ranks than one process may run (64): 72 over 9 node processes of 8 cards, the old whole-run cap
+    // passed. The file holds every rank, on 9 servers.
+    void moreRanksThanOneProcessRuns() {
+        const QString out = m_dir.filePath("seventy-two.h5");
+        const auto results = runNodes({"--model", "mlp", "--ranks", "72", "--steps", "2"}, 9, out);
+        for (size_t k = 0; k < results.size(); ++k)
+            QVERIFY2(results[k].code == 0, qPrintable(QString("node %1: %2").arg(k).arg(results[k].err)));
+        const auto reader = openRunFile(out.toStdString());
+        QCOMPARE(reader->meta().worldSize, 72);
+        QCOMPARE(reader->stepCount(), int64_t(2));
+        QCOMPARE(reader->readSteps(0, 1, false).front().ranks.size(), size_t(72));
+    }
+
     void nodeRankOutOfRangeAndUnevenRanks() {
         QProcess p;
         p.start(RANKSIGHT_CLI, {"train", "--model", "mlp", "--ranks", "4", "--nodes", "2", "--node-rank", "2",
@@ -328,6 +341,21 @@ private slots:
         r = finish(p);
         QCOMPARE(r.code, 2);
         QVERIFY2(r.err.contains("5 ranks do not split evenly over 2 nodes"), qPrintable(r.err));
+        // The cap is per process: 256 ranks in one process is refused, naming the nodes that would carry
+        // them; past 1,024 ranks the run is refused whatever the nodes.
+        p.start(RANKSIGHT_CLI,
+                {"train", "--model", "mlp", "--ranks", "256", "--out", m_dir.filePath("z.h5")});
+        r = finish(p);
+        QCOMPARE(r.code, 2);
+        QVERIFY2(
+            r.err.contains("256 ranks over 1 node process is 256 card threads in each; a process runs at "
+                           "most 64 (use --nodes 4 or more)"),
+            qPrintable(r.err));
+        p.start(RANKSIGHT_CLI, {"train", "--model", "mlp", "--ranks", "2048", "--nodes", "256", "--out",
+                                m_dir.filePath("w.h5")});
+        r = finish(p);
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("ranks: 2048 is out of range [1, 1024]"), qPrintable(r.err));
     }
 };
 

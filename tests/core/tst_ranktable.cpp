@@ -162,9 +162,26 @@ private slots:
             }
     }
 
+    // Past 245 ranks (the documentation ranges' addresses) a generated table uses private ranges: a
+    // 1,024-rank table of 128 servers has a distinct device ip per rank and validates as MindSpore's.
+    void generatedTableOfAThousandRanks() {
+        const rs::RankTable t = rs::generateRankTable(1024, 8);
+        QCOMPARE(t.worldSize(), 1024);
+        QCOMPARE(t.serverCount(), 128);
+        std::set<std::string> ips;
+        for (const auto& d : t.devices)
+            ips.insert(d.deviceIp);
+        QCOMPARE(int(ips.size()), 1024);
+        QCOMPARE(t.devices[1023].deviceIp, std::string("10.1.4.24"));
+        QCOMPARE(t.devices[1023].serverId, std::string("10.0.0.128"));
+        const rs::RankTableCheck check = rs::parseRankTable(t.toJson(), 1024);
+        QVERIFY2(check.ok(), describe(check).constData());
+        QCOMPARE(check.table->serverCount(), 128);
+    }
+
     void generateRejectsBadArguments() {
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rs::generateRankTable(0));
-        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rs::generateRankTable(246));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rs::generateRankTable(62501));
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rs::generateRankTable(8, 9));
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rs::generateRankTable(8, 0));
     }

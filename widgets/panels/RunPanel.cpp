@@ -213,7 +213,7 @@ void RunPanel::buildSetupRows(QFormLayout* form) {
 
     m_ranks = new QSpinBox;
     m_ranks->setObjectName(QStringLiteral("ranks"));
-    m_ranks->setRange(1, 64);
+    m_ranks->setRange(1, kMaxRanks); // past kMaxCardsPerProcess per node, buildConfig says to add nodes
     addRow(form, tr("&Cards (ranks)"), m_ranks,
            tr("How many emulated Ascend 910 cards train data-parallel (RANK_SIZE, device_num of "
               "set_auto_parallel_context). Each card is one rank with its own replica and data shard; "
