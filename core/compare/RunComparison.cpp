@@ -611,8 +611,10 @@ void Comparer::run(const std::function<void(int)>& progress) {
     size_t nextW = 0;
 
     const size_t P = m_c.perParameter.size();
-    for (size_t k0 = 0; k0 < pairs.size(); k0 += size_t(kChunk)) {
-        const size_t k1 = std::min(pairs.size(), k0 + size_t(kChunk));
+    // Both runs' rows of a chunk are in memory at once: each gets half the read budget.
+    const auto chunk = size_t(std::min(stepsPerRead(m_ma, kChunk), stepsPerRead(m_mb, kChunk)) + 1) / 2;
+    for (size_t k0 = 0; k0 < pairs.size(); k0 += chunk) {
+        const size_t k1 = std::min(pairs.size(), k0 + chunk);
         const int64_t a0 = pairs[k0].first, a1 = pairs[k1 - 1].first + 1;
         const int64_t b0 = pairs[k0].second, b1 = pairs[k1 - 1].second + 1;
         const auto rowsA = m_a.readSteps(a0, a1, true);

@@ -163,8 +163,9 @@ void diagnoseMore(const RunReader& reader, Diagnoser& d, DiagnosisCursor& at,
         at.collectives = end;
     }
     const int64_t first = at.steps, steps = reader.stepCount();
+    const int64_t stepChunk = stepsPerRead(reader.meta(), kChunk);
     while (at.steps < steps) {
-        const int64_t end = std::min(steps, at.steps + kChunk);
+        const int64_t end = std::min(steps, at.steps + stepChunk);
         d.addSteps(reader.readSteps(at.steps, end, true));
         at.steps = end;
         if (progress)

@@ -123,10 +123,10 @@ std::vector<std::string> exportCsv(const RunReader& reader, const std::string& d
     for (size_t k = 0; k < gradRecorded.size(); ++k)
         gradRecorded[k] = meta.recorded(rsc::kStepColumns[kGradientsCsvColumns[k]].path);
     const int64_t n = reader.stepCount();
-    constexpr int64_t kBlock = 1024;
+    const int64_t block = stepsPerRead(meta, 1024);
     std::string row;
-    for (int64_t b = 0; b < n; b += kBlock) {
-        for (const auto& s : reader.readSteps(b, std::min(n, b + kBlock), true)) {
+    for (int64_t b = 0; b < n; b += block) {
+        for (const auto& s : reader.readSteps(b, std::min(n, b + block), true)) {
             for (size_t r = 0; r < s.ranks.size(); ++r) {
                 const RankStep& rs = s.ranks[r];
                 StepsCsvRow csv{s.step, int(r), {}};

@@ -41,9 +41,9 @@ RunInspection inspectRun(const RunReader& reader) {
     in.stopReason = reader.stopReason();
 
     // Read in blocks so a 100k-step run never sits in memory whole.
-    constexpr int64_t kBlock = 2048;
-    for (int64_t b = 0; b < in.stepsRecorded; b += kBlock) {
-        const auto steps = reader.readSteps(b, std::min(in.stepsRecorded, b + kBlock), true);
+    const int64_t block = stepsPerRead(reader.meta(), 2048);
+    for (int64_t b = 0; b < in.stepsRecorded; b += block) {
+        const auto steps = reader.readSteps(b, std::min(in.stepsRecorded, b + block), true);
         for (const auto& s : steps) {
             if (s.step == 0 || (&s == &steps.front() && b == 0))
                 in.lossFirst = meanLoss(s);

@@ -97,4 +97,10 @@ protected:
     RunReader() = default;
 };
 
+// How many steps of per-parameter records (readSteps(..., true)) to read at once: at most `most`, and few
+// enough that a read holds about kStepReadBytes whatever the run's size (a 1,024-rank ResNet-50 step is
+// some 20 MB in memory). At least 1.
+inline constexpr int64_t kStepReadBytes = int64_t(32) << 20;
+int64_t stepsPerRead(const RunMeta& meta, int64_t most);
+
 } // namespace rs

@@ -16,7 +16,7 @@ namespace rs {
 
 namespace {
 
-constexpr int64_t kStepChunk = 256;    // step rows per read: ~256 x (R x P x ~60 B) stays in the megabytes
+constexpr int64_t kStepChunk = 256;    // step rows per read at most (stepsPerRead: fewer on a large run)
 constexpr int64_t kWeightChunk = 256;  // weight rows per read
 constexpr int64_t kEventChunk = 4096;  // event rows per read (~300 B each)
 constexpr int64_t kKeyChunk = 1 << 16; // step numbers per read when indexing the step table
@@ -53,7 +53,7 @@ std::vector<int64_t> allStepNumbers(const RunReader& reader) {
 }
 
 void copySteps(const RunReader& in, RunWriter& out, int64_t first, int64_t last) {
-    for (const auto& [b, e] : rowSpans(allStepNumbers(in), first, last, kStepChunk))
+    for (const auto& [b, e] : rowSpans(allStepNumbers(in), first, last, stepsPerRead(in.meta(), kStepChunk)))
         for (const StepRecord& s : in.readSteps(b, e, true))
             out.appendStep(s);
 }

@@ -3,6 +3,7 @@
 // exit codes and JSON.
 #include "CliTrain.h"
 #include "DiagnoseSim.h"
+#include "compare/RunComparison.h"
 #include "diagnose/Advice.h"
 #include "reader/OpenRunFile.h"
 #include "store/RunWriter.h"
@@ -13,6 +14,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QScopeGuard>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -23,6 +25,7 @@ class TestDiagnoseRuns : public QObject {
     Q_OBJECT
 
 private slots:
+    void wholeRunReadsFitTheReadersMemory();
     void followingAGrowingFileEqualsReadingItWhole();
     void cleanRealRuns();
     void cliExitCodes();
@@ -231,6 +234,43 @@ void TestDiagnoseRuns::anUnsyncedSkipIsNotAlsoCorruption() {
 
 QString TestDiagnoseRuns::trainRun(const QStringList& args, const QString& name) {
     return trainWithCli(m_dir.filePath(name), args);
+}
+
+// A run whose per-parameter rows of 250 steps need more memory than the reader process may use (as a
+// 1,024-rank ResNet-50 run's 256-step chunks needed 5 GB): diagnosis and comparison read it in chunks sized
+// to the run (stepsPerRead), so they finish where one read of every step is refused.
+void TestDiagnoseRuns::wholeRunReadsFitTheReadersMemory() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    QSKIP("sanitizer builds do not limit the reader's address space");
+#endif
+    QTemporaryDir dir;
+    const QString path = dir.filePath("wide.h5");
+    const RunMeta meta = runfile_fixtures::makeMeta(32, 300, 16, 4);
+    {
+        auto w = RunWriter::create(path.toStdString(), meta, true);
+        for (int s = 0; s < 250; ++s)
+            w->appendStep(runfile_fixtures::makeStep(meta, s));
+        w->close("completed");
+    }
+    qputenv("RANKSIGHT_READER_MEMORY_MB", "400");
+    const auto unset = qScopeGuard([] { qunsetenv("RANKSIGHT_READER_MEMORY_MB"); });
+    const auto r = openRunFile(path.toStdString());
+    QVERIFY(stepsPerRead(meta, 256) < 250);
+    bool refused = false;
+    try {
+        r->readSteps(0, 250, true);
+    } catch (const std::exception& e) {
+        refused = std::string(e.what()).find("out of memory") != std::string::npos;
+    }
+    QVERIFY(refused); // the file is too wide to read whole under this limit
+    try {
+        const auto findings = diagnoseRun(*r);
+        const RunComparison c = compareRuns(*r, *openRunFile(path.toStdString()));
+        QCOMPARE(c.alignedSteps, int64_t(250));
+        QVERIFY(!c.first);
+    } catch (const std::exception& e) {
+        QFAIL(e.what());
+    }
 }
 
 QTEST_GUILESS_MAIN(TestDiagnoseRuns)
