@@ -2,6 +2,7 @@
 // field), which is cheaper than a stateful generator here and keeps records reproducible in any order.
 #include "SyntheticRun.h"
 
+#include "cluster/RankTable.h"
 #include "store/RunSchema.h"
 
 #include <algorithm>
@@ -48,16 +49,6 @@ void addBatchNorm(RunMeta& m, const std::string& name, int64_t channels) {
     m.bufferNames.push_back(name + ".running_var");
 }
 
-std::string rankTable(int ranks) {
-    std::string devices;
-    for (int r = 0; r < ranks; ++r)
-        devices += fmt::format(R"({}{{"device_id":"{}","device_ip":"192.168.100.{}","rank_id":"{}"}})",
-                               r ? "," : "", r % 8, 101 + r % 8, r);
-    return fmt::format(R"({{"version":"1.0","server_count":"1","server_list":[{{"server_id":"10.0.0.1",)"
-                       R"("device":[{}],"host_nic_ip":"reserve"}}],"status":"completed"}})",
-                       devices);
-}
-
 } // namespace
 
 RunMeta resnet50Meta(int ranks, int64_t plannedSteps, int sketchDim, int batchPerRank) {
@@ -76,7 +67,9 @@ RunMeta resnet50Meta(int ranks, int64_t plannedSteps, int sketchDim, int batchPe
                                R"("loss_scale":"dynamic","data":"synthetic","seed":1,"sketch_dim":{},)"
                                R"("weight_every":10,"generated_by":"ranksight-cli bench-open"}})",
                                ranks, batchPerRank, plannedSteps, sketchDim);
-    m.rankTableJson = rankTable(ranks);
+    // Ascend servers of 8 cards, as the trainer lays a run out: a 1,024-rank run is 128 servers.
+    const RankTable table = generateRankTable(ranks, kDevicesPerAscendServer);
+    m.rankTableJson = table.toJson();
     m.environment =
         R"j({"ranksight":"0.1.0","generator":"bench/SyntheticRun: synthetic values, no training"})j";
 
@@ -106,9 +99,8 @@ RunMeta resnet50Meta(int ranks, int64_t plannedSteps, int sketchDim, int batchPe
     addParam(m, "fc.bias", {10});
 
     const int64_t weights = runschema::totalElements(m.params);
-    for (int r = 0; r < ranks; ++r)
-        m.cards.push_back(CardInfo{r, r % 8, fmt::format("192.168.100.{}", 101 + r % 8), "10.0.0.1",
-                                   int64_t(32) << 30,
+    for (const RankTableDevice& d : table.devices)
+        m.cards.push_back(CardInfo{d.rankId, d.deviceId, d.deviceIp, d.serverId, int64_t(32) << 30,
                                    weights * 16 + int64_t(batchPerRank) * (180 << 20) / 32});
     return m;
 }

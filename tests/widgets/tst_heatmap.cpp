@@ -9,6 +9,7 @@
 #include "core/RunFileFixtures.h"
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
+#include "store/RunWriter.h"
 
 #include <QComboBox>
 #include <QSignalSpy>
@@ -390,6 +391,71 @@ private slots:
             if (auto* t = qobject_cast<QCPItemText*>(heat.plot()->item(i)))
                 note = note || (t->visible() && t->text().contains("open a run file"));
         QVERIFY(note);
+    }
+
+    // 1,024 ranks on 128 servers of 8, rank 517's synced gradient and local norm off on one parameter: no
+    // map lays out a cell per rank; the rank x rank map's cells are pairs of server groups with the worst
+    // value of their block, the worst pair of ranks is named on the map, and zooming to 40 ranks gives single
+    // ranks again. The layers x ranks map's columns are server groups with their most outlying ratio.
+    void aThousandRanksPoolByServer() {
+        constexpr int kRanks = 1024, kOut = 517;
+        QTemporaryDir dir;
+        const QString path = dir.filePath("thousand.h5");
+        const RunMeta meta = runfile_fixtures::makeMeta(kRanks, 2, 0, 1);
+        {
+            auto w = RunWriter::create(path.toStdString(), meta, true);
+            StepRecord s;
+            s.step = 0;
+            for (int r = 0; r < kRanks; ++r) {
+                RankStep x;
+                x.sampleIds = {r};
+                x.localNorm = {r == kOut ? 4.0f : 1.0f, 1.0f};
+                x.syncedNorm = {1.0f, 1.0f};
+                x.syncedFp = {r == kOut ? 0xbadull : 0x600dull, 0x600dull};
+                s.ranks.push_back(x);
+            }
+            w->appendStep(s);
+            w->close("completed");
+        }
+        RunModel model;
+        StepCursor cursor;
+        RankHeatmap ranks(&model, &cursor);
+        ParamRankHeatmap params(&model, &cursor);
+        for (ChartBase* c : std::initializer_list<ChartBase*>{&ranks, &params}) {
+            c->resize(600, 500);
+            c->show();
+        }
+        model.open(path);
+        QTRY_COMPARE_WITH_TIMEOUT(model.stepCount(), int64_t(1), kTimeoutMs);
+        cursor.setStep(0);
+        QTRY_VERIFY_WITH_TIMEOUT(ranks.shownStep() == 0 && params.shownStep() == 0, kTimeoutMs);
+
+        QVERIFY(ranks.pooled());
+        const view::RankGroups& g = ranks.groups();
+        QCOMPARE(g.size(), 64);
+        QCOMPARE(g.serversPerGroup, 2); // 128 servers, two to a cell
+        QCOMPARE(ranks.shownCells().rows, 64);
+        QCOMPARE(ranks.colorMap()->data()->keySize(), 64); // not 1,024 columns
+        const int go = g.groupOf(kOut);
+        QCOMPARE(go, kOut / 16);
+        QCOMPARE(ranks.shownCells().at(go, 0), 1.0); // one parameter differs: the block's worst
+        QCOMPARE(ranks.shownCells().at(0, 1), 0.0);  // two healthy groups
+        QVERIFY2(ranks.worstPairText().contains(QString("rank %1").arg(kOut)),
+                 qPrintable(ranks.worstPairText()));
+        QVERIFY2(ranks.caption().contains("2 servers"), qPrintable(ranks.caption()));
+
+        // The wheel's zoom to 40 ranks around it: single ranks.
+        ranks.plot()->xAxis->setRange(500, 540);
+        ranks.plot()->yAxis->setRange(500, 540);
+        QTRY_VERIFY_WITH_TIMEOUT(!ranks.pooled(), kTimeoutMs);
+        QCOMPARE(ranks.colorMap()->data()->keySize(), kRanks);
+        QVERIFY2(!ranks.caption().contains("servers"), qPrintable(ranks.caption()));
+
+        QVERIFY(params.pooled());
+        QCOMPARE(params.colorMap()->data()->keySize(), 64);
+        QCOMPARE(params.shownCells().at(0, go), 4.0); // rank 517's ratio stands for its column
+        QCOMPARE(params.shownCells().at(0, 0), 1.0);
+        QVERIFY2(params.caption().contains("2 servers"), qPrintable(params.caption()));
     }
 };
 

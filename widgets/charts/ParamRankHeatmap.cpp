@@ -72,6 +72,8 @@ QString ParamRankHeatmap::greyLegendText() const {
 
 void ParamRankHeatmap::clear() {
     m_ratio = {};
+    m_groups = {};
+    m_pooled = {};
     fillColorMap(m_map, 0, 0, QCPRange(), QCPRange(), {});
     drawCellGrid(0, 0, false);
     updateParamTicks(0);
@@ -88,20 +90,50 @@ void ParamRankHeatmap::draw(const StepDetail& detail) {
     for (double v : m_ratio.v)
         if (hasColor(v))
             extent = std::max(extent, std::min(kMaxLog2, std::ceil(std::abs(std::log2(v)))));
-    fillColorMap(m_map, R, P, QCPRange(0, R - 1), QCPRange(0, P - 1), [this](int rank, int param) {
-        const double v = m_ratio.at(param, rank);
-        return hasColor(v) ? std::log2(v) : std::nan("");
-    });
+    // Past kMaxCellRanks ranks a column is a group of ranks (servers) showing its most outlying ratio, so
+    // that one rank off by 2x still colours its server's column.
+    m_groups = R > kMaxCellRanks ? view::rankGroups(model()->meta(), kMaxCellRanks) : view::RankGroups{};
+    if (pooled()) {
+        const int G = m_groups.size();
+        m_pooled.rows = P;
+        m_pooled.cols = G;
+        m_pooled.v.assign(size_t(P) * size_t(G), std::nan(""));
+        for (int p = 0; p < P; ++p)
+            for (int r = 0; r < R; ++r) {
+                const double v = m_ratio.at(p, r);
+                double& cell = m_pooled.at(p, m_groups.groupOf(r));
+                if (hasColor(v) && (!hasColor(cell) || std::abs(std::log2(v)) > std::abs(std::log2(cell))))
+                    cell = v;
+            }
+        const auto center = [&](int g) { return 0.5 * (m_groups.start[size_t(g)] + m_groups.end(g) - 1); };
+        fillColorMap(m_map, G, P, QCPRange(center(0), center(G - 1)), QCPRange(0, P - 1),
+                     [this](int g, int p) {
+                         const double v = m_pooled.at(p, g);
+                         return hasColor(v) ? std::log2(v) : std::nan("");
+                     });
+    } else {
+        m_pooled = {};
+        fillColorMap(m_map, R, P, QCPRange(0, R - 1), QCPRange(0, P - 1), [this](int rank, int param) {
+            const double v = m_ratio.at(param, rank);
+            return hasColor(v) ? std::log2(v) : std::nan("");
+        });
+    }
     m_map->setDataRange(QCPRange(-extent, extent));
     plot()->xAxis->setRange(-0.5, R - 0.5);
     plot()->yAxis->setRange(-0.5, P - 0.5);
     updateParamTicks(P);
     fitIntegerTicks(plot()->xAxis, R);
-    drawCellGrid(R, P, P <= 40);
+    drawCellGrid(pooled() ? 0 : R, P, P <= 40);
     m_grey->setShown(true);
     m_grey->fit();
     fitLegendColumns();
-    setCaption(tr("step %1 · %2 parameters x %3 ranks").arg(detail.step).arg(P).arg(R));
+    QString caption = tr("step %1 · %2 parameters x %3 ranks").arg(detail.step).arg(P).arg(R);
+    if (pooled())
+        caption += m_groups.serversPerGroup == 1 ? tr(" · a column: a server, its most outlying rank")
+                   : m_groups.serversPerGroup > 1
+                       ? tr(" · a column: %1 servers, their most outlying rank").arg(m_groups.serversPerGroup)
+                       : tr(" · a column: %1 ranks, their most outlying").arg(m_groups.end(0));
+    setCaption(caption);
 }
 
 // Every parameter name would overlap on a deep model: label every k-th so the labels fit the height.
@@ -139,6 +171,12 @@ QString ParamRankHeatmap::toolTipAt(const QPointF& pos) const {
     const auto& names = model()->meta().params;
     const QString name =
         p < int(names.size()) ? QString::fromStdString(names[size_t(p)].name) : QString::number(p);
+    if (pooled()) {
+        const int g = m_groups.groupOf(r);
+        return tr("%1\n%2\nmost outlying norm / median: %3")
+            .arg(name, QString::fromStdString(m_groups.label(g)))
+            .arg(m_pooled.at(p, g), 0, 'g', 4);
+    }
     const double ratio = m_ratio.at(p, r);
     double norm = std::nan("");
     if (detail() && size_t(r) < detail()->record.ranks.size() &&

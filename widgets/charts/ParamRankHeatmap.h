@@ -6,6 +6,7 @@
 #pragma once
 
 #include "charts/DetailChart.h"
+#include "view/RankGroups.h"
 #include "view/RankMatrix.h"
 
 #include <memory>
@@ -31,6 +32,10 @@ public:
     QString toolTipAt(const QPointF& pos) const override;
     int labelledParamCount() const; // y tick labels shown (names are thinned to what fits)
     QString greyLegendText() const; // what grey cells mean, in full, as the legend says; "" while hidden
+    static constexpr int kMaxCellRanks = 64; // past this many ranks a column is a group of ranks
+    bool pooled() const { return m_groups.size() > 0; }
+    const view::RankGroups& groups() const { return m_groups; }
+    const view::Matrix& shownCells() const { return m_pooled; } // P x groups while pooled()
 
 signals:
     void paramClicked(int param);
@@ -46,6 +51,8 @@ private:
     QCPColorMap* m_map = nullptr;
     QCPColorScale* m_scale = nullptr;
     view::Matrix m_ratio;
+    view::RankGroups m_groups; // empty while every rank has its column
+    view::Matrix m_pooled;
     std::unique_ptr<GreyCellLegend> m_grey;
 };
 

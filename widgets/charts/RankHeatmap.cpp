@@ -9,8 +9,10 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QTimer>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <qcustomplot.h>
 
 namespace rs {
@@ -106,6 +108,25 @@ RankHeatmap::RankHeatmap(RunModel* model, StepCursor* cursor, QWidget* parent)
     p->yAxis->setRangeReversed(true); // rank 0 top left, as matrices are read
     p->xAxis->setTicker(integerTicker());
     p->yAxis->setTicker(integerTicker());
+    // Zooming a large run's map switches between groups and single ranks (queued: one redraw per wheel turn).
+    connect(p->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this] {
+        if (m_matrix.rows <= kMaxCellRanks || m_redrawQueued)
+            return;
+        m_redrawQueued = true;
+        QTimer::singleShot(0, this, [this] {
+            m_redrawQueued = false;
+            if (m_matrix.rows <= kMaxCellRanks)
+                return;
+            const bool wasPooled = pooled();
+            if (wasPooled != (ranksInView() > kMaxCellRanks)) {
+                drawCells();
+                setCaption(m_captionBase + poolNote()); // the caption says what a cell is
+            }
+            fitIntegerTicks(plot()->xAxis, std::min(m_matrix.rows, ranksInView()));
+            fitIntegerTicks(plot()->yAxis, std::min(m_matrix.rows, ranksInView()));
+            plot()->replot(QCustomPlot::rpQueuedReplot);
+        });
+    });
     placeLegendBelow();
     m_grey = std::make_unique<GreyCellLegend>(p);
     m_grey->setShown(false); // until there are cells
@@ -168,6 +189,10 @@ void RankHeatmap::applyMetricStyle() {
 
 void RankHeatmap::clear() {
     m_matrix = {};
+    m_groups = {};
+    m_pooled = {};
+    if (m_worstMark)
+        m_worstMark->setVisible(false);
     fillColorMap(m_map, 0, 0, QCPRange(), QCPRange(), {});
     drawCellGrid(0, 0, false);
     drawCellTexts();
@@ -175,13 +200,100 @@ void RankHeatmap::clear() {
     fitLegendColumns();
 }
 
+int RankHeatmap::ranksInView() const {
+    return int(std::ceil(std::max(plot()->xAxis->range().size(), plot()->yAxis->range().size())));
+}
+
+void RankHeatmap::drawCells() {
+    const int R = m_matrix.rows;
+    m_groups = {};
+    m_pooled = {};
+    m_worstRow = m_worstCol = -1;
+    if (R > kMaxCellRanks) {
+        // The worst pair of ranks (off the diagonal), marked whatever the cells are.
+        const bool low = m_metric == RankMetric::SketchCosine;
+        double worst = std::numeric_limits<double>::quiet_NaN();
+        for (int i = 0; i < R; ++i)
+            for (int j = 0; j < R; ++j) {
+                const double v = m_matrix.at(i, j);
+                if (i != j && std::isfinite(v) && (std::isnan(worst) || (low ? v < worst : v > worst))) {
+                    worst = v;
+                    m_worstRow = i;
+                    m_worstCol = j;
+                }
+            }
+        // A healthy run's worst is its best: nothing stands out.
+        if (m_worstRow >= 0 && worst == (low ? 1.0 : 0.0))
+            m_worstRow = m_worstCol = -1;
+    }
+    if (R > kMaxCellRanks && ranksInView() > kMaxCellRanks) {
+        m_groups = view::rankGroups(model()->meta(), kMaxCellRanks);
+        m_pooled = view::poolMatrix(m_matrix, m_groups, m_metric == RankMetric::SketchCosine);
+        const int G = m_groups.size();
+        const auto center = [&](int g) { return 0.5 * (m_groups.start[size_t(g)] + m_groups.end(g) - 1); };
+        fillColorMap(m_map, G, G, QCPRange(center(0), center(G - 1)), QCPRange(center(0), center(G - 1)),
+                     [this](int col, int row) { return m_pooled.at(row, col); });
+        drawCellGrid(0, 0, false);
+    } else {
+        fillColorMap(m_map, R, R, QCPRange(0, R - 1), QCPRange(0, R - 1),
+                     [this](int col, int row) { return m_matrix.at(row, col); });
+        drawCellGrid(R <= kMaxCellRanks ? R : 0, R <= kMaxCellRanks ? R : 0, R <= kMaxCellRanks);
+    }
+    if (!m_worstMark) {
+        m_worstMark = new QCPItemText(plot());
+        m_worstMark->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+        m_worstMark->setPadding(QMargins(3, 1, 3, 1));
+        m_worstMark->setBrush(QBrush(QColor(255, 255, 255, 220)));
+        m_worstMark->setPen(QPen(Qt::black));
+        m_worstMark->setSelectable(false);
+    }
+    m_worstMark->setVisible(m_worstRow >= 0);
+    if (m_worstRow >= 0) {
+        m_worstMark->position->setCoords(m_worstCol, m_worstRow);
+        m_worstMark->setText(QStringLiteral("◀ ") + worstPairText());
+    }
+}
+
+QString RankHeatmap::poolNote() const {
+    if (!pooled())
+        return {};
+    const int k = m_groups.serversPerGroup;
+    if (k == 1)
+        return tr(" · a cell: a server x a server, its worst pair (the wheel zooms)");
+    return k > 1 ? tr(" · a cell: %1 servers x %1 servers, its worst pair (the wheel zooms)").arg(k)
+                 : tr(" · a cell: %1 x %1 ranks, its worst pair (the wheel zooms)").arg(m_groups.end(0));
+}
+
+QString RankHeatmap::worstPairText() const {
+    if (m_worstRow < 0)
+        return {};
+    return tr("rank %1 vs rank %2: %3")
+        .arg(m_worstRow)
+        .arg(m_worstCol)
+        .arg(cellText(m_matrix.at(m_worstRow, m_worstCol)));
+}
+
 void RankHeatmap::draw(const StepDetail& detail) {
     syncParamBox();
     const RunMeta& meta = model()->meta();
     m_matrix = view::rankMatrix(m_metric, meta, detail.record, detail.weights.get(), m_param);
     const int R = m_matrix.rows;
-    fillColorMap(m_map, R, R, QCPRange(0, R - 1), QCPRange(0, R - 1),
-                 [this](int col, int row) { return m_matrix.at(row, col); });
+    // A large run: the wheel zooms to single ranks (below kMaxCellRanks in view) and drags around.
+    if (R > kMaxCellRanks) {
+        plot()->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+        plot()->axisRect()->setRangeZoomAxes(plot()->xAxis, plot()->yAxis);
+        plot()->axisRect()->setRangeDragAxes(plot()->xAxis, plot()->yAxis);
+    } else {
+        plot()->setInteractions({});
+    }
+    const QCPRange full(-0.5, R - 0.5);
+    const bool zoomed = R > kMaxCellRanks && m_shownRanks == R && plot()->xAxis->range().size() < R - 0.5;
+    if (!zoomed) {
+        plot()->xAxis->setRange(full);
+        plot()->yAxis->setRange(full);
+    }
+    m_shownRanks = R;
+    drawCells();
     const double hi = view::finiteRange(m_matrix).second;
     const double top = std::isfinite(hi) ? hi : 0;
     switch (m_metric) {
@@ -198,11 +310,8 @@ void RankHeatmap::draw(const StepDetail& detail) {
     default:
         m_map->setDataRange(QCPRange(0, std::max(top, 1.0)));
     }
-    plot()->xAxis->setRange(-0.5, R - 0.5);
-    plot()->yAxis->setRange(-0.5, R - 0.5);
-    fitIntegerTicks(plot()->xAxis, R);
-    fitIntegerTicks(plot()->yAxis, R);
-    drawCellGrid(R, R, true);
+    fitIntegerTicks(plot()->xAxis, std::min(R, ranksInView()));
+    fitIntegerTicks(plot()->yAxis, std::min(R, ranksInView()));
     drawCellTexts();
     m_grey->setShown(true);
     m_grey->fit();
@@ -212,10 +321,12 @@ void RankHeatmap::draw(const StepDetail& detail) {
     if (m_param >= 0 && m_param < int(meta.params.size()))
         what += QStringLiteral(" · ") + QString::fromStdString(meta.params[size_t(m_param)].name);
     QString caption = tr("%1 · step %2").arg(what).arg(detail.step);
+
     if (m_metric == RankMetric::WeightMismatch)
         caption += detail.weights ? tr(" (weights of step %1)").arg(detail.weights->step)
                                   : tr(" (no weight fingerprints yet)");
-    setCaption(caption);
+    m_captionBase = caption;
+    setCaption(caption + poolNote());
 }
 
 QString RankHeatmap::cellText(double v) const {
@@ -263,6 +374,12 @@ QString RankHeatmap::toolTipAt(const QPointF& pos) const {
     int i = 0, j = 0;
     if (!cellAt(pos, &i, &j))
         return m_grey->toolTipAt(pos);
+    if (pooled()) {
+        const int gi = m_groups.groupOf(i), gj = m_groups.groupOf(j);
+        return tr("%1 vs %2\n%3, worst pair: %4\n(the wheel zooms to single ranks)")
+            .arg(QString::fromStdString(m_groups.label(gi)), QString::fromStdString(m_groups.label(gj)),
+                 metricLabel(m_metric), cellText(m_pooled.at(gi, gj)));
+    }
     const double v = m_matrix.at(i, j);
     return tr("rank %1 vs rank %2\n%3: %4")
         .arg(i)

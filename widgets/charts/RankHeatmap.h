@@ -4,9 +4,13 @@
 // run has identical synced gradients and weights on every rank, so any colored off-diagonal cell in those
 // modes is a bug; the text in each cell (up to 8 ranks) gives the number. Grey cells are pairs the metric
 // cannot compare at this step; the legend below the map says why, in the metric's terms.
+// Past kMaxCellRanks ranks a cell is a pair of servers (several servers, past 64 of them), holding the worst
+// value of its block, and the worst pair of ranks is marked on the map; the wheel zooms, and at 64 ranks or
+// fewer in view the cells are single ranks again.
 #pragma once
 
 #include "charts/DetailChart.h"
+#include "view/RankGroups.h"
 #include "view/RankMatrix.h"
 
 #include <memory>
@@ -35,7 +39,12 @@ public:
     int cellTextCount() const { return int(m_texts.size()); }
     QString greyLegendText() const; // what grey cells mean, in full, as the legend says; "" while hidden
     QString toolTipAt(const QPointF& pos) const override;
-    static constexpr int kMaxTextRanks = 8; // cell values are written into the cells up to this many ranks
+    static constexpr int kMaxTextRanks = 8;  // cell values are written into the cells up to this many ranks
+    static constexpr int kMaxCellRanks = 64; // past this many ranks in view, a cell is a group of ranks
+    bool pooled() const { return m_groups.size() > 0; } // the cells shown are groups of ranks
+    const view::RankGroups& groups() const { return m_groups; }
+    const view::Matrix& shownCells() const { return m_pooled; } // groups x groups while pooled()
+    QString worstPairText() const; // "worst: rank 517 vs rank 3 (1)" while pooled; "" otherwise
 
 public slots:
     void setMetric(rs::view::RankMetric metric);
@@ -51,6 +60,9 @@ private:
     void drawCellTexts();
     QString cellText(double v) const;
     bool cellAt(const QPointF& pos, int* row, int* col) const;
+    void drawCells(); // the cells for the ranks in view: single ranks, or groups of them
+    int ranksInView() const;
+    QString poolNote() const; // what a cell is while pooled(), for the caption
 
     QComboBox* m_metricBox;
     QComboBox* m_paramBox;
@@ -61,6 +73,13 @@ private:
     view::RankMetric m_metric = view::RankMetric::SyncedMismatch;
     int m_param = -1;
     view::Matrix m_matrix;
+    view::RankGroups m_groups; // empty while single ranks are shown
+    view::Matrix m_pooled;
+    int m_worstRow = -1, m_worstCol = -1;
+    QCPItemText* m_worstMark = nullptr;
+    bool m_redrawQueued = false;
+    int m_shownRanks = 0;  // the ranks of the map drawn last (a zoom is kept while they stay)
+    QString m_captionBase; // the caption without poolNote()
 };
 
 } // namespace rs
