@@ -6,6 +6,7 @@
 #include "model/StepCursor.h"
 #include "store/RunRecords.h"
 #include "store/RunSource.h"
+#include "view/RankGroups.h"
 
 #include <QBrush>
 #include <QColor>
@@ -82,8 +83,12 @@ void CardsModel::refreshNow() {
     if (m_rows.empty())
         readNodes(); // a new run (or none)
     int64_t step = -1;
-    std::vector<Row> rows = buildRows(&step);
+    m_alarms = m_warnings = 0;
+    std::vector<Row> rows = buildRows(&step, &m_alarms, &m_warnings);
     m_shownStep = step;
+    m_grouped = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.lastRank > r.rank; });
+    m_cardCount = m_model->hasRun() ? m_model->worldSize() : 0;
+
     if (rows.size() != m_rows.size()) {
         beginResetModel();
         m_rows = std::move(rows);
@@ -110,15 +115,93 @@ bool CardsModel::hasServers() const {
                        [](const CardInfo& c) { return !c.serverId.empty(); });
 }
 
-std::vector<CardsModel::Row> CardsModel::buildRows(int64_t* shownStep) const {
+std::vector<CardsModel::Row> CardsModel::buildRows(int64_t* shownStep, int* alarms, int* warnings) const {
     std::vector<Row> rows;
     if (!m_model->hasRun())
         return rows;
     const int64_t row = m_model->rowOf(m_cursor->step());
     *shownStep = row < 0 ? -1 : m_model->stepAt(row);
-    for (int rank = 0; rank < m_model->worldSize(); ++rank)
+    for (int rank = 0; rank < m_model->worldSize(); ++rank) {
         rows.push_back(buildRow(rank, row));
-    return rows;
+        *alarms += rows.back().activity == CardActivity::Dead;
+        *warnings += rows.back().activity == CardActivity::TimedOut;
+    }
+    return rows.size() > size_t(kMaxCardRows) ? groupRows(std::move(rows)) : rows;
+}
+
+namespace {
+
+// Which state of a group's cards its row shows: the worst.
+int severity(CardActivity a) {
+    switch (a) {
+    case CardActivity::Dead:
+        return 6;
+    case CardActivity::TimedOut:
+        return 5;
+    case CardActivity::Stopped:
+        return 4;
+    case CardActivity::WaitingForData:
+        return 3;
+    case CardActivity::Running:
+        return 2;
+    case CardActivity::Finished:
+        return 1;
+    case CardActivity::Imported:
+        return 0;
+    }
+    return 0;
+}
+
+} // namespace
+
+std::vector<CardsModel::Row> CardsModel::groupRows(std::vector<Row> rows) const {
+    constexpr size_t kMostDrawnOut = 32; // past this, the caption's counts speak for the rest
+    const view::RankGroups groups = view::rankGroups(m_model->meta(), kMaxCardRows);
+    std::vector<float> times;
+    for (const Row& r : rows)
+        if (std::isfinite(r.stepMs))
+            times.push_back(r.stepMs);
+    float median = std::nanf("");
+    if (!times.empty()) {
+        std::nth_element(times.begin(), times.begin() + std::ptrdiff_t(times.size() / 2), times.end());
+        median = times[times.size() / 2];
+    }
+    std::vector<Row> out;
+    size_t drawnOut = 0;
+    for (int g = 0; g < groups.size(); ++g) {
+        const int first = groups.start[size_t(g)], last = groups.end(g) - 1;
+        Row agg = rows[size_t(first)];
+        agg.lastRank = last;
+        agg.deviceId = -1;
+        agg.deviceIp.clear();
+        const QString lastServer = rows[size_t(last)].serverId;
+        if (lastServer != agg.serverId)
+            agg.serverId += QStringLiteral(" … ") + lastServer;
+        std::vector<size_t> standOut;
+        for (int k = first; k <= last; ++k) {
+            Row& r = rows[size_t(k)];
+            agg.hbmUsedBytes = std::max(agg.hbmUsedBytes, r.hbmUsedBytes);
+            agg.stepMs = std::fmax(agg.stepMs, r.stepMs);
+            agg.computeMs = std::fmax(agg.computeMs, r.computeMs);
+            agg.commMs = std::fmax(agg.commMs, r.commMs);
+            if (severity(r.activity) > severity(agg.activity)) {
+                agg.activity = r.activity;
+                agg.badSince = r.badSince;
+            }
+            if (isBad(r.activity))
+                r.standsOut = activityName(r.activity);
+            else if (std::isfinite(median) && median > 0 && r.stepMs >= 1.5f * median)
+                r.standsOut = QObject::tr("a step %1x the median of all cards")
+                                  .arg(double(r.stepMs / median), 0, 'f', 1);
+            if (!r.standsOut.isEmpty())
+                standOut.push_back(size_t(k));
+        }
+        out.push_back(agg);
+        for (size_t k : standOut)
+            if (drawnOut++ < kMostDrawnOut)
+                out.push_back(rows[k]);
+    }
+    return out;
 }
 
 CardsModel::Row CardsModel::buildRow(int rank, int64_t row) const {
@@ -274,14 +357,20 @@ QVariant CardsModel::displayText(const Row& r, int column) const {
     const bool hasStep = r.activity != CardActivity::WaitingForData;
     switch (column) {
     case Npu:
+        if (r.lastRank > r.rank)
+            return QObject::tr("%1 cards").arg(r.lastRank - r.rank + 1);
         return r.deviceId < 0 ? QVariant(notRecorded()) : QVariant(r.deviceId);
     case Rank:
-        return r.rank;
+        if (r.lastRank > r.rank)
+            return QStringLiteral("%1–%2").arg(r.rank).arg(r.lastRank);
+        return r.standsOut.isEmpty() ? QVariant(r.rank) : QVariant(QStringLiteral("↳ %1").arg(r.rank));
     case Node:
         return r.node < 0 ? notRecorded() : QString::number(r.node);
     case Server:
         return r.serverId.isEmpty() ? notRecorded() : r.serverId;
     case DeviceIp:
+        if (r.lastRank > r.rank)
+            return QStringLiteral("-");
         return r.deviceIp.isEmpty() ? notRecorded() : r.deviceIp;
     case Health:
         return healthName(r.activity);
@@ -333,6 +422,14 @@ QVariant CardsModel::rawValue(const Row& r, int column) const {
 }
 
 QString CardsModel::cellToolTip(const Row& r, int column) const {
+    if (r.lastRank > r.rank)
+        return tr("Ranks %1–%2 on %3: each column the worst of their cards (the latest state, the largest "
+                  "memory and times). The cards that stand out (dead, timed out, a step 1.5 times the median "
+                  "or "
+                  "longer) follow in rows of their own.")
+            .arg(r.rank)
+            .arg(r.lastRank)
+            .arg(r.serverId.isEmpty() ? tr("their servers") : r.serverId);
     QString where =
         r.deviceId < 0 ? tr("Rank %1").arg(r.rank) : tr("NPU %1, rank %2").arg(r.deviceId).arg(r.rank);
     if (!r.deviceIp.isEmpty())
@@ -344,6 +441,8 @@ QString CardsModel::cellToolTip(const Row& r, int column) const {
                           "time")
                            .arg(m_shownStep)
                            .arg(QString::fromStdString(describeRun(m_model->meta())));
+    if (!r.standsOut.isEmpty())
+        where += tr("\nDrawn out of its group: %1").arg(r.standsOut);
     QString text = where + tr("\nStep %1: %2").arg(m_shownStep).arg(activityName(r.activity));
     if (isBad(r.activity))
         text += tr(" since step %1 (health %2)").arg(r.badSince).arg(healthName(r.activity));

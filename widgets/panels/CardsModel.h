@@ -1,7 +1,9 @@
 // The cards table, one row per emulated Ascend card, as `npu-smi info` would show it at the cursor's step:
 // device, rank, IP, health, HBM, step and communication time, state. It keeps a snapshot of the rows so the
 // view always sees a consistent table while the run model grows underneath, and rebuilds it at most once
-// per ~40 ms however often the cursor moves or steps arrive.
+// per ~40 ms however often the cursor moves or steps arrive. Past kMaxCardRows cards, a row stands for a
+// group of servers (their worst health and state, their largest memory and times), and the cards that stand
+// out (dead, timed out, a step 1.5 times the median or longer) follow their group in rows of their own.
 #pragma once
 
 #include "store/RunRecords.h"
@@ -39,6 +41,13 @@ public:
 
     int64_t shownStep() const { return m_shownStep; } // the step the values are of; -1 before any step
     CardActivity activity(int row) const { return m_rows[size_t(row)].activity; }
+    static constexpr int kMaxCardRows = 64;
+    bool grouped() const { return m_grouped; }
+    bool isGroupRow(int row) const { return m_rows[size_t(row)].lastRank > m_rows[size_t(row)].rank; }
+    // Over every card, not the rows: how many there are, dead (alarm) and timed out (warning).
+    int cardCount() const { return m_cardCount; }
+    int alarmCount() const { return m_alarms; }
+    int warningCount() const { return m_warnings; }
     // Rebuilds from the run model now instead of at the next coalesced update.
     void refreshNow();
 
@@ -60,11 +69,15 @@ private:
         float stepMs = 0, computeMs = 0, commMs = 0;
         CardActivity activity = CardActivity::WaitingForData;
         int64_t badSince = -1; // first step of the current dead/timed-out streak
+        int lastRank = -1;     // a group row: its ranks are rank..lastRank
+        QString standsOut;     // a card drawn out of its group: why
     };
+    // rows (one per card) into a row per group of servers, each followed by its cards that stand out.
+    std::vector<Row> groupRows(std::vector<Row> rows) const;
 
     void scheduleRefresh();
     void onRunReset();
-    std::vector<Row> buildRows(int64_t* shownStep) const;
+    std::vector<Row> buildRows(int64_t* shownStep, int* alarms, int* warnings) const;
     Row buildRow(int rank, int64_t row) const;
     int64_t badStreakStart(int rank, int64_t row) const;
     void applyFailureEvent(Row& r, int rank, int64_t row) const;
@@ -80,6 +93,8 @@ private:
     QTimer m_refreshTimer;
     std::vector<Row> m_rows;
     int64_t m_shownStep = -1;
+    bool m_grouped = false;
+    int m_cardCount = 0, m_alarms = 0, m_warnings = 0;
 };
 
 } // namespace rs

@@ -80,7 +80,7 @@ void CardsPanel::updateCaption() {
         if (none)
             notRecorded << m_cards->headerData(c, Qt::Horizontal).toString();
     }
-    const int cards = m_cards->rowCount();
+    const int cards = m_cards->cardCount();
     const std::string noun = m_model->hasRun() ? rankNoun(m_model->meta()) : std::string("card");
     if (m_cards->shownStep() < 0) {
         const bool noSteps = m_model->hasRun() && m_model->isComplete(); // complete, yet no step: an import
@@ -89,12 +89,11 @@ void CardsPanel::updateCaption() {
                                       : tr("%1, waiting for data").arg(counted(cards, noun.c_str())));
         return;
     }
-    int alarms = 0, warnings = 0;
-    for (int row = 0; row < cards; ++row) {
-        alarms += m_cards->activity(row) == CardActivity::Dead;
-        warnings += m_cards->activity(row) == CardActivity::TimedOut;
-    }
-    QString text = tr("Step %1 · %2").arg(m_cards->shownStep()).arg(counted(cards, noun.c_str()));
+    const int alarms = m_cards->alarmCount(), warnings = m_cards->warningCount();
+    QString text =
+        tr("Step %1 · %2").arg(m_cards->shownStep()).arg(counted(m_cards->cardCount(), noun.c_str()));
+    if (m_cards->grouped())
+        text += tr(" · a row per group of servers (the worst of its cards), then the cards that stand out");
     if (alarms > 0)
         text += QStringLiteral(" · ") + counted(alarms, "alarm");
     if (warnings > 0)
