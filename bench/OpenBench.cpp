@@ -10,6 +10,8 @@
 #include "model/DiagnosisRunner.h"
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
+#include "panels/CardsModel.h"
+#include "panels/CardsPanel.h"
 #include "store/RunReader.h"
 #include "store/RunWriter.h"
 
@@ -26,6 +28,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <functional>
 #include <malloc.h>
 #include <nlohmann/json.hpp>
 #include <pthread.h>
@@ -202,6 +205,46 @@ void measureOpen(const OpenBenchOptions& o, OpenBenchResult& r) {
             &model, &RunModel::detailReady, [&] { return model.cachedDetail(step) != nullptr; }, 60))
         throw std::runtime_error(fmt::format("{}: the detail of step {} did not arrive", r.file, step));
     r.detailMs = msSince(detailStart);
+
+    // The panels a cursor move redraws, on the GUI thread, for that step: each one's time is a stall the
+    // user feels when the cursor moves (past 64 ranks the maps pool by server and the cards group).
+    cursor.setStep(step);
+    auto* ranks = new RankHeatmap(&model, &cursor);
+    auto* params = new ParamRankHeatmap(&model, &cursor);
+    auto* cards = new CardsPanel(&model, &cursor);
+    layout->addWidget(ranks);
+    layout->addWidget(params);
+    layout->addWidget(cards);
+    for (int i = 0; i < 10; ++i)
+        QCoreApplication::processEvents();
+    const auto timed = [&](const char* name, const std::function<void()>& draw) {
+        const auto t = Clock::now();
+        draw();
+        r.panels.push_back({name, msSince(t)});
+    };
+    // Past 64 ranks its matrix is computed on a worker thread: the stall is the GUI thread's part, and the
+    // map is ready (wall clock) when the worker's result is drawn.
+    const auto asked = Clock::now();
+    timed("rank x rank heatmap", [&] {
+        ranks->refreshNow();
+        ranks->plot()->replot();
+    });
+    QElapsedTimer ready;
+    ready.start();
+    while ((ranks->matrix().rows != r.ranks || ranks->caption().contains(QLatin1String("computing"))) &&
+           ready.elapsed() < 120000) {
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 5);
+        ranks->refreshNow();
+    }
+    r.rankMapReadyMs = msSince(asked);
+    timed("layers x ranks heatmap", [&] {
+        params->refreshNow();
+        params->plot()->replot();
+    });
+    timed("cards panel", [&] {
+        cards->cardsModel()->refreshNow();
+        cards->repaint();
+    });
     model.close();
 }
 
@@ -416,6 +459,13 @@ std::string toJson(const OpenBenchResult& r) {
     j["first_picture_ms"] = r.firstPictureMs;
     j["full_load_ms"] = r.fullLoadMs;
     j["detail_ms"] = r.detailMs;
+    {
+        nlohmann::json panels = nlohmann::json::object();
+        for (const auto& [name, ms] : r.panels)
+            panels[name] = ms;
+        j["panel_draw_ms"] = panels;
+        j["rank_map_ready_ms"] = r.rankMapReadyMs;
+    }
     j["rss_before_mib"] = r.rssBeforeMiB;
     j["rss_first_picture_mib"] = r.rssFirstMiB;
     j["rss_loaded_mib"] = r.rssLoadedMiB;
@@ -465,6 +515,10 @@ std::string toTable(const OpenBenchResult& r) {
     s += fmt::format("fully loaded        {:8.1f} ms\n", r.fullLoadMs);
     s += fmt::format("one step's detail   {:8.1f} ms   ({} ranks x {} tensors)\n", r.detailMs, r.ranks,
                      r.params);
+    for (const auto& [name, ms] : r.panels)
+        s += fmt::format("{:<24}{:8.1f} ms   (a cursor move's stall of the GUI thread)\n", name, ms);
+    s += fmt::format("{:<24}{:8.1f} ms   (wall clock, its matrix on a worker thread past 64 ranks)\n",
+                     "rank x rank map ready", r.rankMapReadyMs);
     s += fmt::format("RSS                 {:.0f} MiB before, {:.0f} MiB at first picture, {:.0f} MiB loaded "
                      "(+{:.0f} MiB for a {:.2f} GiB file; the model's columns: {:.1f} MiB)\n",
                      r.rssBeforeMiB, r.rssFirstMiB, r.rssLoadedMiB, r.rssLoadedMiB - r.rssBeforeMiB,

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rs::bench {
@@ -43,6 +44,9 @@ struct OpenBenchResult {
     double firstPictureMs = 0; // ... -> LossChart::refreshNow() done
     double fullLoadMs = 0;     // ... -> every step's scalars in the model
     double detailMs = 0;       // one step's per-parameter detail (what the heatmaps wait for)
+    // Each panel a cursor move redraws, drawn for that step on the GUI thread (name, ms).
+    std::vector<std::pair<std::string, double>> panels;
+    double rankMapReadyMs = 0; // the rank x rank map drawn for that step (its matrix may be computed apart)
     double rssBeforeMiB = 0, rssFirstMiB = 0, rssLoadedMiB = 0;
     double modelMiB = 0; // what RunModel holds per step: step numbers + scalar columns
     // (c)

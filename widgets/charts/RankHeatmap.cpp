@@ -10,6 +10,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QTimer>
+#include <QtConcurrent>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -98,6 +99,8 @@ RankHeatmap::RankHeatmap(RunModel* model, StepCursor* cursor, QWidget* parent)
             [this](int i) { setParam(m_paramBox->itemData(i).toInt()); });
     connect(model, &RunModel::runReset, this, [this] {
         m_matrix = {};
+        m_ready = {};
+        ++m_run;
         setParam(-1);
     });
 
@@ -108,6 +111,15 @@ RankHeatmap::RankHeatmap(RunModel* model, StepCursor* cursor, QWidget* parent)
     p->yAxis->setRangeReversed(true); // rank 0 top left, as matrices are read
     p->xAxis->setTicker(integerTicker());
     p->yAxis->setTicker(integerTicker());
+    m_watcher = new QFutureWatcher<view::Matrix>(this);
+    connect(m_watcher, &QFutureWatcher<view::Matrix>::finished, this, [this] {
+        m_ready = m_watcher->result();
+        m_readyKey = m_runningKey;
+        if (m_wantedKey == m_readyKey)
+            markDirty();
+        else
+            computeInBackground(m_wantedKey); // the cursor moved on meanwhile
+    });
     // Zooming a large run's map switches between groups and single ranks (queued: one redraw per wheel turn).
     connect(p->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this] {
         if (m_matrix.rows <= kMaxCellRanks || m_redrawQueued)
@@ -273,10 +285,35 @@ QString RankHeatmap::worstPairText() const {
         .arg(cellText(m_matrix.at(m_worstRow, m_worstCol)));
 }
 
+void RankHeatmap::computeInBackground(const MatrixKey& key) {
+    m_wantedKey = key;
+    if (m_watcher->isRunning())
+        return; // its end starts the one wanted now
+    const std::shared_ptr<const StepDetail> d = detail();
+    if (!d || d->step != key.step)
+        return;
+    m_runningKey = key;
+    m_watcher->setFuture(QtConcurrent::run([d, meta = model()->meta(), key] {
+        return view::rankMatrix(RankMetric(key.metric), meta, d->record, d->weights.get(), key.param);
+    }));
+}
+
 void RankHeatmap::draw(const StepDetail& detail) {
     syncParamBox();
     const RunMeta& meta = model()->meta();
-    m_matrix = view::rankMatrix(m_metric, meta, detail.record, detail.weights.get(), m_param);
+    if (meta.worldSize > kMaxCellRanks) {
+        const MatrixKey key{detail.step, int(m_metric), m_param, m_run};
+        if (!(m_readyKey == key)) {
+            computeInBackground(key);
+            if (m_matrix.rows != meta.worldSize)
+                return; // nothing to show until the first matrix is ready
+            setCaption(m_captionBase + poolNote() + tr(" · computing step %1…").arg(detail.step));
+            return; // the last map stays
+        }
+        m_matrix = m_ready;
+    } else {
+        m_matrix = view::rankMatrix(m_metric, meta, detail.record, detail.weights.get(), m_param);
+    }
     const int R = m_matrix.rows;
     // A large run: the wheel zooms to single ranks (below kMaxCellRanks in view) and drags around.
     if (R > kMaxCellRanks) {

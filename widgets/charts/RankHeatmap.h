@@ -6,13 +6,15 @@
 // cannot compare at this step; the legend below the map says why, in the metric's terms.
 // Past kMaxCellRanks ranks a cell is a pair of servers (several servers, past 64 of them), holding the worst
 // value of its block, and the worst pair of ranks is marked on the map; the wheel zooms, and at 64 ranks or
-// fewer in view the cells are single ranks again.
+// fewer in view the cells are single ranks again. There the matrix (ranks^2 x parameters) is computed on a
+// worker thread, so that a cursor move does not stall the window; the last map stays until it is ready.
 #pragma once
 
 #include "charts/DetailChart.h"
 #include "view/RankGroups.h"
 #include "view/RankMatrix.h"
 
+#include <QFutureWatcher>
 #include <memory>
 #include <vector>
 
@@ -78,6 +80,18 @@ private:
     int m_worstRow = -1, m_worstCol = -1;
     QCPItemText* m_worstMark = nullptr;
     bool m_redrawQueued = false;
+    // Past kMaxCellRanks: the matrix of (step, metric, param) computed in the background.
+    struct MatrixKey {
+        int64_t step = -1;
+        int metric = -1, param = -2;
+        uint64_t run = 0; // m_run when asked: a result of the run before never shows
+        bool operator==(const MatrixKey&) const = default;
+    };
+    void computeInBackground(const MatrixKey& key);
+    MatrixKey m_readyKey, m_wantedKey, m_runningKey;
+    view::Matrix m_ready;
+    QFutureWatcher<view::Matrix>* m_watcher = nullptr;
+    uint64_t m_run = 0;    // counts run resets
     int m_shownRanks = 0;  // the ranks of the map drawn last (a zoom is kept while they stay)
     QString m_captionBase; // the caption without poolNote()
 };
