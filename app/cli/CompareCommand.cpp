@@ -26,8 +26,8 @@ int compareCommand(const Args& argv) {
     std::string nameA, nameB;
     try {
         const auto a = openRunFile(pathA);
-        c = compareWithReference(*a, pathB, args.values("spread"));
         const auto b = openReference(pathB);
+        c = compareWithReference(*a, *b, args.values("spread"));
         nameA = fmt::format("{}: {}, {} steps", pathA, describeRun(a->meta()), a->stepCount());
         nameB = fmt::format("{}: {}, {} steps", pathB, describeRun(b->meta()), b->stepCount());
     } catch (const std::exception& e) {

@@ -2,6 +2,7 @@
 // second over the aligned weight rows; every statistic is compared where both files recorded it.
 #include "compare/RunComparison.h"
 
+#include "compare/MeasuredDrift.h"
 #include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 #include "store/RunSource.h"
@@ -187,25 +188,6 @@ std::vector<int> mapParams(const RunMeta& a, const RunMeta& b, RunComparison& c)
             c.parametersOnlyInB.push_back(b.params[j].name);
     return map;
 }
-
-// The drift the spread references measured, per aligned step of the reference and parameter of A: how many
-// times its bound the reference and a spread reference parted there (the largest over the references and a
-// few steps either side, since a drift that crosses zero at one step has not closed).
-struct MeasuredDrift {
-    std::map<int64_t, size_t> rowOfStep;
-    std::vector<float> excess;  // rows x A's parameters
-    std::vector<float> stepMax; // per row: over the parameters (for per-step statistics: the loss)
-    size_t params = 0;
-    int64_t discreteFrom = -1; // skipped updates and loss scales may differ from here on
-    // The factor A's tolerance at (step, param) is widened by (1 if nothing was measured there).
-    double widen(int64_t step, int param) const {
-        const auto it = rowOfStep.find(step);
-        if (it == rowOfStep.end())
-            return 1.0;
-        const double f = param < 0 ? stepMax[it->second] : excess[it->second * params + size_t(param)];
-        return std::max(1.0, kSpreadFactor * f);
-    }
-};
 
 class Comparer {
 public:
@@ -715,96 +697,6 @@ std::unique_ptr<RunReader> openReference(const std::string& path, const char* ro
     }
 }
 
-namespace {
-
-// Compares the reference with each spread reference and gathers what they measured, per step and parameter
-// of A (by name). progress covers [0, share).
-MeasuredDrift measureDrift(const RunReader& a, const RunReader& b,
-                           const std::vector<std::pair<std::string, const RunReader*>>& spread,
-                           std::vector<SpreadReference>& out, const std::function<void(int)>& progress,
-                           int share) {
-    const RunMeta& ma = a.meta();
-    MeasuredDrift d;
-    d.params = ma.params.size();
-    std::map<std::string, size_t> paramOfA;
-    for (size_t i = 0; i < ma.params.size(); ++i)
-        paramOfA[ma.params[i].name] = i;
-    for (size_t k = 0; k < spread.size(); ++k) {
-        const auto& [name, reader] = spread[k];
-        const auto sub = [&](int pct) {
-            if (progress)
-                progress(int((int(k) * 100 + pct) * share / (100 * int(spread.size()))));
-        };
-        RunComparison bc = compareRuns(b, *reader, sub);
-        if (bc.expectation == Expectation::Bitwise || bc.expectation == Expectation::Different)
-            throw std::invalid_argument(fmt::format(
-                "spread reference {}: {}; it must run the reference's job with other arithmetic (another "
-                "layout, or another card count at the same global batch)",
-                name,
-                bc.expectation == Expectation::Bitwise
-                    ? "it does the same arithmetic as the reference, so it measures no drift"
-                    : fmt::format("it is not the reference's job ({})", fmt::join(bc.differences, "; "))));
-        SpreadReference r;
-        r.name = name;
-        r.expectation = bc.expectation;
-        r.parted = bc.first;
-        for (const ParameterComparison& pc : bc.perParameter)
-            r.worstExcess = std::max(r.worstExcess, pc.worstExcess);
-        for (const char* discrete : {"skipped", "loss_scale"})
-            if (const Divergence* dv = bc.firstOf(discrete))
-                r.discreteFrom = r.discreteFrom < 0 ? dv->step : std::min(r.discreteFrom, dv->step);
-        // Once the trajectories have parted, an overflow may fall on other steps in each: which sum passes
-        // 65504 depends on weights that now differ.
-        if (bc.first)
-            r.discreteFrom = r.discreteFrom < 0 ? bc.first->step : std::min(r.discreteFrom, bc.first->step);
-        if (r.discreteFrom >= 0)
-            d.discreteFrom = d.discreteFrom < 0 ? r.discreteFrom : std::min(d.discreteFrom, r.discreteFrom);
-        out.push_back(std::move(r));
-        // The excess map, onto A's parameters, max over references.
-        const size_t P = bc.perParameter.size();
-        std::vector<int> toA(P, -1);
-        for (size_t j = 0; j < P; ++j) {
-            const auto it = paramOfA.find(bc.perParameter[j].name);
-            if (it != paramOfA.end())
-                toA[j] = int(it->second);
-        }
-        for (size_t row = 0; row < bc.mapSteps.size(); ++row) {
-            auto [it, fresh] = d.rowOfStep.emplace(bc.mapSteps[row], d.rowOfStep.size());
-            if (fresh)
-                d.excess.resize(d.excess.size() + d.params, 0.0f);
-            float* dst = d.excess.data() + it->second * d.params;
-            // Where the reference and the spread disagreed on what must be equal (a non-finite value on one
-            // side: an overflow), they measured no size of drift; the steps around carry it.
-            for (size_t j = 0; j < P; ++j)
-                if (toA[j] >= 0 && std::isfinite(bc.mapExcess[row * P + j]))
-                    dst[toA[j]] = std::max(dst[toA[j]], bc.mapExcess[row * P + j]);
-        }
-    }
-    // A drift that crosses zero at a step has not closed: each cell takes the largest within a few steps.
-    constexpr size_t window = 2;
-    std::vector<std::pair<int64_t, size_t>> rows(d.rowOfStep.begin(), d.rowOfStep.end()); // by step
-    std::vector<float> smooth(d.excess.size(), 0.0f);
-    d.stepMax.assign(rows.size(), 0.0f);
-    for (size_t r = 0; r < rows.size(); ++r) {
-        float* dst = smooth.data() + rows[r].second * d.params;
-        const size_t lo = r >= window ? r - window : 0;
-        const size_t hi = std::min(rows.size() - 1, r + window);
-        for (size_t q = lo; q <= hi; ++q) {
-            const float* src = d.excess.data() + rows[q].second * d.params;
-            for (size_t p = 0; p < d.params; ++p)
-                dst[p] = std::max(dst[p], src[p]);
-        }
-        float m = 0;
-        for (size_t p = 0; p < d.params; ++p)
-            m = std::max(m, dst[p]);
-        d.stepMax[rows[r].second] = m;
-    }
-    d.excess = std::move(smooth);
-    return d;
-}
-
-} // namespace
-
 RunComparison compareRuns(const RunReader& a, const RunReader& b, const std::function<void(int)>& progress,
                           const std::vector<std::pair<std::string, const RunReader*>>& spread) {
     RunComparison c;
@@ -823,17 +715,22 @@ RunComparison compareRuns(const RunReader& a, const RunReader& b, const std::fun
     return c;
 }
 
-RunComparison compareWithReference(const RunReader& a, const std::string& referencePath,
+RunComparison compareWithReference(const RunReader& a, const RunReader& reference,
                                    const std::vector<std::string>& spreadPaths,
                                    const std::function<void(int)>& progress) {
-    const auto b = openReference(referencePath);
     std::vector<std::unique_ptr<RunReader>> readers;
     std::vector<std::pair<std::string, const RunReader*>> spread;
     for (const std::string& path : spreadPaths) {
         readers.push_back(openReference(path, "spread reference"));
         spread.emplace_back(path, readers.back().get());
     }
-    return compareRuns(a, *b, progress, spread);
+    return compareRuns(a, reference, progress, spread);
+}
+
+RunComparison compareWithReference(const RunReader& a, const std::string& referencePath,
+                                   const std::vector<std::string>& spreadPaths,
+                                   const std::function<void(int)>& progress) {
+    return compareWithReference(a, *openReference(referencePath), spreadPaths, progress);
 }
 
 } // namespace rs

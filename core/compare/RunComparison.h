@@ -129,7 +129,11 @@ RunComparison compareRuns(const RunReader& a, const RunReader& b,
                           const std::function<void(int percent)>& progress = {},
                           const std::vector<std::pair<std::string, const RunReader*>>& spread = {});
 
-// Opens the reference and the spread references by path (errors name the file and its role) and compares.
+// Opens the spread references by path (errors name the file and its role) and compares; the second form
+// opens the reference too.
+RunComparison compareWithReference(const RunReader& a, const RunReader& reference,
+                                   const std::vector<std::string>& spreadPaths,
+                                   const std::function<void(int percent)>& progress = {});
 RunComparison compareWithReference(const RunReader& a, const std::string& referencePath,
                                    const std::vector<std::string>& spreadPaths = {},
                                    const std::function<void(int percent)>& progress = {});
