@@ -276,26 +276,37 @@ void Communicator::allReduceHierarchical(std::unique_lock<std::mutex>& lock, Cal
     lock.lock();
     sync(lock, call, false);
     if (m_nodes > 1) {
-        // 2a. Across nodes: rank 0 assembles this node's server sum in N chunks (padded to one size), sends
-        // chunk k to node k, sums the chunk it owns over the nodes in node order, all-gathers the summed
+        // 2a. Across nodes: rank 0 assembles each of this node's S server sums in N chunks (padded to one
+        // size), sends chunk k of every server to node k, sums the chunk it owns over every server of the run
+        // in server order (node 0's servers first, as one process adds its servers), all-gathers the summed
         // chunks and leaves the result for every local rank.
         nodeStage(lock, call, [&] {
-            const size_t N = size_t(m_nodes), chunk = (count + N - 1) / N, block = chunk * element;
+            const size_t N = size_t(m_nodes), S = size_t(m_servers), chunk = (count + N - 1) / N;
+            const size_t part = chunk * element, block = S * part;
             std::vector<char> mine(N * block, 0);
-            for (size_t m = 0; m < c; ++m) {
-                const size_t b = m * count / c, e = (m + 1) * count / c;
-                std::memcpy(mine.data() + b * element, static_cast<const char*>(m_sources[m]) + b * element,
-                            (e - b) * element);
-            }
+            for (size_t s = 0; s < S; ++s)
+                for (size_t m = 0; m < c; ++m) {
+                    const char* src = static_cast<const char*>(m_sources[s * c + m]);
+                    // Elements [b, e) of server s's sum sit in member m's buffer; element i goes to node i /
+                    // chunk, sub-block s, offset i % chunk.
+                    const size_t b = m * count / c, e = (m + 1) * count / c;
+                    for (size_t i = b; i < e;) {
+                        const size_t k = i / chunk, upto = std::min(e, (k + 1) * chunk);
+                        std::memcpy(mine.data() + k * block + s * part + (i - k * chunk) * element,
+                                    src + i * element, (upto - i) * element);
+                        i = upto;
+                    }
+                }
             std::vector<char> parts(N * block);
             m_nodeAllToAll(mine.data(), block, parts.data());
-            std::vector<const void*> ring(N);
+            std::vector<const void*> ring(N * S);
             for (size_t k = 0; k < N; ++k)
-                ring[k] = parts.data() + k * block;
-            std::vector<char> owned(block);
+                for (size_t s = 0; s < S; ++s)
+                    ring[k * S + s] = parts.data() + k * block + s * part;
+            std::vector<char> owned(part);
             reduce(ring, owned.data(), 0, chunk, op);
-            m_nodeResult.resize(N * block);
-            m_nodeAllGather(owned.data(), block, m_nodeResult.data());
+            m_nodeResult.resize(N * part);
+            m_nodeAllGather(owned.data(), part, m_nodeResult.data());
         });
         lock.unlock();
         if (count)

@@ -79,9 +79,11 @@ public:
     // server's members, summing), then the server sums are added in server order (server 0 first; across
     // nodes through the node exchange, in node order), Mean divides by every rank of the run, and every
     // member takes the result. So N nodes x c cards and one process with N servers of c give the same bits.
-    // servers: the ranks split into that many equal contiguous groups (worldSize must divide by it).
+    // servers: the ranks split into that many equal contiguous groups (worldSize must divide by it). With
+    // nodes, these are this node's servers, and the run's servers are added in global order (node 0's
+    // first), so a node process holding several servers gives the same bits too.
     void setServers(int servers);
-    // This process's ranks are one server of `nodes` (this one is nodeRank); allGather sends `bytes` and
+    // This process's ranks are one node of `nodes` (this one is nodeRank); allGather sends `bytes` and
     // receives nodes x bytes, node k's at offset k x bytes (NodeGroup::allGather). Called by rank 0's thread
     // while the other ranks wait; its exceptions reach every rank. With nodes, `rank` arguments stay local
     // (0..worldSize-1), a Broadcast root is a rank of the whole run (node root / worldSize), and AllGather's

@@ -359,36 +359,37 @@ std::vector<RankTableProblem> checkNodes(const RankTable& table, int nodes) {
             order.push_back(d.serverId);
         ranks[d.serverId].push_back(d.rankId);
     }
-    if (int(order.size()) != nodes) {
-        out.push_back(
-            {"server_list", fmt::format("{} server(s) for {} node(s): a multi-node run has one node "
-                                        "process per server",
-                                        order.size(), nodes)});
+    const int servers = int(order.size());
+    if (nodes <= 0 || servers % nodes != 0) {
+        out.push_back({"server_list", fmt::format("{} server(s) for {} node(s): each node process holds a "
+                                                  "whole number of servers",
+                                                  servers, nodes)});
         return out;
     }
     const int world = table.worldSize();
-    if (nodes <= 0 || world % nodes != 0) {
+    if (world % servers != 0) {
         out.push_back(
-            {"server_list", fmt::format("{} ranks do not split evenly over {} nodes", world, nodes)});
+            {"server_list", fmt::format("{} ranks do not split evenly over {} servers", world, servers)});
         return out;
     }
-    const int c = world / nodes;
+    const int c = world / servers, perNode = servers / nodes;
     for (size_t s = 0; s < order.size(); ++s) {
         const auto& r = ranks[order[s]];
         const std::string where = fmt::format("server_list[{}] (server_id \"{}\")", s, order[s]);
         if (int(r.size()) != c) {
-            out.push_back(
-                {where, fmt::format("{} device(s) where each node needs {} ({} ranks over {} nodes): "
-                                    "the hierarchical all-reduce needs servers of one size",
-                                    r.size(), c, world, nodes)});
+            out.push_back({where, fmt::format("{} device(s) where each server needs {} ({} ranks over {} "
+                                              "servers): the hierarchical all-reduce needs servers of one "
+                                              "size",
+                                              r.size(), c, world, servers)});
             continue;
         }
         for (int k = 0; k < c; ++k)
             if (r[size_t(k)] != int(s) * c + k) {
                 out.push_back(
-                    {where, fmt::format("holds rank_id {} where node {} hosts ranks {}..{}: list each "
-                                        "server's ranks as one contiguous block, in server order",
-                                        r[size_t(k)], s, int(s) * c, int(s) * c + c - 1)});
+                    {where, fmt::format("holds rank_id {} where server {} (on node {}) holds ranks "
+                                        "{}..{}: list each server's ranks as one contiguous block, "
+                                        "in server order",
+                                        r[size_t(k)], s, int(s) / perNode, int(s) * c, int(s) * c + c - 1)});
                 break;
             }
     }

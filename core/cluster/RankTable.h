@@ -49,9 +49,10 @@ struct RankTableCheck {
 // outside 1..62500 or devicesPerServer outside 1..8.
 RankTable generateRankTable(int worldSize, int devicesPerServer = kDevicesPerAscendServer);
 
-// A table for a run of `nodes` node processes (issue 12: one process per server): as many servers as nodes,
-// every server the same number of devices, and server s holding ranks s*c .. s*c+c-1 (a node hosts a
-// contiguous block of ranks). Every problem, each naming the server; empty when the table fits.
+// A table for a run of `nodes` node processes (issue 12): every node process holds the same whole number of
+// servers, every server the same number of devices c, and server s holds ranks s*c .. s*c+c-1 (so a node
+// hosts a contiguous block of whole servers). The same check, with nodes = the server count, tells whether
+// one process can reduce server by server. Every problem, each naming the server; empty when the table fits.
 std::vector<RankTableProblem> checkNodes(const RankTable& table, int nodes);
 
 // expectedRanks: the job's rank count, checked against the number of devices; -1 skips that check.

@@ -64,12 +64,17 @@ std::vector<int> nodeOfRank(const RunMeta& meta) {
     if (!env.is_object() || !env.contains("nodes") || !env["nodes"].is_number_integer() ||
         env["nodes"].get<int64_t>() < 2)
         return nodes;
-    std::vector<std::string> servers;
+    // Each node process holds the same whole number of servers, in server order (checkNodes).
+    const int nodeCount = int(env["nodes"].get<int64_t>()), servers = serverCount(meta);
+    if (servers % nodeCount != 0)
+        return nodes;
+    const int perNode = servers / nodeCount;
+    std::vector<std::string> order;
     for (const CardInfo& c : meta.cards) {
-        auto it = std::find(servers.begin(), servers.end(), c.serverId);
-        if (it == servers.end())
-            it = servers.insert(servers.end(), c.serverId);
-        nodes.push_back(int(it - servers.begin()));
+        auto it = std::find(order.begin(), order.end(), c.serverId);
+        if (it == order.end())
+            it = order.insert(order.end(), c.serverId);
+        nodes.push_back(int(it - order.begin()) / perNode);
     }
     return nodes;
 }

@@ -23,8 +23,9 @@ std::string describeRun(const RunMeta& meta);
 std::string rankNoun(const RunMeta& meta);
 // The number of distinct servers (hosts) the card table names; 0 without a card table.
 int serverCount(const RunMeta& meta);
-// The node process that hosted each rank, for an engine run over several node processes (one per server of
-// the rank table, in order); empty for a one-process run or a source that records no nodes.
+// The node process that hosted each rank, for an engine run over several node processes (each holding the
+// same whole number of the rank table's servers, in order); empty for a one-process run, a source that
+// records no nodes, or servers that do not split evenly over the nodes.
 std::vector<int> nodeOfRank(const RunMeta& meta);
 
 // The step column (runschema::StepCol) or weight column path the source recorded.

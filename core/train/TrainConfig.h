@@ -59,8 +59,8 @@ struct TrainConfig {
     // Cards per server of the generated rank table; servers of equal size make the all-reduce hierarchical
     // (inside each server, then across servers), the same bits as that many node processes.
     int devicesPerServer = 8;
-    // Multi-node (issue 12): this process is node `nodeRank` of `nodes`, each a server of ranks / nodes
-    // cards, joined through master (HOST:PORT, node 0 listens there). Not config keys of the file.
+    // Multi-node (issue 12): this process is node `nodeRank` of `nodes`, each holding ranks / nodes cards in
+    // whole servers, joined through master (HOST:PORT, node 0 listens there). Not config keys of the file.
     int nodes = 1;
     int nodeRank = 0;
     std::string master = "127.0.0.1:29500";

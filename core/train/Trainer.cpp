@@ -6,6 +6,7 @@
 #include "train/TrainerImpl.h"
 #include "util/Versions.h"
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <fmt/format.h>
@@ -88,7 +89,12 @@ void Trainer::Impl::setup() {
     std::string tableText;
     const bool multiNode = cfg.nodes > 1;
     if (cfg.rankTable.empty()) {
-        table = generateRankTable(cfg.ranks, multiNode ? localCards : cfg.devicesPerServer);
+        // A node process holds whole servers: the largest server size up to --devices-per-server that
+        // splits its cards evenly (64 cards on a node make 8 servers of 8).
+        int perServer = std::min(cfg.devicesPerServer, localCards);
+        while (multiNode && localCards % perServer != 0)
+            --perServer;
+        table = generateRankTable(cfg.ranks, multiNode ? perServer : cfg.devicesPerServer);
         tableText = table.toJson();
         if (auto bad = faults->rankTableText(tableText)) {
             // A broken hccl.json: pre-flight refuses it, and the run file still records what it was given.
@@ -104,7 +110,8 @@ void Trainer::Impl::setup() {
         tableText = table.toJson();
     }
     // HCCL reduces inside each server, then across servers: with servers of one size (each a contiguous block
-    // of ranks) the all-reduce does too, in one process as across node processes (the same bits).
+    // of ranks) the all-reduce does too, in one process as across node processes, whether a node process
+    // holds one server or several (the same bits).
     if (multiNode) {
         if (const auto problems = checkNodes(table, cfg.nodes); !problems.empty()) {
             std::string text;
@@ -112,6 +119,8 @@ void Trainer::Impl::setup() {
                 text += (text.empty() ? "" : "\n") + p.where + ": " + p.message;
             throw TrainError(fmt::format("rank table does not fit {} nodes:\n{}", cfg.nodes, text));
         }
+        if (const int servers = table.serverCount() / cfg.nodes; servers > 1)
+            comm->setServers(servers);
     } else if (const int servers = table.serverCount(); servers > 1 && checkNodes(table, servers).empty()) {
         comm->setServers(servers);
     }

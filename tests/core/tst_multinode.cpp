@@ -7,6 +7,7 @@
 #include "compare/RunComparison.h"
 #include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
+#include "store/RunSource.h"
 
 #include <QElapsedTimer>
 #include <QFile>
@@ -18,6 +19,7 @@
 #include <QSet>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <netinet/in.h>
@@ -58,6 +60,14 @@ int64_t stepsSoFar(const QString& path) {
 
 template <class T> bool sameBits(const std::vector<T>& a, const std::vector<T>& b) {
     return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+// The server size a run's arguments set (--set devices_per_server=N), else a whole Ascend server's 8.
+int serverSize(const QStringList& run) {
+    for (const QString& a : run)
+        if (a.startsWith("devices_per_server="))
+            return a.section('=', 1).toInt();
+    return 8;
 }
 
 } // namespace
@@ -104,6 +114,11 @@ private slots:
         QTest::addRow("smallcnn O2 dynamic, 2 nodes x 2")
             << base + QStringList{"--model", "smallcnn", "--precision", "O2", "--loss-scale", "dynamic"} << 2
             << 2;
+        // A node process holding several servers (3 x 2 per node here, as 8 x 8 at 1,024 ranks).
+        QTest::addRow("mlp O2 dynamic, 2 nodes x 3 servers of 2")
+            << base + QStringList{"--model",      "mlp",     "--precision", "O2",
+                                  "--loss-scale", "dynamic", "--set",       "devices_per_server=2"}
+            << 2 << 6;
     }
 
     void nodesEqualServersInOneProcess() {
@@ -119,9 +134,11 @@ private slots:
 
         const QString one = m_dir.filePath(QStringLiteral("one-%1.h5").arg(QTest::currentDataTag()));
         QProcess p;
-        p.start(RANKSIGHT_CLI, QStringList{"train"} + common +
-                                   QStringList{"--set", QStringLiteral("devices_per_server=%1").arg(cards),
-                                               "--quiet", "--out", one});
+        p.start(RANKSIGHT_CLI,
+                QStringList{"train"} + common +
+                    QStringList{"--set",
+                                QStringLiteral("devices_per_server=%1").arg(std::min(cards, serverSize(run))),
+                                "--quiet", "--out", one});
         const Result single = finish(p);
         QVERIFY2(single.code == 0, qPrintable(single.err));
 
@@ -316,17 +333,22 @@ private slots:
         QCOMPARE(QString::fromStdString(reader->stopReason()), QString("stopped"));
     }
 
-    // More ranks than one process may run (64): 72 over 9 node processes of 8 cards, the old whole-run cap
-    // passed. The file holds every rank, on 9 servers.
+    // More ranks than one process may run (64): 128 over 2 node processes of 64 cards, each holding 8 servers
+    // of 8 (as 1,024 ranks are 16 such processes). The file holds every rank, on 16 servers of 2 nodes.
     void moreRanksThanOneProcessRuns() {
-        const QString out = m_dir.filePath("seventy-two.h5");
-        const auto results = runNodes({"--model", "mlp", "--ranks", "72", "--steps", "2"}, 9, out);
+        const QString out = m_dir.filePath("hundred-twenty-eight.h5");
+        const auto results = runNodes({"--model", "mlp", "--ranks", "128", "--steps", "2"}, 2, out);
         for (size_t k = 0; k < results.size(); ++k)
             QVERIFY2(results[k].code == 0, qPrintable(QString("node %1: %2").arg(k).arg(results[k].err)));
         const auto reader = openRunFile(out.toStdString());
-        QCOMPARE(reader->meta().worldSize, 72);
+        QCOMPARE(reader->meta().worldSize, 128);
         QCOMPARE(reader->stepCount(), int64_t(2));
-        QCOMPARE(reader->readSteps(0, 1, false).front().ranks.size(), size_t(72));
+        QCOMPARE(reader->readSteps(0, 1, false).front().ranks.size(), size_t(128));
+        QCOMPARE(serverCount(reader->meta()), 16);
+        const std::vector<int> nodes = nodeOfRank(reader->meta());
+        QCOMPARE(nodes.size(), size_t(128));
+        QCOMPARE(nodes[63], 0);
+        QCOMPARE(nodes[64], 1);
     }
 
     void nodeRankOutOfRangeAndUnevenRanks() {

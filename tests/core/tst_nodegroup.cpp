@@ -79,7 +79,8 @@ std::vector<uint64_t> reduceOnCards(Communicator& comm, int cards, int base, int
 }
 
 // Child mode: join, agree on RS_CONFIG (key=value,...), all-gather "node<k>", print the gathered text; with
-// RS_CARDS, run that many cards as one server of the nodes and print their results' fingerprints.
+// RS_CARDS, run that many cards (in RS_SERVERS servers, one unless set) as one node and print their results'
+// fingerprints.
 int childMain() {
     try {
         NodeOptions o = nodeOptionsFromEnvironment();
@@ -95,6 +96,8 @@ int childMain() {
             _exit(9); // a node lost after the rendezvous, before the first collective
         if (const int cards = qEnvironmentVariableIntValue("RS_CARDS"); cards > 0) {
             Communicator comm(cards, std::chrono::seconds(20));
+            if (const int servers = qEnvironmentVariableIntValue("RS_SERVERS"); servers > 1)
+                comm.setServers(servers);
             comm.setNodes(
                 group->nodes(), group->nodeRank(),
                 [&](const void* send, size_t bytes, void* recv) { group->allGather(send, bytes, recv); },
@@ -153,7 +156,7 @@ class TestNodeGroup : public QObject {
     Q_OBJECT
 
     std::unique_ptr<QProcess> start(int nodes, int rank, int port, const QString& config,
-                                    int timeoutMs = 20000, int cards = 0) {
+                                    int timeoutMs = 20000, int cards = 0, int servers = 1) {
         auto p = std::make_unique<QProcess>();
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert("RS_NODE_CHILD", "1");
@@ -164,6 +167,7 @@ class TestNodeGroup : public QObject {
         env.insert("RS_CONFIG", config);
         env.insert("RS_TIMEOUT_MS", QString::number(timeoutMs));
         env.insert("RS_CARDS", QString::number(cards));
+        env.insert("RS_SERVERS", QString::number(servers));
         p->setProcessEnvironment(env);
         p->start(QCoreApplication::applicationFilePath(), {});
         return p;
@@ -194,22 +198,26 @@ private slots:
         }
     }
 
-    // HCCL-like hierarchy: N nodes x c cards (gloo between the nodes) give the same bits as one process with
-    // N servers of c cards, for fp32 Mean, fp16 Sum (overflowing to inf like hardware) and Max, and the same
-    // broadcast from a rank of the last node, all-gather in global rank order and barrier; every card of
-    // every node holds the same result.
+    // HCCL-like hierarchy: N nodes x c cards (gloo between the nodes), each node holding S servers, give the
+    // same bits as one process with N x S servers of c / S cards, for fp32 Mean, fp16 Sum (overflowing to inf
+    // like hardware) and Max, and the same broadcast from a rank of the last node, all-gather in global rank
+    // order and barrier; every card of every node holds the same result.
     void nodesReduceBitForBitLikeServersInOneProcess_data() {
         QTest::addColumn<int>("nodes");
         QTest::addColumn<int>("cards");
-        QTest::addRow("2 nodes x 2 cards") << 2 << 2;
-        QTest::addRow("3 nodes x 2 cards") << 3 << 2;
-        QTest::addRow("2 nodes x 3 cards") << 2 << 3;
+        QTest::addColumn<int>("servers"); // per node
+        QTest::addRow("2 nodes x 2 cards") << 2 << 2 << 1;
+        QTest::addRow("3 nodes x 2 cards") << 3 << 2 << 1;
+        QTest::addRow("2 nodes x 3 cards") << 2 << 3 << 1;
+        QTest::addRow("2 nodes x 2 servers of 2") << 2 << 4 << 2;
+        QTest::addRow("3 nodes x 3 servers of 1") << 3 << 3 << 3;
     }
     void nodesReduceBitForBitLikeServersInOneProcess() {
         QFETCH(int, nodes);
         QFETCH(int, cards);
+        QFETCH(int, servers);
         Communicator one(nodes * cards, std::chrono::seconds(20));
-        one.setServers(nodes);
+        one.setServers(nodes * servers);
         const std::vector<uint64_t> reference = reduceOnCards(one, nodes * cards, 0, nodes * cards);
         for (uint64_t fp : reference)
             QCOMPARE(fp, reference.front()); // every card of the one process agrees
@@ -221,7 +229,7 @@ private slots:
         const int port = freeLoopbackPort();
         std::vector<std::unique_ptr<QProcess>> ps;
         for (int k = nodes - 1; k >= 0; --k)
-            ps.push_back(start(nodes, k, port, "", 20000, cards));
+            ps.push_back(start(nodes, k, port, "", 20000, cards, servers));
         for (auto& p : ps) {
             const Node n = finish(std::move(p));
             QVERIFY2(n.p->exitCode() == 0, qPrintable(n.err));

@@ -79,26 +79,31 @@ private slots:
         QCOMPARE(check.table->devices[9].serverId, std::string("198.51.100.8"));
     }
 
-    // A table for a multi-node run: one server per node, servers of one size, each a contiguous block of
+    // A table for a multi-node run: whole servers per node, servers of one size, each a contiguous block of
     // ranks; every problem named with its server.
     void checkNodesAgainstTheServers() {
         const rs::RankTable two = rs::generateRankTable(8, 4);
         QVERIFY(rs::checkNodes(two, 2).empty());
+        QVERIFY(rs::checkNodes(two, 1).empty());                             // one node holding both servers
+        QVERIFY(rs::checkNodes(rs::generateRankTable(1024, 8), 16).empty()); // 8 servers of 8 per node
         auto p = rs::checkNodes(two, 4);
         QCOMPARE(p.size(), size_t(1));
         QCOMPARE(QString::fromStdString(p[0].message),
-                 QString("2 server(s) for 4 node(s): a multi-node run has one node process per server"));
+                 QString("2 server(s) for 4 node(s): each node process holds a whole number of servers"));
+        p = rs::checkNodes(rs::generateRankTable(16, 4), 3);
+        QCOMPARE(p.size(), size_t(1));
+        QVERIFY(QString::fromStdString(p[0].message).startsWith("4 server(s) for 3 node(s)"));
         p = rs::checkNodes(rs::generateRankTable(6, 4), 2);
         QCOMPARE(p.size(), size_t(2));
         QCOMPARE(QString::fromStdString(p[0].where), QString("server_list[0] (server_id \"198.51.100.1\")"));
-        QVERIFY(QString::fromStdString(p[0].message).startsWith("4 device(s) where each node needs 3"));
+        QVERIFY(QString::fromStdString(p[0].message).startsWith("4 device(s) where each server needs 3"));
         rs::RankTable mixed = two;
         std::swap(mixed.devices[1].serverId, mixed.devices[5].serverId);
         p = rs::checkNodes(mixed, 2);
         QVERIFY(!p.empty());
         QCOMPARE(QString::fromStdString(p[0].message),
-                 QString("holds rank_id 2 where node 0 hosts ranks 0..3: list each server's ranks as one "
-                         "contiguous block, in server order"));
+                 QString("holds rank_id 2 where server 0 (on node 0) holds ranks 0..3: list each server's "
+                         "ranks as one contiguous block, in server order"));
     }
 
     void devicesAreSortedByRank() {

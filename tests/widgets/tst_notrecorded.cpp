@@ -321,6 +321,16 @@ void TestNotRecorded::cardsOfAnImportedRun() {
     QCOMPARE(nodes.data(nodes.index(1, CardsModel::Node)).toString(), QString("0"));
     QCOMPARE(nodes.data(nodes.index(3, CardsModel::Node)).toString(), QString("1"));
     QCOMPARE(nodes.data(nodes.index(3, CardsModel::Server)).toString(), QString("10.0.0.2"));
+
+    // Node processes holding two servers each: the node is the server's block, not the server.
+    RunMeta four = engineModel.meta();
+    for (auto& c : four.cards)
+        c.serverId = "10.0.0." + std::to_string(1 + c.rank);
+    QCOMPARE(nodeOfRank(four), std::vector<int>({0, 0, 1, 1}));
+    QCOMPARE(QString::fromStdString(describeRun(four)),
+             QString("4 emulated Ascend 910 cards on 4 servers (2 node processes)"));
+    four.cards.pop_back(); // 3 servers cannot be 2 nodes of whole servers: not recorded, not a guess
+    QVERIFY(nodeOfRank(four).empty());
 }
 
 // The seed story: rank 1 keeps 2^24 while the others are at 2^14. The timeline draws rank 1 as its own line

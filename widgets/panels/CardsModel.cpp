@@ -475,7 +475,7 @@ QVariant CardsModel::headerData(int section, Qt::Orientation orientation, int ro
     static const char* const tips[ColumnCount] = {
         QT_TR_NOOP("device_id: the card's index within its server (0..7), as in the rank table and npu-smi"),
         QT_TR_NOOP("rank_id: the card's place in the data-parallel group (RANK_ID)"),
-        QT_TR_NOOP("The node process that hosted the card (one per server of the rank table)"),
+        QT_TR_NOOP("The node process that hosted the card (each holds whole servers of the rank table)"),
         QT_TR_NOOP("server_id: the card's server in the rank table, or the host of a PyTorch DDP job"),
         QT_TR_NOOP("device_ip: the card's address for HCCL, from the rank table"),
         QT_TR_NOOP("npu-smi's health words: OK; Warning when the card timed out in a collective; Alarm when "
