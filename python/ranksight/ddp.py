@@ -218,7 +218,12 @@ class Recorder:
         amax = max(-float(lo), float(hi))
         self._local[i, 0] = _norm(g) / scale
         self._local[i, 1] = amax / scale
-        self._local[i, 2] = float(g.sum()) / scale
+        if self.K:  # the sketch's pass yields the sum too
+            parts, total = self._project(i, g if g.dtype == torch.float32 else g.float())
+            self._sketch[i] = parts.numpy() / scale
+        else:
+            total = float(g.sum())
+        self._local[i, 2] = total / scale
         finite = amax == amax and amax != float("inf")
         self._local[i, 3] = 0.0 if finite else float(torch.count_nonzero(~torch.isfinite(g)))
         # fp16 overflow and underflow of the gradient as backward computed it (scaled): they mean something
@@ -227,11 +232,9 @@ class Recorder:
             a = g.abs()
             self._local[i, 4] = 0.0 if amax <= _FP16_MAX else float(torch.count_nonzero(a > _FP16_MAX))
             self._local[i, 5] = float(torch.count_nonzero(a <= _FP16_ZERO) - torch.count_nonzero(g == 0))
-        if self.K:
-            self._sketch[i] = self._project(i, g if g.dtype == torch.float32 else g.float()).numpy() / scale
 
     def _project(self, i, g):
-        """The K sketch components of parameter i's flat float32 gradient g (float64)."""
+        """The K sketch components of parameter i's flat float32 gradient g (float64), and its sum."""
         K, n = self.K, g.numel()
         if self._signs[i] is not None:  # small: K equal blocks (the last takes the remainder), own signs
             m = n // K
@@ -240,16 +243,23 @@ class Recorder:
                 parts += (g[:K * m] * self._signs[i][:K * m]).view(K, m).sum(1, dtype=torch.float64)
             if K * m < n:
                 parts[K - 1] += float(torch.dot(g[K * m:], self._signs[i][K * m:]))
-            return parts
-        rows = n // _PERIOD
-        per_row = torch.mv(g[:rows * _PERIOD].view(rows, _PERIOD), self._period_signs).double()
-        q = rows // K
-        parts = per_row[:K * q].view(K, q).sum(1)
-        parts[K - 1] += float(per_row[K * q:].sum())
-        tail = n - rows * _PERIOD
-        if tail:
-            parts[K - 1] += float(torch.dot(g[rows * _PERIOD:], self._period_signs[:tail]))
-        return parts
+            return parts, float(g.sum())
+        # Large: component k is the sum over its q rows of (row . signs) = (sum of its rows) . signs, so one
+        # pass adds the rows of each group (K x _PERIOD sums, which also give the tensor's sum) and K small
+        # products finish the sketch: one read of the gradient for the sketch and the sum together.
+        q = n // _PERIOD // K
+        head = g[:K * q * _PERIOD].view(K, q, _PERIOD).sum(1)
+        parts = torch.mv(head, self._period_signs).double()
+        total = float(head.sum(dtype=torch.float64))
+        rest = g[K * q * _PERIOD:]  # the rows past the last full group and the tail: component K - 1
+        if rest.numel():
+            rows = rest.numel() // _PERIOD
+            if rows:
+                parts[K - 1] += float(torch.mv(rest[:rows * _PERIOD].view(rows, _PERIOD), self._period_signs).sum())
+            if rest.numel() > rows * _PERIOD:
+                parts[K - 1] += float(torch.dot(rest[rows * _PERIOD:], self._period_signs[:rest.numel() - rows * _PERIOD]))
+            total += float(rest.sum(dtype=torch.float64))
+        return parts, total
 
     def _synced_stats(self, i, g):
         scale = self._scale()
