@@ -171,6 +171,8 @@ BenchResult runThroughputBench(const BenchOptions& o, bool progress) {
         r.peerImgS = median(peer);
     r.telemetryOffImgS = median(off);
     r.telemetryOnImgS = median(on);
+    for (size_t k = 0; k < single.size(); ++k)
+        r.rounds.push_back({single[k], off[k], on[k], r.peerNote.empty() && k < peer.size() ? peer[k] : 0});
     return r;
 }
 

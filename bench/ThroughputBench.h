@@ -35,6 +35,12 @@ struct BenchResult {
     double writerMsPerStepOn = 0;
     double peerImgS = 0;  // 0 when not asked for or unavailable (peerNote says why)
     std::string peerNote; // why the peer has no figure
+    // Each round's img/s, side by side (the figures above are their medians): the spread of a ratio is
+    // the spread of the rounds' ratios. peer is 0 in a round without one.
+    struct Round {
+        double single = 0, off = 0, on = 0, peer = 0;
+    };
+    std::vector<Round> rounds;
 };
 
 BenchResult runThroughputBench(const BenchOptions& options, bool progress);

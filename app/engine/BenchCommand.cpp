@@ -58,6 +58,14 @@ int benchCommand(const Args& argv) {
                               {"telemetry_on_ms", r.phasesOn[k].second}});
         j["card_step_phases_ms"] = phases;
         j["writer_thread_ms_per_step"] = r.writerMsPerStepOn;
+        nlohmann::json rounds = nlohmann::json::array();
+        for (const BenchResult::Round& x : r.rounds)
+            rounds.push_back(
+                {{"single_replica_img_s", x.single},
+                 {"telemetry_off_img_s", x.off},
+                 {"telemetry_on_img_s", x.on},
+                 {"ddp_gloo_peer_img_s", x.peer > 0 ? nlohmann::json(x.peer) : nlohmann::json(nullptr)}});
+        j["rounds"] = rounds;
         std::printf("%s\n", j.dump(2).c_str());
     } else {
         std::printf("%-34s %8.1f img/s\n", "single replica (LibTorch)", r.singleReplicaImgS);

@@ -82,6 +82,10 @@ struct ReportInput {
 // The summary lists every rank up to this many; past it, the ranks that findings or warning and error
 // events name or whose figures stand out (view::outlierRanks), and the others as one row of ranges.
 inline constexpr size_t kReportAllRanksUpTo = 16;
+// Past kReportAllRanksUpTo, the cards table has at most this many rows (groups of servers), and the rank
+// table is not inlined when the report folder holds it as this file (ReportInput::files names it).
+inline constexpr size_t kReportMaxCardRows = 64;
+inline constexpr const char* kReportRankTableFile = "rank_table.json";
 
 // Reads everything a report needs from an open run: the meta, the scalar step columns (loss, step and comm
 // times, overflow, skipped; one column at a time, never per-parameter data), evals and events. Charts, files

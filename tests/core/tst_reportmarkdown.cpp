@@ -77,6 +77,7 @@ private slots:
     void sectionsPresent();
     void findingsListed();
     void manyRanksListTheOnesThatMatter();
+    void manyCardsGroupByServer();
     void eventsCapped();
     void noMismatchNoEvents();
     void readsRunFile();
@@ -228,6 +229,39 @@ void TestReportMarkdown::manyRanksListTheOnesThatMatter() {
     const std::string all = section(buildReportMarkdown(few), "## Summary");
     QVERIFY(all.find("the other") == std::string::npos);
     QVERIFY(all.find("\n| 0 | ") != std::string::npos && all.find("\n| 1 | ") != std::string::npos);
+}
+
+// Past 16 cards the cards table has a row per server group, each column the range its cards span, and the
+// rank table is a link to the file beside the report instead of thousands of inlined lines.
+void TestReportMarkdown::manyCardsGroupByServer() {
+    constexpr int R = 1024;
+    auto in = smallInput();
+    in.meta = runfile_fixtures::makeMeta(R, 3, 4, 8); // 128 servers of 8 cards
+    in.meta.environment = R"({"nodes":16})";          // 16 node processes of 8 servers
+    for (CardInfo& c : in.meta.cards)
+        c.hbmUsedBytes = int64_t(1) << 30;
+    in.meta.cards[37].hbmTotalBytes = 0; // one card that did not report its memory
+    in.files.push_back({kReportRankTableFile, "the rank table"});
+    const std::string md = buildReportMarkdown(in);
+    const std::string cards = section(md, "## Cards");
+    QCOMPARE(countOf(cards, "\n| "), 1 + 64); // header, 64 rows of 2 servers
+    QVERIFY2(cards.find("1024 cards in 64 rows, a row per 2 servers") != std::string::npos, cards.c_str());
+    QVERIFY2(cards.find("\n| 0–15 | 0 | 0–7 | 192.168.100.101 … 192.168.100.116 (16) | 10.0.0.1 … 10.0.0.2 "
+                        "(2) | 1.00 / 32 |") != std::string::npos,
+             cards.c_str());
+    QVERIFY2(cards.find("\n| 32–47 | 0 | 0–7 |") != std::string::npos, cards.c_str());
+    QVERIFY2(cards.find("| 1.00 / 32 (1 not recorded) |") != std::string::npos, cards.c_str());
+    QVERIFY2(cards.find("\n| 1008–1023 | 15 | ") != std::string::npos, cards.c_str());
+    const std::string table = section(md, "## Rank table");
+    QVERIFY2(
+        table.find("1024 devices on 128 servers: the whole table is [rank_table.json](rank_table.json).") !=
+            std::string::npos,
+        table.c_str());
+    QVERIFY(table.find("server_list") == std::string::npos);
+
+    // Without the file beside it, the table stays inline: nothing the run recorded is dropped.
+    in.files.pop_back();
+    QVERIFY(section(buildReportMarkdown(in), "## Rank table").find("server_list") != std::string::npos);
 }
 
 void TestReportMarkdown::eventsCapped() {

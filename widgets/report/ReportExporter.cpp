@@ -181,6 +181,7 @@ public:
         writeStepsCsv(*m_model, m_dir.filePath(QStringLiteral("steps.csv")));
         m_input.files.push_back({"events.csv", "the whole event log"});
         writeEventsCsv(*m_model, m_dir.filePath(QStringLiteral("events.csv")));
+        writeRankTable();
         emit m_exporter->progress(65);
         writeSlice();
         emit m_exporter->progress(95);
@@ -297,6 +298,20 @@ private:
 
     // Runs in a worker thread while this one keeps the event loop (and a progress dialog) alive: without a
     // step to cut around the slice is the whole run, which can be gigabytes.
+    // Past kReportAllRanksUpTo cards the report does not inline the rank table (thousands of lines); the
+    // whole table, as the run recorded it, goes beside it.
+    void writeRankTable() {
+        const RunMeta& meta = m_model->meta();
+        if (meta.cards.size() <= kReportAllRanksUpTo || meta.rankTableJson.empty())
+            return;
+        NewFile out(m_dir.filePath(QString::fromUtf8(kReportRankTableFile)));
+        out.write(meta.rankTableJson);
+        out.close();
+        m_input.files.push_back(
+            {kReportRankTableFile,
+             fmt::format("the rank table (hccl.json) the run recorded: {} devices", meta.cards.size())});
+    }
+
     void writeSlice() {
         const QString path = m_dir.filePath(QStringLiteral("slice.h5"));
         const auto [first, last] =
