@@ -95,23 +95,18 @@ template <bool Full, bool Checked> inline void lanes(Acc& a, V4f x, const float*
 // Adds the block to b and its sign-weighted sum to *signed; false (b untouched) when an unchecked pass
 // cannot be exact.
 template <bool Full, bool Checked>
-inline bool blockLanes(const float* g, int64_t len, const float* signs, float* copy, Block& b,
-                       float* signed_) {
+inline bool blockLanes(const float* g, int64_t len, const float* signs, Block& b, float* signed_) {
     Acc acc[kAcc];
     int64_t i = 0;
     for (; i + kAcc * kLanes <= len; i += kAcc * kLanes)
         for (int64_t k = 0; k < kAcc; ++k) {
             V4f x;
             std::memcpy(&x, g + i + k * kLanes, 16);
-            if (copy)
-                std::memcpy(copy + i + k * kLanes, &x, 16);
             lanes<Full, Checked>(acc[k], x, signs + i + k * kLanes);
         }
     for (; i + kLanes <= len; i += kLanes) {
         V4f x;
         std::memcpy(&x, g + i, 16);
-        if (copy)
-            std::memcpy(copy + i, &x, 16);
         lanes<Full, Checked>(acc[0], x, signs + i);
     }
     Acc a;
@@ -127,8 +122,6 @@ inline bool blockLanes(const float* g, int64_t len, const float* signs, float* c
     uint32_t cnf = hcount(-a.nf), cof = hcount(a.of), cuf = hcount(a.uf);
     for (; i < len; ++i) { // tail
         const float x = g[i];
-        if (copy)
-            copy[i] = x;
         const bool finite = !Checked || std::isfinite(x);
         const float v = finite ? x : 0.f, abs = std::fabs(v);
         fs2 += v * v;
@@ -155,18 +148,17 @@ inline bool blockLanes(const float* g, int64_t len, const float* signs, float* c
     return true;
 }
 
-template <bool Full>
-inline float blockPass(const float* g, int64_t len, const float* signs, float* copy, Block& b) {
+template <bool Full> inline float blockPass(const float* g, int64_t len, const float* signs, Block& b) {
     float fsg = 0;
-    if (!blockLanes<Full, false>(g, len, signs, copy, b, &fsg))
-        blockLanes<Full, true>(g, len, signs, nullptr, b, &fsg); // the copy is already taken
+    if (!blockLanes<Full, false>(g, len, signs, b, &fsg))
+        blockLanes<Full, true>(g, len, signs, b, &fsg);
     return fsg;
 }
 
 } // namespace
 
 TensorStats gradStats(const float* g, int64_t n, float unscale, uint64_t sketchSeed, int k, float* sketch,
-                      float* copy, uint64_t* fp) {
+                      uint64_t* fp) {
     Block b;
     // The sketch: contiguous blocks of L elements (L <= 256, small enough that every component gets some),
     // each with random signs, summed into component (block index mod k). Every element lands in exactly one
@@ -181,8 +173,7 @@ TensorStats gradStats(const float* g, int64_t n, float unscale, uint64_t sketchS
     for (int64_t start = 0; start < n; start += len, ++blockIndex) {
         const uint64_t h = sketch ? splitmix64(sketchSeed ^ static_cast<uint64_t>(blockIndex)) : 0;
         const int64_t m = std::min(len, n - start);
-        const float part =
-            blockPass<true>(g + start, m, table + h % kSignTable, copy ? copy + start : nullptr, b);
+        const float part = blockPass<true>(g + start, m, table + h % kSignTable, b);
         acc[blockIndex % kk] += part;
         if (fp) {
             const int64_t upTo = (start + m) / 8 * 8;
@@ -210,7 +201,7 @@ TensorStats gradStats(const float* g, int64_t n, float unscale, uint64_t sketchS
 TensorStats normAndSum(const float* g, int64_t n, float unscale) {
     Block b;
     for (int64_t start = 0; start < n; start += kMaxBlock)
-        blockPass<false>(g + start, std::min(kMaxBlock, n - start), nullptr, nullptr, b);
+        blockPass<false>(g + start, std::min(kMaxBlock, n - start), nullptr, b);
     TensorStats s;
     s.sumSq = b.sumSq * unscale * unscale;
     s.sum = b.sum * unscale;
@@ -223,12 +214,12 @@ TensorStats normSumFingerprint(const float* g, int64_t n, float unscale, uint64_
     Fingerprinter f;
     int64_t start = 0;
     for (; start + kMaxBlock <= n; start += kMaxBlock) { // 1 KiB: 32 whole fingerprint blocks
-        blockPass<false>(g + start, kMaxBlock, nullptr, nullptr, b);
+        blockPass<false>(g + start, kMaxBlock, nullptr, b);
         f.update(g + start, kMaxBlock * 4);
     }
     if (start < n) {
         const int64_t rest = n - start;
-        blockPass<false>(g + start, rest, nullptr, nullptr, b);
+        blockPass<false>(g + start, rest, nullptr, b);
         const size_t bytes = static_cast<size_t>(rest) * 4, whole = bytes / 32 * 32;
         f.update(g + start, whole);
         *fp = f.finish(reinterpret_cast<const unsigned char*>(g + start) + whole, bytes - whole);

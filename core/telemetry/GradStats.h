@@ -17,10 +17,9 @@ struct TensorStats {
 // g: n scaled gradient values; unscale = 1 / lossScale. When sketch is not null it receives k components of a
 // signed block random projection (signs from sketchSeed and the element index), the same on every rank, so
 // cos(sketch_a, sketch_b) estimates cos(g_a, g_b). Identical tensors give identical sketches.
-// When copy is not null it receives the n values as read (the flight recorder's copy, at no extra read).
 // When fp is not null it receives fingerprint(g, n * 4), each block hashed while still in L1.
 TensorStats gradStats(const float* g, int64_t n, float unscale, uint64_t sketchSeed, int k, float* sketch,
-                      float* copy = nullptr, uint64_t* fp = nullptr);
+                      uint64_t* fp = nullptr);
 
 // Sum of squares, element sum and non-finite count only (the other fields stay 0), for the synced gradient
 // and the weights (unscaled by unscale); the same bits as gradStats gives for those three.

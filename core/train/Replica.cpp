@@ -101,6 +101,16 @@ float* Replica::weights() {
 float* Replica::grads() {
     return d->flatGrads.data_ptr<float>();
 }
+void Replica::useGradientStorage(float* data) {
+    if (data == grads())
+        return;
+    d->flatGrads = torch::from_blob(data, {numParams()}); // the replica's own buffer is freed here
+    for (size_t i = 0; i < d->paramViews.size(); ++i) {
+        auto& p = d->paramViews[i];
+        p.mutable_grad() = d->flatGrads.narrow(0, d->params[i].offset, d->params[i].numel).view(p.sizes());
+    }
+}
+
 const float* Replica::weights() const {
     return d->flatWeights.data_ptr<float>();
 }

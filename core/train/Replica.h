@@ -48,6 +48,10 @@ public:
 
     float* weights(); // (numParams) fp32 master weights
     float* grads();   // (numParams) gradients of the last backward
+    // Backward accumulates into `data` from now on (numParams floats, owned by the caller, alive as long as
+    // the replica uses them): the flight recorder hands each step its slot, so the local gradient is kept
+    // without a copy.
+    void useGradientStorage(float* data);
     const float* weights() const;
     const float* grads() const;
     std::vector<float> bufferValues() const; // BatchNorm running statistics, concatenated

@@ -217,8 +217,9 @@ void Trainer::Impl::buildCards() {
             card->half.resize(static_cast<size_t>(card->replica->numParams()));
         cards.push_back(std::move(card));
     }
-    // Flight recorder depth within the budget. Depth 1 copies only the local gradient each step (the synced
-    // gradient and the weights are still live when a dump is taken); each deeper step copies all three.
+    // Flight recorder depth within the budget. Depth 1 keeps one synced gradient per card (the local gradient
+    // and the weights are still live when a dump is taken); past it every slot holds all three (the slots'
+    // local gradients replace the card's own gradient buffer).
     const int64_t oneCopy = cards[0]->replica->numParams() * 4 * localCards;
     const int64_t budget = int64_t(cfg.flightBudgetMb) << 20;
     flightDepth = cfg.telemetry && cfg.flightSteps >= 1 && oneCopy <= budget ? 1 : 0; // part of telemetry

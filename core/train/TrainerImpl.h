@@ -32,17 +32,34 @@ inline double msSince(Clock::time_point t) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-// Last K steps of full tensors of one card, kept within a memory budget.
-// The last steps' gradients and weights, for a dump. The all-reduce writes each step's synced gradient
-// straight into its slot, so only the local gradient and the weights are copies, and at depth 1 not even
-// those: both are still live when the step's dump is taken.
+// The last steps' gradients and weights of one card, for a dump, within a memory budget. The backward
+// accumulates each step's local gradient straight into its slot and the all-reduce writes the synced gradient
+// there, so only the weights are a copy (streamed out in the optimizer's pass; a skipped update copies
+// nothing, see carryWeightsForward), and at depth 1 not even that: the ring keeps the synced gradient and a
+// dump takes the local gradient and the weights live.
 struct FlightRing {
     struct Slot {
         int64_t step = -1;
         std::vector<float> local, synced, weights; // local and weights: depth > 1 only
+        size_t weightsIn = 0; // the slot whose `weights` buffer holds this step's weights (itself or newer)
     };
     std::vector<Slot> slots;
     size_t next = 0;
+
+    // After a step that left the weights as they were (an overflow-skipped update): slot `cur` takes over the
+    // previous step's buffer, which holds the same bits, instead of copying, and the slots that read their
+    // weights there read them here. False when the previous step is not in the ring.
+    bool carryWeightsForward(size_t cur) {
+        const size_t prev = (cur + slots.size() - 1) % slots.size();
+        if (slots.size() < 2 || slots[prev].step < 0 || slots[prev].step != slots[cur].step - 1)
+            return false;
+        slots[cur].weights.swap(slots[prev].weights);
+        for (Slot& s : slots)
+            if (s.weightsIn == prev)
+                s.weightsIn = cur;
+        slots[cur].weightsIn = cur;
+        return true;
+    }
 };
 
 using WriterItem = std::variant<StepRecord, WeightRecord, EvalRecord, Event, FlightDump>;
@@ -84,14 +101,14 @@ struct Trainer::Impl {
                                                                      "weight records and flight recorder"};
 
     struct Card {
-        int rank = 0;  // in the whole run
-        int local = 0; // on this node's communicator
+        int rank = 0;    // in the whole run
+        int local = 0;   // on this node's communicator
+        FlightRing ring; // before the replica: its backward may write into a slot, so the ring outlives it
         std::unique_ptr<Replica> replica;
         std::unique_ptr<DistributedSampler> sampler;
         std::unique_ptr<LossScaler> scaler;
         std::vector<float> momentum;
         std::vector<uint16_t> half;
-        FlightRing ring;
         std::atomic<uint8_t> state{0};
         bool anomalyBefore = false;
         bool stopAgreed = false; // multi-node: some node asked to stop, as of this card's last digest
@@ -161,6 +178,7 @@ struct Trainer::Impl {
                    std::vector<int64_t>& labels);
     void computeGradients(Card& card, StepWork& w, const std::vector<float>& images,
                           const std::vector<int64_t>& labels);
+    void takeFlightSlot(Card& card, StepWork& w);
     void recordLocalGradient(Card& card, StepWork& w);
     void allReduceGradients(Card& card, StepWork& w);
     void recordSyncedGradient(Card& card, StepWork& w);

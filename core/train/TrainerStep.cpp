@@ -131,7 +131,8 @@ struct Trainer::Impl::StepWork {
     float scale = 1, unscale = 1;
     double commMs = 0;
     FlightRing::Slot* slot = nullptr; // this step's flight-recorder slot, if the recorder is on
-    float* synced = nullptr;          // the all-reduce's result (the card's gradients keep the local one)
+    size_t slotIndex = 0;
+    float* synced = nullptr; // the all-reduce's result (the card's gradients keep the local one)
     bool ownStatus = false, localOverflow = false;
     uint32_t nonfiniteSynced = 0;
     // The digest round's outcome: every rank of the run sees the same.
@@ -150,6 +151,7 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
         card.phaseMs[size_t(k)] += std::chrono::duration<double, std::milli>(now - mark).count();
         mark = now;
     };
+    takeFlightSlot(card, w);
     loadBatch(card, w, raw, images, labels);
     phase(0);
     computeGradients(card, w, images, labels);
@@ -223,21 +225,30 @@ void Trainer::Impl::computeGradients(Card& card, StepWork& w, const std::vector<
         FaultPlan::flipBit(card.replica->grads(), card.replica->numParams(), bit);
 }
 
-// Local gradient, as this card computed it. The flight recorder's copy is taken in the same pass.
+// This step's flight-recorder slot, before the backward: past depth 1 the backward accumulates straight into
+// the slot's local gradient, so the ring keeps it without a copy (at depth 1 it is still live when a dump is
+// taken). The all-reduce writes the synced gradient into the slot.
+void Trainer::Impl::takeFlightSlot(Card& card, StepWork& w) {
+    if (card.ring.slots.empty())
+        return;
+    const auto N = static_cast<size_t>(card.replica->numParams());
+    w.slotIndex = card.ring.next;
+    w.slot = &card.ring.slots[card.ring.next];
+    card.ring.next = (card.ring.next + 1) % card.ring.slots.size();
+    w.slot->step = w.step;
+    w.slot->weightsIn = w.slotIndex;
+    w.slot->synced.resize(N);
+    if (flightDepth > 1) {
+        w.slot->local.resize(N);
+        card.replica->useGradientStorage(w.slot->local.data());
+    }
+}
+
+// Local gradient, as this card computed it.
 void Trainer::Impl::recordLocalGradient(Card& card, StepWork& w) {
     const auto& params = card.replica->params();
     const size_t P = params.size();
-    const int64_t N = card.replica->numParams();
     const float* g = card.replica->grads();
-    if (!card.ring.slots.empty()) {
-        w.slot = &card.ring.slots[card.ring.next];
-        card.ring.next = (card.ring.next + 1) % card.ring.slots.size();
-        w.slot->step = w.step;
-        w.slot->synced.resize(static_cast<size_t>(N));
-        if (flightDepth > 1) // depth 1: the local gradient is still live when a dump is taken
-            w.slot->local.resize(static_cast<size_t>(N));
-    }
-    float* copy = w.slot && flightDepth > 1 && !halfPayload ? w.slot->local.data() : nullptr;
     RankStep& rs = w.rs;
     if (cfg.telemetry) {
         const int K = cfg.sketchDim;
@@ -252,7 +263,7 @@ void Trainer::Impl::recordLocalGradient(Card& card, StepWork& w) {
         for (size_t p = 0; p < P; ++p) {
             const auto s = gradStats(g + params[p].offset, params[p].numel, w.unscale,
                                      splitmix64(cfg.seed ^ (0x5ce7c4ull + p)), K, rs.sketch.data() + p * K,
-                                     copy ? copy + params[p].offset : nullptr, &rs.localFp[p]);
+                                     &rs.localFp[p]);
             rs.localNorm[p] = static_cast<float>(std::sqrt(s.sumSq));
             rs.localMax[p] = s.maxAbs;
             rs.localSum[p] = s.sum;
@@ -260,12 +271,9 @@ void Trainer::Impl::recordLocalGradient(Card& card, StepWork& w) {
             rs.overflowCount[p] = s.overflow;
             rs.underflowCount[p] = s.underflow;
         }
-    } else if (copy) {
-        std::copy(g, g + N, copy);
     }
     // Under O2/O3 the gradient leaves backward in fp16: the conversion to the fp16 payload does that
-    // rounding, and the flight recorder's rounded fp32 copy of what the card sent is written in the same pass
-    // (see allReduceGradients; at depth 1 it is rounded when a dump is taken).
+    // rounding; the flight recorder keeps the fp32 gradient and rounds it when a dump is taken.
 }
 
 // The all-reduce: fp16 payload under O2/O3 (sums past 65504 overflow like hardware), fp32 under O0.
@@ -289,10 +297,7 @@ void Trainer::Impl::allReduceGradients(Card& card, StepWork& w) {
     w.localOverflow = w.ownStatus && FaultPlan::overflows(g, N, halfPayload);
     const auto tcomm = Clock::now();
     if (halfPayload) {
-        if (w.slot && flightDepth > 1) // the payload and the flight recorder's copy from one read
-            floatsToHalvesAndRounded(g, card.half.data(), w.slot->local.data(), static_cast<size_t>(N));
-        else
-            rep.gradsToHalf(card.half.data());
+        rep.gradsToHalf(card.half.data());
         comm->allReduce(card.local, card.half.data(), static_cast<size_t>(N), DType::F16, op);
         halvesToFloats(card.half.data(), w.synced, static_cast<size_t>(N));
     } else {
@@ -343,21 +348,27 @@ void Trainer::Impl::recordSyncedGradient(Card& card, StepWork& w) {
 }
 
 // The optimizer on the synced gradient (none on a skipped step). Deeper flight rings keep the weights,
-// copied in the optimizer's own pass where it can.
+// copied in the optimizer's own pass where it can; a skipped update leaves them as the previous step's slot
+// holds them, and that buffer moves to this step's slot.
 void Trainer::Impl::updateWeights(Card& card, const StepWork& w, bool skip) {
     float* weights = card.replica->weights();
     const int64_t N = card.replica->numParams();
-    float* keep =
-        w.slot && flightDepth > 1 ? (w.slot->weights.resize(size_t(N)), w.slot->weights.data()) : nullptr;
+    const bool keepWeights = w.slot && flightDepth > 1;
+    auto keep = [&] { return (w.slot->weights.resize(size_t(N)), w.slot->weights.data()); };
+    if (skip) {
+        if (keepWeights && !card.ring.carryWeightsForward(w.slotIndex))
+            std::copy_n(weights, N, keep());
+        return;
+    }
     const bool o3 = cfg.precision == Precision::O3;
-    if (!skip)
-        sgdMomentumStep(weights, card.momentum.data(), w.synced, N,
-                        learningRate(w.step) * faults->lrFactor(card.rank, w.step), cfg.momentum,
-                        cfg.weightDecay, w.unscale, o3 ? nullptr : keep);
-    if (o3 && !skip)
+    sgdMomentumStep(weights, card.momentum.data(), w.synced, N,
+                    learningRate(w.step) * faults->lrFactor(card.rank, w.step), cfg.momentum, cfg.weightDecay,
+                    w.unscale, keepWeights && !o3 ? keep() : nullptr);
+    if (o3) {
         card.replica->roundWeightsThroughHalf();
-    if (keep && (skip || o3))
-        std::copy_n(weights, N, keep);
+        if (keepWeights)
+            std::copy_n(weights, N, keep());
+    }
 }
 
 // Overflow status is all-reduced so every rank skips the same steps (NPUAllocFloatStatus + AllReduce); the
@@ -461,20 +472,24 @@ void Trainer::Impl::maybeDump(Card& card, const StepWork& w) {
     auto fill = [&](FlightDump& dump) {
         dump.triggerStep = w.step;
         dump.reason = why;
+        // What the card sent: under O2/O3 its gradient rounded to fp16.
+        auto sent = [&](const float* g) {
+            if (!halfPayload)
+                return std::vector<float>(g, g + N);
+            std::vector<float> local(static_cast<size_t>(N));
+            roundFloatsThroughHalf(g, local.data(), size_t(N));
+            return local;
+        };
         for (const auto& s : card.ring.slots) {
             if (s.step < 0)
                 continue;
             if (flightDepth > 1) {
-                dump.entries.push_back({s.step, r, 0, s.local});
+                dump.entries.push_back({s.step, r, 0, sent(s.local.data())});
                 dump.entries.push_back({s.step, r, 1, s.synced});
-                dump.entries.push_back({s.step, r, 2, s.weights});
+                dump.entries.push_back({s.step, r, 2, card.ring.slots[s.weightsIn].weights});
             } else { // this step's: the local gradient and the weights are still live
-                const float* g = card.replica->grads();
                 const float* wts = card.replica->weights();
-                std::vector<float> local(g, g + N);
-                if (halfPayload) // what the card sent
-                    roundFloatsThroughHalf(g, local.data(), size_t(N));
-                dump.entries.push_back({s.step, r, 0, std::move(local)});
+                dump.entries.push_back({s.step, r, 0, sent(card.replica->grads())});
                 dump.entries.push_back({s.step, r, 1, s.synced});
                 dump.entries.push_back({s.step, r, 2, std::vector<float>(wts, wts + N)});
             }
@@ -506,6 +521,16 @@ void Trainer::Impl::cardLoop(Card& card) {
     std::vector<int64_t> labels;
     int64_t step = 0;
     try {
+        // The ring's memory is taken and touched here, by the card's own thread, before the first step: a
+        // slot's first step would otherwise pay for zeroing fresh pages of every buffer it fills.
+        const auto n = static_cast<size_t>(card.replica->numParams());
+        for (FlightRing::Slot& slot : card.ring.slots) {
+            slot.synced.resize(n);
+            if (flightDepth > 1) {
+                slot.local.resize(n);
+                slot.weights.resize(n);
+            }
+        }
         if (cfg.broadcastInit) // MindSpore parameter_broadcast: everyone starts from rank 0's weights
             comm->broadcast(card.local, card.replica->weights(),
                             static_cast<size_t>(card.replica->numParams()) * 4, 0);

@@ -29,20 +29,6 @@ __attribute__((target("avx,f16c"))) void floatToHalfF16c(const float* in, uint16
         out[i] = floatToHalf(in[i]);
 }
 
-__attribute__((target("avx,f16c"))) void toHalfAndRoundedF16c(const float* in, uint16_t* half, float* rounded,
-                                                              size_t m) {
-    size_t i = 0;
-    for (; i + 8 <= m; i += 8) {
-        const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(half + i), h);
-        _mm256_storeu_ps(rounded + i, _mm256_cvtph_ps(h));
-    }
-    for (; i < m; ++i) {
-        half[i] = floatToHalf(in[i]);
-        rounded[i] = halfToFloat(half[i]);
-    }
-}
-
 __attribute__((target("avx,f16c"))) void roundF16c(const float* in, float* out, size_t m) {
     size_t i = 0;
     for (; i + 8 <= m; i += 8)
@@ -103,17 +89,6 @@ void floatsToHalves(const float* in, uint16_t* out, size_t n) {
 #endif
     for (size_t i = 0; i < n; ++i)
         out[i] = floatToHalf(in[i]);
-}
-
-void floatsToHalvesAndRounded(const float* in, uint16_t* half, float* rounded, size_t n) {
-#ifdef RS_HAVE_F16C_PATH
-    if (haveF16c())
-        return toHalfAndRoundedF16c(in, half, rounded, n);
-#endif
-    for (size_t i = 0; i < n; ++i) {
-        half[i] = floatToHalf(in[i]);
-        rounded[i] = halfToFloat(half[i]);
-    }
 }
 
 void roundFloatsThroughHalf(const float* in, float* out, size_t n) {

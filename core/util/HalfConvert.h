@@ -12,8 +12,6 @@ namespace rs {
 
 void halvesToFloats(const uint16_t* in, float* out, size_t n);
 void floatsToHalves(const float* in, uint16_t* out, size_t n);
-// Both of the above from one read of in: half[i] = half(in[i]), rounded[i] = float(half[i]).
-void floatsToHalvesAndRounded(const float* in, uint16_t* half, float* rounded, size_t n);
 // out[i] = float(half(in[i])); in may equal out.
 void roundFloatsThroughHalf(const float* in, float* out, size_t n);
 // acc[i] = half(acc[i] + half_to_float(src[i])): one fp16 add, the partial sum rounded to half.

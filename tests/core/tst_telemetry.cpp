@@ -90,8 +90,7 @@ void TestTelemetry::normAndSumAgreesWithTheFullPass() {
         for (int k : {0, 3, 16}) {
             std::vector<float> sketchA(size_t(std::max(k, 1))), sketchB(size_t(std::max(k, 1)));
             uint64_t fp = 0;
-            const auto fused =
-                gradStats(g.data(), n, 0.25f, 9, k, k ? sketchA.data() : nullptr, nullptr, &fp);
+            const auto fused = gradStats(g.data(), n, 0.25f, 9, k, k ? sketchA.data() : nullptr, &fp);
             const auto plain = gradStats(g.data(), n, 0.25f, 9, k, k ? sketchB.data() : nullptr);
             QCOMPARE(fp, fingerprint(g.data(), size_t(n) * 4));
             QVERIFY(std::memcmp(&fused.sumSq, &plain.sumSq, sizeof fused.sumSq) == 0);

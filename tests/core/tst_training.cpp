@@ -32,6 +32,9 @@ private slots:
     void stopEndsPromptlyAndFileIsComplete();
     void preflightRejectsAWrongRankTable();
     void flightRecorderDumpsOnRequest();
+    void flightRingCarriesWeightsOverSkippedSteps_data();
+    void flightRingCarriesWeightsOverSkippedSteps();
+    void flightDepthOneDumpsTheLiveTensors_data();
     void flightDepthOneDumpsTheLiveTensors();
     void flightRecorderDumpsOnNonFiniteLoss();
     void telemetryDoesNotChangeWhatIsTrained_data();
@@ -370,12 +373,22 @@ void TestTraining::flightRecorderDumpsOnRequest() {
     QVERIFY(logged);
 }
 
-// At depth 1 the ring keeps only the local gradient; a dump takes the synced gradient and the weights live.
-// They are the same bits a deeper ring stores: the dump on a bit flipped after the all-reduce (a fixed step)
-// equals, entry for entry, the same run's dump at depth 3.
+// At depth 1 the ring keeps only the synced gradient; a dump takes the local gradient and the weights live.
+// Deeper, the backward writes into the slots and the optimizer streams the weights into them. Both give the
+// same bits: the dump on a bit flipped after the all-reduce (a fixed step) equals, entry for entry, the same
+// run's dump at depth 3, at O0 (fp32 payload) and O2 (the local gradient rounded to what the card sent).
+void TestTraining::flightDepthOneDumpsTheLiveTensors_data() {
+    QTest::addColumn<int>("precision");
+    QTest::newRow("O0") << int(Precision::O0);
+    QTest::newRow("O2") << int(Precision::O2);
+}
+
 void TestTraining::flightDepthOneDumpsTheLiveTensors() {
+    QFETCH(int, precision);
     auto dumpAt = [&](int depth) {
-        TrainConfig cfg = tinyConfig(ModelKind::SmallCnn, 3, 8, 12, QString("depth%1.h5").arg(depth));
+        TrainConfig cfg = tinyConfig(ModelKind::SmallCnn, 3, 8, 12,
+                                     QString("depth%1-%2.h5").arg(depth).arg(QTest::currentDataTag()));
+        cfg.precision = Precision(precision);
         cfg.flightSteps = depth;
         cfg.evalSamples = 0;
         cfg.faults = {"sdc-after@6:1"};
@@ -400,6 +413,72 @@ void TestTraining::flightDepthOneDumpsTheLiveTensors() {
             }
     }
     QCOMPARE(matched, 9);
+}
+
+// A skipped update leaves the weights as they were, and the ring hands the previous step's buffer on instead
+// of copying it. The default dynamic loss scale starts high, so the first steps of an O2 run skip: a dump
+// whose window holds skipped and updated steps has, for every rank, the previous step's weights bit for bit
+// on each skipped step and new weights on each updated one, the same bits as the trigger step's live weights.
+void TestTraining::flightRingCarriesWeightsOverSkippedSteps_data() {
+    QTest::addColumn<int>("trigger");
+    QTest::newRow("a run of skips, then an update") << 7;
+    QTest::newRow("updates around one skip") << 11;
+}
+
+void TestTraining::flightRingCarriesWeightsOverSkippedSteps() {
+    QFETCH(int, trigger);
+    constexpr int kDepth = 4;
+    auto run = [&](int depth) {
+        TrainConfig cfg = tinyConfig(ModelKind::SmallCnn, 3, 8, trigger + 2,
+                                     QString("carry-%1-%2.h5").arg(trigger).arg(depth));
+        cfg.flightSteps = depth;
+        cfg.evalSamples = 0;
+        cfg.faults = {"sdc-after@" + std::to_string(trigger) + ":1"};
+        Trainer trainer(cfg);
+        trainer.run();
+        return openRunFile(cfg.out);
+    };
+    const auto reader = run(kDepth);
+    const auto dumps = reader->readFlightDumps();
+    QCOMPARE(dumps.size(), size_t(1));
+    QCOMPARE(dumps[0].triggerStep, int64_t(trigger));
+    std::map<std::pair<int64_t, int>, const std::vector<float>*> weights;
+    for (const FlightEntry& e : dumps[0].entries)
+        if (e.kind == 2)
+            weights[{e.step, e.rank}] = &e.data;
+    QCOMPARE(weights.size(), size_t(kDepth * 3));
+    auto at = [&](int64_t step, int rank) -> const std::vector<float>& {
+        static const std::vector<float> none;
+        const auto it = weights.find({step, rank});
+        return it == weights.end() ? none : *it->second;
+    };
+    const auto steps = reader->readSteps(0, reader->stepCount(), false);
+    int skipped = 0, updated = 0;
+    for (int64_t s = trigger - kDepth + 2; s <= trigger; ++s) {
+        const bool skip = steps[size_t(s)].ranks[0].skipped != 0;
+        (skip ? skipped : updated) += 1;
+        for (int r = 0; r < 3; ++r) {
+            const auto& now = at(s, r);
+            const auto& before = at(s - 1, r);
+            QVERIFY(!now.empty());
+            QCOMPARE(now.size(), before.size());
+            const bool same = std::memcmp(now.data(), before.data(), now.size() * 4) == 0;
+            QVERIFY2(same == skip, qPrintable(QString("step %1 rank %2: skipped %3, weights %4")
+                                                  .arg(s)
+                                                  .arg(r)
+                                                  .arg(skip)
+                                                  .arg(same ? "unchanged" : "changed")));
+        }
+    }
+    // The premise: the window holds both kinds (the default loss scale's first skips, then updates).
+    QVERIFY2(skipped > 0 && updated > 0,
+             qPrintable(QString("%1 skipped, %2 updated").arg(skipped).arg(updated)));
+    // The trigger step's weights are the live ones a depth-1 ring dumps.
+    const auto live = run(1)->readFlightDumps();
+    QCOMPARE(live.size(), size_t(1));
+    for (const FlightEntry& e : live[0].entries)
+        if (e.kind == 2)
+            QVERIFY(e.data == at(e.step, e.rank));
 }
 
 void TestTraining::flightRecorderDumpsOnNonFiniteLoss() {
