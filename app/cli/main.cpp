@@ -21,8 +21,8 @@ commands:
                   [--loss-scale none|fixed:V|dynamic] [--data synthetic|cifar10:DIR|fashion-mnist[:DIR]] [--seed S]
                   [--lr X] [--rank-table FILE|NAME] [--set KEY=VALUE]... [--fault NAME[@STEP][:RANK]]...
                   [--force] [--quiet] --out RUN.h5
-                  [--nodes N --node-rank K --master HOST:PORT]: this process is node K of N (one server
-                  of ranks/N cards each; node 0 listens on HOST:PORT and writes --out); also from NNODES,
+                  [--nodes N --node-rank K --master HOST:PORT]: this process is node K of N (ranks/N
+                  cards each, whole servers of up to 8; node 0 listens on HOST:PORT and writes --out); also from NNODES,
                   NODE_RANK, MASTER_ADDR, MASTER_PORT. PRESET: quick, seed, seed-story (share/ranksight/
                   presets); NAME: hccl_4p (share/ranksight/ranktables)
   inspect         summary of a run file: RUN.h5 [--json]
