@@ -1,8 +1,10 @@
 #include "ThroughputBench.h"
 
 #include "StepClock.h"
+#include "telemetry/GradStats.h"
 #include "train/Dataset.h"
 #include "train/Models.h"
+#include "train/Replica.h"
 #include "train/Trainer.h"
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <thread>
 #include <unistd.h>
 
@@ -75,6 +78,58 @@ double singleReplicaImgS(const BenchOptions& o, int threads) {
     }
     const double secs = std::chrono::duration<double>(Clock::now() - start).count();
     return secs > 0 ? o.steps * double(batch) / secs : 0;
+}
+
+// One card's forward and backward at its batch on one thread, as in its compute slot (the median of the timed
+// steps); and the telemetry's statistics over that card's gradient, one thread, the faster of two passes each
+// (local: gradStats with the sketch and fingerprint per parameter; synced: normSumFingerprint per parameter).
+void cardCosts(const BenchOptions& o, std::vector<double>& compute, std::vector<double>& local,
+               std::vector<double>& synced) {
+    torch::set_num_threads(1);
+    ReplicaOptions ro;
+    ro.model = *parseModelKind(o.model);
+    ro.precision = *parsePrecision(o.precision);
+    ro.initSeed = 1;
+    Replica replica(ro);
+    const int b = o.batchPerRank;
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.f, 1.f);
+    std::vector<float> images(size_t(b) * 3 * 32 * 32);
+    for (float& x : images)
+        x = normal(rng);
+    std::vector<int64_t> labels(static_cast<size_t>(b));
+    for (int i = 0; i < b; ++i)
+        labels[size_t(i)] = i % 10;
+    std::vector<double> ms;
+    for (int s = 0; s < o.warmup + o.steps; ++s) {
+        const auto t = Clock::now();
+        replica.forwardBackward(images.data(), labels.data(), b, 1.f);
+        if (s >= o.warmup)
+            ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t).count());
+    }
+    compute.push_back(median(ms));
+    const auto& params = replica.params();
+    const float* g = replica.grads();
+    const TrainConfig defaults;
+    std::vector<float> sketch(size_t(defaults.sketchDim));
+    double bestLocal = 1e300, bestSynced = 1e300;
+    for (int pass = 0; pass < 2; ++pass) {
+        auto t = Clock::now();
+        for (size_t p = 0; p < params.size(); ++p) {
+            uint64_t fp = 0;
+            gradStats(g + params[p].offset, params[p].numel, 1.f, p, defaults.sketchDim, sketch.data(), &fp);
+        }
+        bestLocal = std::min(bestLocal, std::chrono::duration<double, std::milli>(Clock::now() - t).count());
+        t = Clock::now();
+        for (const ParamInfo& info : params) {
+            uint64_t fp = 0;
+            normSumFingerprint(g + info.offset, info.numel, 1.f, &fp);
+        }
+        bestSynced =
+            std::min(bestSynced, std::chrono::duration<double, std::milli>(Clock::now() - t).count());
+    }
+    local.push_back(bestLocal);
+    synced.push_back(bestSynced);
 }
 
 // The peer a user would pick instead (PyTorch DDP, gloo, one process per rank), run by bench/ddp_peer.py with
@@ -145,7 +200,7 @@ BenchResult runThroughputBench(const BenchOptions& o, bool progress) {
     // The machine is noisy: the configurations (and the DDP peer, when asked for) take turns, round after
     // round, and each figure is the median of its rounds, so a burst of outside load hits all alike.
     BenchResult r;
-    std::vector<double> single, off, on, peer;
+    std::vector<double> single, off, on, peer, compute, local, synced;
     std::vector<RunSummary> offRuns, onRuns;
     for (int round = 0; round < std::max(1, o.repeat); ++round) {
         say("single replica", round);
@@ -158,9 +213,15 @@ BenchResult runThroughputBench(const BenchOptions& o, bool progress) {
             say("PyTorch DDP (gloo), one process per rank", round);
             peer.push_back(ddpPeerImgS(o, r.peerNote));
         }
+        say("one card's compute and the statistics alone, one thread", round);
+        cardCosts(o, compute, local, synced);
     }
+    r.cardComputeMs = median(compute);
+    r.statsLocalMs = median(local);
+    r.statsSyncedMs = median(synced);
     std::filesystem::remove(out);
     r.singleReplicaImgS = median(single);
+    r.singleStepMs = r.singleReplicaImgS > 0 ? 1000.0 * o.ranks * o.batchPerRank / r.singleReplicaImgS : 0;
     r.phasesOff = phaseMedians(offRuns, o.ranks);
     r.phasesOn = phaseMedians(onRuns, o.ranks);
     std::vector<double> writer;

@@ -41,6 +41,13 @@ struct BenchResult {
         double single = 0, off = 0, on = 0, peer = 0;
     };
     std::vector<Round> rounds;
+    // What the misses are made of, measured beside the rounds (medians over them), one thread each:
+    // - one card's forward and backward at its batch (what a card does in its compute slot), against the
+    //   single replica's step at the global batch on every core;
+    // - the telemetry's statistics alone over every parameter of the model's gradient, per card and step:
+    //   local (every statistic, the sketch and the fingerprint) and synced (norm, sum, fingerprint).
+    double cardComputeMs = 0, singleStepMs = 0;
+    double statsLocalMs = 0, statsSyncedMs = 0;
 };
 
 BenchResult runThroughputBench(const BenchOptions& options, bool progress);

@@ -3,9 +3,11 @@
 #include "Commands.h"
 #include "ThroughputBench.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 namespace rs::cli {
 
@@ -32,6 +34,8 @@ int benchCommand(const Args& argv) {
     const std::string& peerNote = r.peerNote;
     const double overhead = r.telemetryOffImgS > 0 ? (r.telemetryOffImgS / r.telemetryOnImgS - 1.0) * 100 : 0;
     const double scaling = r.singleReplicaImgS > 0 ? r.telemetryOffImgS / r.singleReplicaImgS : 0;
+    // Cards computing at once: one per core unless --threads says otherwise (ComputeSlots).
+    const int cores = o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()));
     if (args.flag("json")) {
         nlohmann::json j = {{"model", o.model},
                             {"ranks", o.ranks},
@@ -66,6 +70,10 @@ int benchCommand(const Args& argv) {
                  {"telemetry_on_img_s", x.on},
                  {"ddp_gloo_peer_img_s", x.peer > 0 ? nlohmann::json(x.peer) : nlohmann::json(nullptr)}});
         j["rounds"] = rounds;
+        j["cores"] = cores;
+        j["card_compute_ms"] = r.cardComputeMs;
+        j["single_replica_step_ms"] = r.singleStepMs;
+        j["statistics_alone_ms"] = {{"local", r.statsLocalMs}, {"synced", r.statsSyncedMs}};
         std::printf("%s\n", j.dump(2).c_str());
     } else {
         std::printf("%-34s %8.1f img/s\n", "single replica (LibTorch)", r.singleReplicaImgS);
@@ -90,6 +98,15 @@ int benchCommand(const Args& argv) {
         }
         std::printf("  %-36s %9.1f %9.1f\n", "card step", totalOff, totalOn);
         std::printf("  %-36s %9s %9.1f\n", "writer thread, per step (run file)", "-", r.writerMsPerStepOn);
+        std::printf(
+            "\none card's forward and backward (batch %d, one thread): %.1f ms; %d of them on %d cores: "
+            "%.1f ms of wall at least, against the single replica's %.1f ms step (batch %d, every core)\n",
+            o.batchPerRank, r.cardComputeMs, o.ranks, cores, r.cardComputeMs * o.ranks / cores,
+            r.singleStepMs, o.ranks * o.batchPerRank);
+        std::printf(
+            "the statistics alone (one thread, every parameter): local %.1f ms, synced %.1f ms per card "
+            "step\n",
+            r.statsLocalMs, r.statsSyncedMs);
     }
     return 0;
 }
