@@ -6,23 +6,17 @@
 #include "Commands.h"
 #include "store/RunSchema.h"
 #include "util/BlasSetup.h"
+#include "util/MallocArenas.h"
 #include "util/Versions.h"
 
-#include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
-#include <malloc.h>
-#include <thread>
 
 // OpenBLAS's settings, before main() (util/BlasSetup.h).
 RANKSIGHT_CONFIGURE_BLAS
 
 int main(int argc, char** argv) {
-    // glibc gives each thread that allocates an arena of its own, up to eight per core, and an arena keeps
-    // what its threads freed. A node process of 64 card threads held about 150 MB more that way, and 16 of
-    // them on one 24 GiB host ran it out of memory. Only as many cards as cores compute at once
-    // (ComputeSlots), so as many arenas serve them. Before any thread starts.
-    mallopt(M_ARENA_MAX, static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
+    rs::limitMallocArenas(); // before any thread starts
     if (argc < 2) {
         rs::cli::printError(
             "the engine runs train, bench and bench-nodes for ranksight-cli (try ranksight-cli "

@@ -6,6 +6,7 @@
 #include "panels/RunPanel.h"
 #include "train/TrainConfig.h"
 #include "util/BlasSetup.h"
+#include "util/MallocArenas.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -54,6 +55,7 @@ void closeOnSignals(QWidget* window) {
 RANKSIGHT_CONFIGURE_BLAS
 
 int main(int argc, char** argv) {
+    rs::limitMallocArenas(); // the window trains in this process; before any thread starts
     // --version before QApplication: it must answer on a machine without a display (a package check, a
     // bug report from a server).
     for (int i = 1; i < argc; ++i)
