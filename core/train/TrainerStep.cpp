@@ -131,8 +131,8 @@ struct Trainer::Impl::StepWork {
     float scale = 1, unscale = 1;
     double commMs = 0;
     FlightRing::Slot* slot = nullptr; // this step's flight-recorder slot, if the recorder is on
-    size_t slotIndex = 0;
-    float* synced = nullptr; // the all-reduce's result (the card's gradients keep the local one)
+    size_t slotIndex = 0;             // its index in the card's ring (FlightRing::carryWeightsForward)
+    float* synced = nullptr;          // the all-reduce's result (the card's gradients keep the local one)
     bool ownStatus = false, localOverflow = false;
     uint32_t nonfiniteSynced = 0;
     // The digest round's outcome: every rank of the run sees the same.
@@ -231,17 +231,13 @@ void Trainer::Impl::computeGradients(Card& card, StepWork& w, const std::vector<
 void Trainer::Impl::takeFlightSlot(Card& card, StepWork& w) {
     if (card.ring.slots.empty())
         return;
-    const auto N = static_cast<size_t>(card.replica->numParams());
     w.slotIndex = card.ring.next;
     w.slot = &card.ring.slots[card.ring.next];
     card.ring.next = (card.ring.next + 1) % card.ring.slots.size();
     w.slot->step = w.step;
     w.slot->weightsIn = w.slotIndex;
-    w.slot->synced.resize(N);
-    if (flightDepth > 1) {
-        w.slot->local.resize(N);
+    if (flightDepth > 1) // the slots' buffers are sized once, in cardLoop
         card.replica->useGradientStorage(w.slot->local.data());
-    }
 }
 
 // Local gradient, as this card computed it.
@@ -354,7 +350,7 @@ void Trainer::Impl::updateWeights(Card& card, const StepWork& w, bool skip) {
     float* weights = card.replica->weights();
     const int64_t N = card.replica->numParams();
     const bool keepWeights = w.slot && flightDepth > 1;
-    auto keep = [&] { return (w.slot->weights.resize(size_t(N)), w.slot->weights.data()); };
+    auto keep = [&] { return w.slot->weights.data(); }; // sized in cardLoop
     if (skip) {
         if (keepWeights && !card.ring.carryWeightsForward(w.slotIndex))
             std::copy_n(weights, N, keep());
@@ -521,8 +517,8 @@ void Trainer::Impl::cardLoop(Card& card) {
     std::vector<int64_t> labels;
     int64_t step = 0;
     try {
-        // The ring's memory is taken and touched here, by the card's own thread, before the first step: a
-        // slot's first step would otherwise pay for zeroing fresh pages of every buffer it fills.
+        // The ring's memory is taken and touched here, once, by the card's own thread, before the first step:
+        // a slot's first step would otherwise pay for zeroing fresh pages of every buffer it fills.
         const auto n = static_cast<size_t>(card.replica->numParams());
         for (FlightRing::Slot& slot : card.ring.slots) {
             slot.synced.resize(n);
