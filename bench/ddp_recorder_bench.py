@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 
+import numpy as np
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -32,6 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from ddp_peer import make  # noqa: E402  (the peer's CIFAR ResNets: one definition of the models)
 from pytorch_ddp import SmallCNN  # noqa: E402
 from ranksight.ddp import Recorder  # noqa: E402
+from ranksight.gradstats import GradStats  # noqa: E402
 
 
 def worker(rank, args, port, record, out_file, result_file):
@@ -108,11 +110,20 @@ def read_cost(args, tmp):
             return statistics.median(times)
 
         one_read = median_ms(lambda: [g.sum() for g in grads])
-        local = median_ms(lambda: [rec._local_stats(i, g) for i, g in enumerate(grads)])
-        synced = median_ms(lambda: [rec._synced_stats(i, g) for i, g in enumerate(grads)])
+        rows = list(range(len(grads)))
+        local_out, sketch = np.zeros((len(grads), 6)), np.zeros((len(grads), rec.K))
+        synced_out, fp = np.zeros((len(grads), 2)), np.zeros(len(grads), dtype=np.uint64)
+        res = {"gradient_mib": sum(g.numel() for g in grads) * 4 / 2**20, "one_read_ms": one_read,
+               "kernel": rec.stats.kernel}
+        # The recorder's own kernel, and the torch passes it replaces when the native one is built.
+        kernels = [("", rec.stats)]
+        if rec.stats.kernel == "native":
+            kernels.append(("torch_", GradStats([g.numel() for g in grads], rec.K, native=False)))
+        for prefix, stats in kernels:
+            res[prefix + "local_ms"] = median_ms(lambda: stats.local(rows, grads, local_out, sketch, counts=False))
+            res[prefix + "synced_ms"] = median_ms(lambda: stats.synced(rows, grads, synced_out, fp))
         rec.close()
-        return {"gradient_mib": sum(g.numel() for g in grads) * 4 / 2**20, "one_read_ms": one_read,
-                "local_ms": local, "synced_ms": synced}
+        return res
     finally:
         dist.destroy_process_group()
 
@@ -159,10 +170,14 @@ def main():
         print("recorder's own time on rank 0, ms per step (plain step %.0f ms): %s, total %.1f"
               % (step_ms, ", ".join("%s %.1f" % kv for kv in cost.items()), sum(cost.values())))
         c = res["statistics_alone_ms"]
-        print("its statistics alone, one thread, caches cold: local %.1f ms, synced %.1f ms, where one read of the "
-              "%.1f MiB gradient takes %.1f ms (%.1f and %.1f reads' worth)"
-              % (c["local_ms"], c["synced_ms"], c["gradient_mib"], c["one_read_ms"], c["local_ms"] / c["one_read_ms"],
-                 c["synced_ms"] / c["one_read_ms"]))
+        print("its statistics alone (%s kernel), one thread, caches cold: local %.1f ms, synced %.1f ms, where one "
+              "read of the %.1f MiB gradient takes %.1f ms (%.1f and %.1f reads' worth)"
+              % (c["kernel"], c["local_ms"], c["synced_ms"], c["gradient_mib"], c["one_read_ms"],
+                 c["local_ms"] / c["one_read_ms"], c["synced_ms"] / c["one_read_ms"]))
+        if "torch_local_ms" in c:
+            print("the same statistics as torch passes: local %.1f ms, synced %.1f ms (%.1f and %.1f reads' worth)"
+                  % (c["torch_local_ms"], c["torch_synced_ms"], c["torch_local_ms"] / c["one_read_ms"],
+                     c["torch_synced_ms"] / c["one_read_ms"]))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ gradient is whatever p.grad holds, which is exactly the bug to see. Rank 0 gathe
 (one dist.gather of one packed tensor) and appends one row to a SWMR run file that RankSight follows live.
 """
 
+import atexit
 import os
 import platform
 import socket
@@ -26,52 +27,10 @@ import torch
 import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
+from .gradstats import GradStats, fingerprint
 from .runfile import RunFileWriter
 
 _MASK = (1 << 64) - 1
-_FP16_MAX = 65504.0
-_FP16_ZERO = 2.0 ** -25  # |x| <= this rounds to 0 in fp16
-# The sketch's sign period for large tensors (a prime, so it does not line up with power-of-two channel
-# counts): component k projects the k-th of K row groups of the tensor, seen as rows of _PERIOD elements,
-# onto one shared random +-1 vector. One matrix-vector product per tensor, no per-element signs in memory.
-_PERIOD = 4093
-
-
-def _mix64(x):
-    """splitmix64's finaliser: a well-spread 64-bit value from any integer."""
-    x = (x + 0x9E3779B97F4A7C15) & _MASK
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
-    return x ^ (x >> 31)
-
-
-def fingerprint(t):
-    """A 64-bit fingerprint of a tensor's bits: equal bits give equal fingerprints on every rank; a flipped bit
-    or a moved block changes it. The bytes are read as 64-bit words, once (no widened copy): the sums of
-    blocks of 64 words, then their total and their sum weighted by position, both mod 2^64."""
-    raw = t.detach().contiguous().view(-1).view(torch.uint8)
-    head = raw.numel() // 8 * 8
-    words = raw[:head].view(torch.int64)
-    h = _mix64(raw.numel())
-    n = words.numel() // 64 * 64
-    if n:
-        blocks = words[:n].view(-1, 64).sum(1)
-        h = _mix64(h ^ (int(blocks.sum()) & _MASK))
-        h = _mix64(h ^ (int(torch.dot(blocks, torch.arange(1, blocks.numel() + 1, dtype=torch.int64))) & _MASK))
-    if n < words.numel():
-        tail = words[n:]
-        h = _mix64(h ^ (int(torch.dot(tail, torch.arange(1, tail.numel() + 1, dtype=torch.int64))) & _MASK))
-    for k, b in enumerate(raw[head:].tolist()):
-        h = _mix64(h ^ (b << (8 * k)))
-    return h
-
-
-def _norm(g):
-    """L2 norm of a flat tensor: BLAS's dot in its own precision, the root in double (a pass, no copy)."""
-    if g.dtype in (torch.float32, torch.float64):
-        return float(torch.dot(g, g)) ** 0.5
-    return float(torch.linalg.vector_norm(g.double()))
-
 
 def _signed64(u):
     return u - (1 << 64) if u >= (1 << 63) else u
@@ -112,15 +71,9 @@ class Recorder:
         self.index = {id(p): i for i, (_, p) in enumerate(self.params)}
         self.P = len(self.params)
         self.buffers = [(n, b) for n, b in self.module.named_buffers() if "running" in n]
-        # Sketch: a random +-1 projection, component k over the k-th of K contiguous parts of the flattened
-        # gradient. Large tensors: rows of _PERIOD elements times one shared sign vector (one BLAS mv), rows
-        # grouped into K parts; small tensors: their own signs, K equal blocks (one multiply and one sum).
-        # The same seed on every rank, so sketches compare across ranks; identical gradients give identical
-        # sketches.
-        gen = torch.Generator().manual_seed(0x5EED)
-        self._period_signs = torch.randint(0, 2, (_PERIOD,), generator=gen).float().mul_(2).sub_(1)
-        self._signs = [torch.randint(0, 2, (p.numel(),), generator=gen).float().mul_(2).sub_(1)
-                       if self.K and p.numel() < self.K * _PERIOD else None for _, p in self.params]
+        # Every statistic of a tensor in one read per side when the native kernel is built (gradstats.py); the
+        # sketch's signs are the same on every rank, so sketches compare across ranks.
+        self.stats = GradStats([p.numel() for _, p in self.params], self.K)
         self._inner = hook or default_hooks.allreduce_hook
         self.hook_name, self.hook_lossy = _hook_info(self._inner)
         self._state = state
@@ -147,6 +100,9 @@ class Recorder:
         self.writer = None
         self._closed = False
         self._last_mismatch = ()
+        self._pending = None  # the last step's gather, in flight: (work, packed, gathered, what _write needs)
+        # A job that ends without close() still gets its last step's row (its gather completed long ago).
+        atexit.register(self._write_pending_at_exit)
         if self.rank == 0:
             self.writer = RunFileWriter(path, self._meta(model_name, config), overwrite=True)
         dist.barrier()
@@ -163,6 +119,7 @@ class Recorder:
             return fingerprint(torch.cat([b.detach().reshape(-1).double() for _, b in self.buffers]))
 
     def _ddp_before_forward(self, module, inputs):
+        self._finish_gather()
         self._ddp_forward_at = time.perf_counter() if torch.is_grad_enabled() else None
 
     def _before_forward(self, module, inputs):
@@ -187,13 +144,14 @@ class Recorder:
 
     def _reset(self):
         P, K = self.P, self.K
-        # numpy, not torch: an element store into a tensor costs ~5 us of dispatch, and there are ~8 per
-        # parameter per step.
-        self._local = np.zeros((P, 6))  # norm, max, sum, nonfinite, overflow, underflow
+        # numpy, not torch: an element store into a tensor costs ~5 us of dispatch. Raw sums, before the loss
+        # scale in force when each tensor was read (_scale_at) is divided out at step().
+        self._local_raw = np.zeros((P, 6))  # sum of squares, sum, max |x|, nonfinite, overflow, underflow
         self._sketch = np.zeros((P, K))
-        self._synced = np.zeros((P, 2))  # norm, sum
-        self._synced_fp = [0] * P
-        self._seen = [False] * P
+        self._synced_raw = np.zeros((P, 2))  # sum of squares, sum
+        self._synced_fp = np.zeros(P, dtype=np.uint64)
+        self._scale_at = np.ones(P)
+        self._seen = np.zeros(P, dtype=bool)
         # Time in collectives = waiting for peers: from handing the last bucket to the all-reduce (this rank's
         # backward is done) until the last bucket's result arrives. Earlier buckets overlap with backward, so
         # summing their flights would count compute as communication.
@@ -206,76 +164,17 @@ class Recorder:
             return float(self.scaler.get_scale())
         return 1.0
 
-    def _local_stats(self, i, g):
-        # One pass per statistic over the float32 gradient, float64 only in the accumulators; the counts that
-        # are 0 in a healthy step (non-finite, fp16 overflow) cost nothing unless the extremes say otherwise.
-        scale = self._scale()
-        g = g.detach().reshape(-1)
-        if g.numel() == 0:
-            self._local[i] = 0.0
-            return
-        lo, hi = torch.aminmax(g)
-        amax = max(-float(lo), float(hi))
-        self._local[i, 0] = _norm(g) / scale
-        self._local[i, 1] = amax / scale
-        if self.K:  # the sketch's pass yields the sum too
-            parts, total = self._project(i, g if g.dtype == torch.float32 else g.float())
-            self._sketch[i] = parts.numpy() / scale
-        else:
-            total = float(g.sum())
-        self._local[i, 2] = total / scale
-        finite = amax == amax and amax != float("inf")
-        self._local[i, 3] = 0.0 if finite else float(torch.count_nonzero(~torch.isfinite(g)))
-        # fp16 overflow and underflow of the gradient as backward computed it (scaled): they mean something
-        # for mixed-precision jobs, so they are counted when a GradScaler is given (0 otherwise).
-        if self.scaler is not None:
-            a = g.abs()
-            self._local[i, 4] = 0.0 if amax <= _FP16_MAX else float(torch.count_nonzero(a > _FP16_MAX))
-            self._local[i, 5] = float(torch.count_nonzero(a <= _FP16_ZERO) - torch.count_nonzero(g == 0))
-
-    def _project(self, i, g):
-        """The K sketch components of parameter i's flat float32 gradient g (float64), and its sum."""
-        K, n = self.K, g.numel()
-        if self._signs[i] is not None:  # small: K equal blocks (the last takes the remainder), own signs
-            m = n // K
-            parts = torch.zeros(K, dtype=torch.float64)
-            if m:
-                parts += (g[:K * m] * self._signs[i][:K * m]).view(K, m).sum(1, dtype=torch.float64)
-            if K * m < n:
-                parts[K - 1] += float(torch.dot(g[K * m:], self._signs[i][K * m:]))
-            return parts, float(g.sum())
-        # Large: component k is the sum over its q rows of (row . signs) = (sum of its rows) . signs, so one
-        # pass adds the rows of each group (K x _PERIOD sums, which also give the tensor's sum) and K small
-        # products finish the sketch: one read of the gradient for the sketch and the sum together.
-        q = n // _PERIOD // K
-        head = g[:K * q * _PERIOD].view(K, q, _PERIOD).sum(1)
-        parts = torch.mv(head, self._period_signs).double()
-        total = float(head.sum(dtype=torch.float64))
-        rest = g[K * q * _PERIOD:]  # the rows past the last full group and the tail: component K - 1
-        if rest.numel():
-            rows = rest.numel() // _PERIOD
-            if rows:
-                parts[K - 1] += float(torch.mv(rest[:rows * _PERIOD].view(rows, _PERIOD), self._period_signs).sum())
-            if rest.numel() > rows * _PERIOD:
-                parts[K - 1] += float(torch.dot(rest[rows * _PERIOD:], self._period_signs[:rest.numel() - rows * _PERIOD]))
-            total += float(rest.sum(dtype=torch.float64))
-        return parts, total
-
-    def _synced_stats(self, i, g):
-        scale = self._scale()
-        g = g.detach().reshape(-1)
-        self._synced[i, 0] = _norm(g) / scale
-        self._synced[i, 1] = float(g.sum()) / scale
-        self._synced_fp[i] = fingerprint(g)
-        self._seen[i] = True
-
     def _comm_hook(self, state, bucket):
         t = time.perf_counter()
         params = bucket.parameters()
         idx = [self.index.get(id(p)) for p in params]
-        for i, g in zip(idx, bucket.gradients()):
-            if i is not None:
-                self._local_stats(i, g)
+        mine = [j for j, i in enumerate(idx) if i is not None]
+        rows = [idx[j] for j in mine]
+        grads = bucket.gradients()
+        # fp16 overflow and underflow of the gradient as backward computed it (scaled) mean something for
+        # mixed-precision jobs, so they are counted when a GradScaler is given.
+        self.stats.local(rows, [grads[j] for j in mine], self._local_raw, self._sketch, counts=self.scaler is not None)
+        self._scale_at[rows] = self._scale()
         self.cost_s["local"] += time.perf_counter() - t
         numels = [p.numel() for p in params]
         if bucket.is_last():
@@ -287,13 +186,27 @@ class Recorder:
             self._comm_end = arrived if self._comm_end is None else max(self._comm_end, arrived)
             value = f.value()
             result = value[0] if isinstance(value, (list, tuple)) else value
-            for i, g in zip(idx, torch.split(result.reshape(-1), numels)):
-                if i is not None:
-                    self._synced_stats(i, g)
+            parts = torch.split(result.reshape(-1), numels)
+            self.stats.synced(rows, [parts[j] for j in mine], self._synced_raw, self._synced_fp)
+            self._seen[rows] = True
             self.cost_s["synced"] += time.perf_counter() - arrived
             return result
 
         return fut.then(synced)
+
+    def _unscaled(self):
+        """This step's local statistics (rows of 6: norm, max |x|, sum, nonfinite, overflow, underflow), sketch
+        and synced statistics (rows of 2: norm, sum) with each tensor's loss scale divided out."""
+        s = self._scale_at
+        raw = self._local_raw
+        local = np.empty((self.P, 6))
+        local[:, 0] = np.sqrt(raw[:, 0]) / s
+        local[:, 1] = raw[:, 2] / s
+        local[:, 2] = raw[:, 1] / s
+        local[:, 3] = raw[:, 3]
+        local[:, 4:6] = raw[:, 4:6] if self.scaler is not None else 0.0
+        synced = np.stack([np.sqrt(self._synced_raw[:, 0]) / s, self._synced_raw[:, 1] / s], axis=1)
+        return local, self._sketch / s[:, None], synced
 
     # --- per step, after the optimizer step ----------------------------------------------------------------
 
@@ -304,15 +217,42 @@ class Recorder:
         n = max(self.steps, 1)
         return {k: v * 1000.0 / n for k, v in self.cost_s.items()}
 
+    def _finish_gather(self):
+        """Waits for the last step's gather; rank 0 writes its row. Its time is the recorder's own, so the
+        clock of the step it falls in skips it."""
+        if self._pending is None:
+            return
+        work, _, gathered, meta = self._pending
+        self._pending = None
+        t = time.perf_counter()
+        work.wait()
+        t_write = time.perf_counter()
+        if self.rank == 0:
+            self._write(gathered, *meta)
+        done = time.perf_counter()
+        self.cost_s["gather"] += t_write - t
+        self.cost_s["write"] += done - t_write
+        self._last += done - t
+
+    def _write_pending_at_exit(self):
+        if self._pending is not None and self.writer is not None:
+            try:
+                self._finish_gather()
+            except Exception:  # noqa: BLE001 (the process group may be gone; nothing left to save then)
+                pass
+
     def step(self, loss, accuracy=None, sample_ids=None, lr=None, epoch=0):
+        self._finish_gather()  # when no forward came between two steps
         now = time.perf_counter()
         step_ms = (now - self._last) * 1000.0
         self._last = now
         # Parameters that no bucket carried: their gradient is whatever backward left in p.grad.
-        for i, (_, p) in enumerate(self.params):
-            if not self._seen[i] and p.grad is not None:
-                self._local_stats(i, p.grad)
-                self._synced_stats(i, p.grad)
+        unseen = [i for i in np.flatnonzero(~self._seen).tolist() if self.params[i][1].grad is not None]
+        if unseen:
+            grads = [self.params[i][1].grad for i in unseen]
+            self.stats.local(unseen, grads, self._local_raw, self._sketch, counts=self.scaler is not None)
+            self.stats.synced(unseen, grads, self._synced_raw, self._synced_fp)
+            self._scale_at[unseen] = self._scale()
         # A GradScaler lowers its scale in update() after a step it skipped for an overflow.
         scale = self._scale()
         skipped = int(self._prev_scale is not None and scale < self._prev_scale)
@@ -334,44 +274,40 @@ class Recorder:
         floats = [float(loss), float("nan") if accuracy is None else float(accuracy), scale, step_ms, compute_ms,
                   comm_ms, float(self.steps)]
         # The buffer chain after this step's forward: /steps/buffer_fp (it stays put on a rank in eval mode).
-        ints = [_signed64(sample_fp), skipped, _signed64(self._buffer_chain)] + [_signed64(x) for x in self._synced_fp]
-        wnorm, wfp, bnorm, bfp = [], [], 0.0, 0
+        ints = np.array([_signed64(sample_fp), skipped, _signed64(self._buffer_chain)], dtype=np.int64)
+        wnorm, wfp = np.zeros(0), np.zeros(0, dtype=np.uint64)
+        bnorm, bfp = 0.0, 0
         if weights_due:
             wnorm, wfp, bnorm, bfp = self._weights()
-        packed_f = torch.cat([torch.tensor(floats, dtype=torch.float64), torch.from_numpy(self._local.reshape(-1)),
-                              torch.from_numpy(self._sketch.reshape(-1)), torch.from_numpy(self._synced.reshape(-1)),
-                              torch.tensor(wnorm + [bnorm], dtype=torch.float64)])
-        packed = torch.cat([packed_f.view(torch.int64), torch.tensor(ints + wfp + [bfp], dtype=torch.int64),
-                            torch.from_numpy(ids)])
+        local, sketch, synced = self._unscaled()
+        packed_f = np.concatenate([floats, local.reshape(-1), sketch.reshape(-1), synced.reshape(-1), wnorm, [bnorm]])
+        packed = torch.from_numpy(np.concatenate([packed_f.view(np.int64), ints, self._synced_fp.view(np.int64),
+                                                  wfp.view(np.int64), np.array([bfp], dtype=np.int64), ids]))
         gathered = [torch.empty_like(packed) for _ in range(self.world)] if self.rank == 0 else None
-        t_gather = time.perf_counter()
-        dist.gather(packed, gathered, dst=0)
-        t_write = time.perf_counter()
-        if self.rank == 0:
-            self._write(gathered, weights_due, lr, epoch)
-        done = time.perf_counter()
-        self.cost_s["step"] += t_gather - now
-        self.cost_s["gather"] += t_write - t_gather
-        self.cost_s["write"] += done - t_write
+        # Asynchronous: no rank waits here for the slowest one to reach its step(). The gather is finished (and
+        # rank 0 writes the row) at the next forward, step() or close(), by when every rank has sent it.
+        work = dist.gather(packed, gathered, dst=0, async_op=True)
+        self._pending = (work, packed, gathered, (weights_due, lr, epoch, self.steps, time.time_ns()))
+        self.cost_s["step"] += time.perf_counter() - now
         self.steps += 1
         self._reset()
         self._last = time.perf_counter()  # the recorder's own time is not the next step's
 
     def _weights(self):
-        """This rank's weight norms and fingerprints, the BatchNorm buffers' norm and the buffer chain."""
-        wnorm, wfp = [], []
+        """This rank's weight norms and fingerprints (numpy arrays), the BatchNorm buffers' norm and the buffer
+        chain."""
+        sums = np.zeros((self.P, 2))
+        wfp = np.zeros(self.P, dtype=np.uint64)
         with torch.no_grad():
-            for _, p in self.params:
-                wnorm.append(float(p.detach().double().norm()))
-                wfp.append(_signed64(fingerprint(p)))
+            self.stats.synced(range(self.P), [p.detach() for _, p in self.params], sums, wfp)
             bufs = [b.detach().reshape(-1).double() for _, b in self.buffers]
             flat = torch.cat(bufs) if bufs else torch.zeros(0, dtype=torch.float64)
-        return wnorm, wfp, float(flat.norm()), _signed64(self._buffer_chain)
+        return np.sqrt(sums[:, 0]), wfp, float(flat.norm()), _signed64(self._buffer_chain)
 
     def _weights_packed(self):
         wnorm, wfp, bnorm, bfp = self._weights()
-        return torch.cat([torch.tensor(wnorm + [bnorm], dtype=torch.float64).view(torch.int64),
-                          torch.tensor(wfp + [bfp], dtype=torch.int64)])
+        return torch.from_numpy(np.concatenate([np.append(wnorm, bnorm).view(np.int64), wfp.view(np.int64),
+                                                np.array([bfp], dtype=np.int64)]))
 
     def _gather(self, packed):
         gathered = [torch.empty_like(packed) for _ in range(self.world)] if self.rank == 0 else None
@@ -391,7 +327,7 @@ class Recorder:
         drift = np.abs(bnorm - bnorm[0]) / bnorm[0] if bnorm[0] > 0 else np.zeros(self.world)
         self.writer.append_weights(step, wfp, wnorm, bfp, drift)
 
-    def _write(self, gathered, weights_due, lr, epoch):
+    def _write(self, gathered, weights_due, lr, epoch, step, end_ns):
         R, P, K = self.world, self.P, self.K
         nf = 7 + 6 * P + P * K + 2 * P + (P + 1 if weights_due else 1)
         rows = [g[:nf].view(torch.float64).numpy() for g in gathered]
@@ -405,9 +341,8 @@ class Recorder:
         at += 2 * P
         u64 = lambda a: np.asarray(a, dtype=np.int64).view(np.uint64)  # noqa: E731
         synced_fp = np.stack([u64(i[3:3 + P]) for i in ints])
-        step = self.steps
         self.writer.append_step(dict(
-            step=step, epoch=epoch, lr=lr if lr is not None else float("nan"), end_ns=time.time_ns(),
+            step=step, epoch=epoch, lr=lr if lr is not None else float("nan"), end_ns=end_ns,
             loss=[r[0] for r in rows], accuracy=[r[1] for r in rows], loss_scale=[r[2] for r in rows],
             step_ms=[r[3] for r in rows], compute_ms=[r[4] for r in rows], comm_ms=[r[5] for r in rows],
             skipped=[i[1] for i in ints], sample_fp=[u64(i[0]) for i in ints], buffer_fp=[u64(i[2]) for i in ints],
@@ -434,6 +369,8 @@ class Recorder:
     def close(self, reason="completed"):
         """Every rank calls it (like step): rank 0 closes the file, then all ranks meet in a barrier, so no
         rank tears its process group down while another still communicates or writes."""
+        if not self._closed and dist.is_initialized():
+            self._finish_gather()
         if self.writer is not None:
             self.writer.close(reason)
             self.writer = None
@@ -476,7 +413,8 @@ class Recorder:
             absent=self._absent(),
             environment={"source": "pytorch-ddp", "torch": torch.__version__, "python": platform.python_version(),
                          "host": host, "backend": dist.get_backend(), "pid": os.getpid(),
-                         "comm_hook": self.hook_name, "comm_hook_lossy": self.hook_lossy},
+                         "comm_hook": self.hook_name, "comm_hook_lossy": self.hook_lossy,
+                         "gradient_statistics": self.stats.kernel},
             params=[(n, tuple(p.shape)) for n, p in self.params], buffer_names=[n for n, _ in self.buffers],
             cards=[dict(rank=r, device_id=-1, device_ip="", server_id=host) for r in range(self.world)])
 

@@ -27,7 +27,8 @@ done
 dpkg-deb -c "$DEB" | awk '{print $NF}' | sed 's|^\./|/|' > "$WORK/files.txt"
 for f in /usr/bin/ranksight /usr/bin/ranksight-cli /usr/libexec/ranksight/ranksight-reader \
          /usr/libexec/ranksight/ranksight-engine \
-         /usr/lib/python3/dist-packages/ranksight/ddp.py /usr/share/ranksight/presets/seed-story.json \
+         /usr/lib/python3/dist-packages/ranksight/ddp.py /usr/lib/python3/dist-packages/ranksight/_gradstats.so \
+         /usr/share/ranksight/presets/seed-story.json \
          /usr/share/ranksight/ranktables/hccl_4p.json /usr/share/man/man1/ranksight-cli.1.gz \
          /usr/share/man/man1/ranksight.1.gz /usr/share/doc/ranksight/README.md /usr/share/doc/ranksight/copyright \
          /usr/share/doc/ranksight/changelog.gz /usr/share/applications/org.ranksight.RankSight.desktop \

@@ -83,7 +83,11 @@ class DdpRecorderTest(unittest.TestCase):
         # Each step carries the wall clock rank 0 wrote it at: what joins a flight recorder's dumps to steps.
         with h5py.File(path, "r") as f:
             end_ns = f["/steps/end_ns"][:]
+            env = json.loads(f.attrs["environment"])
         self.assertTrue((np.diff(end_ns) > 0).all() and end_ns[0] > 1.7e18, end_ns[:3])
+        # Which statistics kernel recorded it: ctest builds the native one and names it (RANKSIGHT_GRADSTATS_LIB).
+        kernel = "native" if os.environ.get("RANKSIGHT_GRADSTATS_LIB") else env["gradient_statistics"]
+        self.assertEqual(env["gradient_statistics"], kernel)
         verbose = self.cli("diagnose", path, "--verbose")
         self.assertIn("checks that could not run:", verbose.stderr)
         self.assertIn("loss scaling (loss-scale-too-high, overflow-not-synced, loss-scale-not-restored)", verbose.stderr)
@@ -182,6 +186,43 @@ class DdpRecorderTest(unittest.TestCase):
     def test_a_slow_rank(self):
         f = self.check_top("slow-rank", "straggler", rank=3)
         self.assertEqual(f["ranks"], [3])
+
+    def test_the_last_step_is_written_when_the_job_forgets_close(self):
+        # Each step's row is gathered asynchronously and written at the next forward: a job that ends without
+        # close() still has every step in its file (written at exit), with odd-sized parameters in its buckets.
+        out = os.path.join(self.dir.name, "no-close.h5")
+        script = (
+            "import os, sys, torch, torch.distributed as dist, torch.multiprocessing as mp\n"
+            "from torch.nn.parallel import DistributedDataParallel\n"
+            "from ranksight.ddp import Recorder\n"
+            "def run(rank, port, out):\n"
+            "    os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port))\n"
+            "    dist.init_process_group('gloo', rank=rank, world_size=2)\n"
+            "    torch.manual_seed(0)\n"
+            "    model = torch.nn.Sequential(torch.nn.Linear(7, 5), torch.nn.Tanh(), torch.nn.Linear(5, 3))\n"
+            "    ddp = DistributedDataParallel(model)\n"
+            "    rec = Recorder(ddp, out)\n"
+            "    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)\n"
+            "    for step in range(3):\n"
+            "        loss = ddp(torch.randn(4, 7)).square().mean()\n"
+            "        opt.zero_grad(); loss.backward(); opt.step()\n"
+            "        rec.step(loss=loss.item())\n"
+            "if __name__ == '__main__':\n"
+            "    import socket\n"
+            "    s = socket.socket(); s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]; s.close()\n"
+            "    mp.spawn(run, args=(port, sys.argv[1]), nprocs=2, join=True)\n")
+        path = os.path.join(self.dir.name, "no_close.py")
+        with open(path, "w") as fh:
+            fh.write(script)
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), OMP_NUM_THREADS="1")
+        p = subprocess.run([sys.executable, path, out], capture_output=True, text=True, timeout=300, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        j = json.loads(self.cli("inspect", out, "--json").stdout)
+        self.assertEqual(j["steps_recorded"], 3)
+        with h5py.File(out, "r") as f:
+            self.assertEqual(f["/steps/step"][:].tolist(), [0, 1, 2])
+            fp = f["/grads/synced_fp"][:]
+        self.assertTrue((fp[:, 0] == fp[:, 1]).all() and (fp != 0).all(), fp)  # both ranks' synced bits agree
 
     def test_a_bit_flipped_after_the_all_reduce_on_one_rank(self):
         f = self.check_top("sdc-after", "sdc-after", rank=3, step=8)

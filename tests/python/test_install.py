@@ -31,12 +31,17 @@ class InstallTest(unittest.TestCase):
             p = subprocess.run([py, "-m", "pip", "install", "--no-build-isolation", "--no-index", src],
                                capture_output=True, text=True, timeout=300)
             self.assertEqual(p.returncode, 0, p.stdout[-2000:] + p.stderr[-2000:])
-            env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+            env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RANKSIGHT_GRADSTATS_LIB")}
             env.update(OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
             where = subprocess.run([py, "-c", "import ranksight.ddp, os; print(os.path.realpath(ranksight.__file__))"],
                                    capture_output=True, text=True, timeout=120, env=env, cwd=tmp)
             self.assertEqual(where.returncode, 0, where.stderr)
             self.assertTrue(where.stdout.strip().startswith(os.path.realpath(venv)), where.stdout)
+            # pip built the native statistics kernel (a C compiler is there) and the package loads it.
+            kernel = subprocess.run([py, "-c", "import ranksight.gradstats as g; print(*g.kernel_info())"],
+                                    capture_output=True, text=True, timeout=120, env=env, cwd=tmp)
+            self.assertEqual(kernel.stdout.split()[:1], ["native"], kernel.stdout + kernel.stderr)
+            self.assertTrue(os.path.realpath(kernel.stdout.split()[1]).startswith(os.path.realpath(venv)), kernel.stdout)
             # The package's version is the project's (CMakeLists.txt), so the two cannot drift.
             with open(os.path.join(ROOT, "CMakeLists.txt"), encoding="utf-8") as fh:
                 project = re.search(r"project\(RankSight VERSION ([0-9.]+)", fh.read()).group(1)
