@@ -2,6 +2,7 @@
 
 #include "telemetry/Fingerprint.h"
 #include "util/Half.h"
+#include "util/HalfConvert.h"
 
 #include <algorithm>
 #include <cmath>
@@ -158,7 +159,7 @@ template <bool Full> inline float blockPass(const float* g, int64_t len, const f
 } // namespace
 
 TensorStats gradStats(const float* g, int64_t n, float unscale, uint64_t sketchSeed, int k, float* sketch,
-                      uint64_t* fp) {
+                      uint64_t* fp, uint16_t* half) {
     Block b;
     // The sketch: contiguous blocks of L elements (L <= 256, small enough that every component gets some),
     // each with random signs, summed into component (block index mod k). Every element lands in exactly one
@@ -175,6 +176,8 @@ TensorStats gradStats(const float* g, int64_t n, float unscale, uint64_t sketchS
         const int64_t m = std::min(len, n - start);
         const float part = blockPass<true>(g + start, m, table + h % kSignTable, b);
         acc[blockIndex % kk] += part;
+        if (half) // elementwise, so the same bits as one conversion of the whole tensor
+            floatsToHalves(g + start, half + start, static_cast<size_t>(m));
         if (fp) {
             const int64_t upTo = (start + m) / 8 * 8;
             if (upTo > hashed) {

@@ -17,9 +17,11 @@ struct TensorStats {
 // g: n scaled gradient values; unscale = 1 / lossScale. When sketch is not null it receives k components of a
 // signed block random projection (signs from sketchSeed and the element index), the same on every rank, so
 // cos(sketch_a, sketch_b) estimates cos(g_a, g_b). Identical tensors give identical sketches.
-// When fp is not null it receives fingerprint(g, n * 4), each block hashed while still in L1.
+// When fp is not null it receives fingerprint(g, n * 4), each block hashed while still in L1. When half is
+// not null it receives the n values as fp16 (floatsToHalves' bits), each block converted while still in L1:
+// the O2/O3 all-reduce payload without a second read of the gradient.
 TensorStats gradStats(const float* g, int64_t n, float unscale, uint64_t sketchSeed, int k, float* sketch,
-                      uint64_t* fp = nullptr);
+                      uint64_t* fp = nullptr, uint16_t* half = nullptr);
 
 // Sum of squares, element sum and non-finite count only (the other fields stay 0), for the synced gradient
 // and the weights (unscaled by unscale); the same bits as gradStats gives for those three.

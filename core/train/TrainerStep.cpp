@@ -24,6 +24,18 @@ struct Digest {
     uint32_t pad = 0;
 };
 
+// True when the parameters cover the flat buffer of n elements end to end, in order: a pass over each of them
+// is then a pass over the whole buffer.
+bool paramsTile(const std::vector<ParamInfo>& params, int64_t n) {
+    int64_t at = 0;
+    for (const auto& p : params) {
+        if (p.offset != at)
+            return false;
+        at += p.numel;
+    }
+    return at == n;
+}
+
 } // namespace
 
 void Trainer::Impl::recordWeights(Card& card, int64_t step) {
@@ -134,6 +146,7 @@ struct Trainer::Impl::StepWork {
     size_t slotIndex = 0;             // its index in the card's ring (FlightRing::carryWeightsForward)
     float* synced = nullptr;          // the all-reduce's result (the card's gradients keep the local one)
     bool ownStatus = false, localOverflow = false;
+    bool halvesReady = false; // the O2/O3 payload was written by the local statistics' pass
     uint32_t nonfiniteSynced = 0;
     // The digest round's outcome: every rank of the run sees the same.
     bool anomaly = false, dumpAsked = false, weightStep = false;
@@ -256,10 +269,13 @@ void Trainer::Impl::recordLocalGradient(Card& card, StepWork& w) {
         rs.underflowCount.resize(P);
         rs.sketch.resize(P * K);
         rs.localFp.resize(P);
+        // Under O2/O3 the same pass writes the fp16 payload (each block converted while in L1), so the
+        // all-reduce does not read the gradient again; the parameters tile the flat gradient.
+        uint16_t* half = halfPayload && !card.half.empty() ? card.half.data() : nullptr;
         for (size_t p = 0; p < P; ++p) {
             const auto s = gradStats(g + params[p].offset, params[p].numel, w.unscale,
                                      splitmix64(cfg.seed ^ (0x5ce7c4ull + p)), K, rs.sketch.data() + p * K,
-                                     &rs.localFp[p]);
+                                     &rs.localFp[p], half ? half + params[p].offset : nullptr);
             rs.localNorm[p] = static_cast<float>(std::sqrt(s.sumSq));
             rs.localMax[p] = s.maxAbs;
             rs.localSum[p] = s.sum;
@@ -267,6 +283,7 @@ void Trainer::Impl::recordLocalGradient(Card& card, StepWork& w) {
             rs.overflowCount[p] = s.overflow;
             rs.underflowCount[p] = s.underflow;
         }
+        w.halvesReady = half != nullptr && paramsTile(params, card.replica->numParams());
     }
     // Under O2/O3 the gradient leaves backward in fp16: the conversion to the fp16 payload does that
     // rounding; the flight recorder keeps the fp32 gradient and rounds it when a dump is taken.
@@ -293,7 +310,8 @@ void Trainer::Impl::allReduceGradients(Card& card, StepWork& w) {
     w.localOverflow = w.ownStatus && FaultPlan::overflows(g, N, halfPayload);
     const auto tcomm = Clock::now();
     if (halfPayload) {
-        rep.gradsToHalf(card.half.data());
+        if (!w.halvesReady)
+            rep.gradsToHalf(card.half.data());
         comm->allReduce(card.local, card.half.data(), static_cast<size_t>(N), DType::F16, op);
         halvesToFloats(card.half.data(), w.synced, static_cast<size_t>(N));
     } else {

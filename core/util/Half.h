@@ -15,8 +15,10 @@ inline uint16_t floatToHalf(float f) {
     std::memcpy(&x, &f, 4);
     const uint32_t sign = (x >> 16) & 0x8000u;
     uint32_t mag = x & 0x7fffffffu;
-    if (mag >= 0x7f800000u) // inf or nan
-        return static_cast<uint16_t>(sign | 0x7c00u | (mag > 0x7f800000u ? 0x200u : 0u));
+    if (mag > 0x7f800000u) // nan: quiet, the payload's top bits kept, as x86 F16C converts it
+        return static_cast<uint16_t>(sign | 0x7e00u | ((mag >> 13) & 0x3ffu));
+    if (mag == 0x7f800000u) // inf
+        return static_cast<uint16_t>(sign | 0x7c00u);
     if (mag >= 0x477ff000u) // rounds to >= 65520: overflow to inf
         return static_cast<uint16_t>(sign | 0x7c00u);
     if (mag < 0x38800000u) {   // below the smallest normal half: subnormal or zero

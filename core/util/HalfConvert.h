@@ -1,6 +1,7 @@
 // Bulk fp16 conversions for the hot paths (fp16 all-reduce payloads, O2/O3 rounding at every layer).
-// x86 F16C converts eight lanes at once with the same IEEE rounding as util/Half.h (nearest even, overflow
-// to inf, exact subnormals; only NaN payloads may differ); elsewhere a scalar fallback. LibTorch 1.13's own
+// x86 F16C converts eight lanes at once with the same bits as util/Half.h (nearest even, overflow to inf,
+// exact subnormals, NaN payloads truncated and quieted); elsewhere a scalar fallback. So a conversion split
+// into pieces gives the same bits as one over the whole buffer. LibTorch 1.13's own
 // CPU float<->half conversion is scalar and ~25 ns per element: O2 would spend more time rounding than
 // convolving.
 #pragma once

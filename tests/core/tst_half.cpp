@@ -1,6 +1,8 @@
 // IEEE binary16 conversions (util/Half.h): known values, ties to even, overflow and underflow, and
-// every half bit pattern, checked against an independent value formula rather than against itself.
+// every half bit pattern, checked against an independent value formula rather than against itself; the bulk
+// conversion (util/HalfConvert.h, F16C where the CPU has it) gives the scalar one's bits, NaNs included.
 #include "util/Half.h"
+#include "util/HalfConvert.h"
 
 #include <QtTest>
 #include <cmath>
@@ -104,6 +106,47 @@ private slots:
         QVERIFY(std::isnan(rs::halfToFloat(0x7e00)));
         QVERIFY(std::isnan(rs::halfToFloat(0x7c01))); // signalling payload is still NaN
         QVERIFY(std::isnan(rs::roundThroughHalf(qnan)));
+    }
+
+    // A NaN keeps its sign and the top of its payload, quieted: what x86 F16C does, so a conversion split
+    // into pieces (the bulk loop's scalar tail) gives the bits of one over the whole buffer.
+    void nanPayloads() {
+        auto fromBits = [](quint32 x) {
+            float f;
+            std::memcpy(&f, &x, 4);
+            return f;
+        };
+        QCOMPARE(rs::floatToHalf(fromBits(0x7fc00000u)), quint16(0x7e00));
+        QCOMPARE(rs::floatToHalf(fromBits(0xffc00000u)), quint16(0xfe00)); // x86's default NaN
+        QCOMPARE(rs::floatToHalf(fromBits(0x7fc12345u)), quint16(0x7e09));
+        QCOMPARE(rs::floatToHalf(fromBits(0x7f800001u)), quint16(0x7e00)); // signalling, payload below half's
+        QCOMPARE(rs::floatToHalf(fromBits(0xff9fe000u)), quint16(0xfeff));
+        QCOMPARE(rs::floatToHalf(fromBits(0x7f800000u)), quint16(0x7c00));
+    }
+
+    // floatsToHalves over every float pattern whose top 19 bits vary (all exponents, signs, NaN payloads)
+    // and the halves' own values: the same bits as floatToHalf one element at a time, at every length mod 8.
+    void bulkMatchesScalar() {
+        std::vector<float> in;
+        for (quint32 hi = 0; hi < (1u << 19); ++hi) {
+            const quint32 x = (hi << 13) | ((hi * 2654435761u) & 0x1fffu);
+            float f;
+            std::memcpy(&f, &x, 4);
+            in.push_back(f);
+        }
+        for (quint32 h = 0; h <= 0xffffu; ++h)
+            in.push_back(rs::halfToFloat(static_cast<quint16>(h)));
+        for (size_t cut : {in.size(), in.size() - 1, in.size() - 5, size_t(13)}) {
+            std::vector<quint16> bulk(cut);
+            rs::floatsToHalves(in.data(), bulk.data(), cut);
+            for (size_t i = 0; i < cut; ++i)
+                if (bulk[i] != rs::floatToHalf(in[i]))
+                    QFAIL(qPrintable(QStringLiteral("0x%1: bulk 0x%2, scalar 0x%3 (F16C %4)")
+                                         .arg(floatBits(in[i]), 8, 16, QLatin1Char('0'))
+                                         .arg(bulk[i], 4, 16, QLatin1Char('0'))
+                                         .arg(rs::floatToHalf(in[i]), 4, 16, QLatin1Char('0'))
+                                         .arg(rs::haveF16c())));
+        }
     }
 
     // Every one of the 65536 patterns: the float it converts to has the IEEE value, and converting

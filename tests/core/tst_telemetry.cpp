@@ -2,6 +2,7 @@
 #include "telemetry/EventDetector.h"
 #include "telemetry/Fingerprint.h"
 #include "telemetry/GradStats.h"
+#include "util/HalfConvert.h"
 
 #include <QtTest>
 #include <cmath>
@@ -16,6 +17,7 @@ class TestTelemetry : public QObject {
 private slots:
     void statsMatchNaiveLoop();
     void normAndSumAgreesWithTheFullPass();
+    void halfPayloadInTheSamePass();
     void fp16Accounting();
     void fingerprintSeesOneBit();
     void sketchCosineTracksTrueCosine_data();
@@ -94,6 +96,31 @@ void TestTelemetry::normAndSumAgreesWithTheFullPass() {
             const auto plain = gradStats(g.data(), n, 0.25f, 9, k, k ? sketchB.data() : nullptr);
             QCOMPARE(fp, fingerprint(g.data(), size_t(n) * 4));
             QVERIFY(std::memcmp(&fused.sumSq, &plain.sumSq, sizeof fused.sumSq) == 0);
+            QVERIFY(std::memcmp(sketchA.data(), sketchB.data(), sketchA.size() * sizeof(float)) == 0);
+        }
+}
+
+// The O2/O3 payload written in the local statistics' pass (gradStats with half): floatsToHalves' bits for the
+// whole tensor whatever the block length, inf and NaN included, and the statistics unchanged.
+void TestTelemetry::halfPayloadInTheSamePass() {
+    auto h = randomVector(10007, 3);
+    h[3] = std::numeric_limits<float>::infinity();
+    h[700] = -std::numeric_limits<float>::quiet_NaN();
+    h[701] = 70000.f;
+    for (int64_t n : {int64_t(1), int64_t(9), int64_t(701), int64_t(702), int64_t(10007)})
+        for (int k : {0, 3, 16}) {
+            std::vector<float> sketchA(size_t(std::max(k, 1))), sketchB(size_t(std::max(k, 1)));
+            std::vector<uint16_t> fusedHalf(size_t(n) + 1, 0xabcd);
+            std::vector<uint16_t> whole(static_cast<size_t>(n));
+            const auto fused =
+                gradStats(h.data(), n, 0.25f, 9, k, k ? sketchA.data() : nullptr, nullptr, fusedHalf.data());
+            const auto plain = gradStats(h.data(), n, 0.25f, 9, k, k ? sketchB.data() : nullptr);
+            floatsToHalves(h.data(), whole.data(), size_t(n));
+            QVERIFY2(std::memcmp(fusedHalf.data(), whole.data(), size_t(n) * 2) == 0,
+                     qPrintable(QString::number(n)));
+            QCOMPARE(fusedHalf[size_t(n)], uint16_t(0xabcd)); // nothing past the tensor
+            QVERIFY(std::memcmp(&fused.sumSq, &plain.sumSq, sizeof fused.sumSq) == 0);
+            QCOMPARE(fused.overflow, plain.overflow);
             QVERIFY(std::memcmp(sketchA.data(), sketchB.data(), sketchA.size() * sizeof(float)) == 0);
         }
 }
