@@ -212,16 +212,24 @@ TensorStats normAndSum(const float* g, int64_t n, float unscale) {
     return s;
 }
 
-TensorStats normSumFingerprint(const float* g, int64_t n, float unscale, uint64_t* fp) {
+namespace {
+
+// normSumFingerprint's pass; before each block of g is read, prepare(start, length) may write it (the fp16
+// payload converted back), so the block is read while still in L1.
+template <class Prepare>
+TensorStats normSumFingerprintBlocks(const float* g, int64_t n, float unscale, uint64_t* fp,
+                                     Prepare prepare) {
     Block b;
     Fingerprinter f;
     int64_t start = 0;
     for (; start + kMaxBlock <= n; start += kMaxBlock) { // 1 KiB: 32 whole fingerprint blocks
+        prepare(start, kMaxBlock);
         blockPass<false>(g + start, kMaxBlock, nullptr, b);
         f.update(g + start, kMaxBlock * 4);
     }
     if (start < n) {
         const int64_t rest = n - start;
+        prepare(start, rest);
         blockPass<false>(g + start, rest, nullptr, b);
         const size_t bytes = static_cast<size_t>(rest) * 4, whole = bytes / 32 * 32;
         f.update(g + start, whole);
@@ -234,6 +242,18 @@ TensorStats normSumFingerprint(const float* g, int64_t n, float unscale, uint64_
     s.sum = b.sum * unscale;
     s.nonfinite = b.nonfinite;
     return s;
+}
+
+} // namespace
+
+TensorStats normSumFingerprint(const float* g, int64_t n, float unscale, uint64_t* fp) {
+    return normSumFingerprintBlocks(g, n, unscale, fp, [](int64_t, int64_t) {});
+}
+
+TensorStats halvesToFloatsWithStats(const uint16_t* in, float* out, int64_t n, float unscale, uint64_t* fp) {
+    return normSumFingerprintBlocks(out, n, unscale, fp, [&](int64_t start, int64_t len) {
+        halvesToFloats(in + start, out + start, static_cast<size_t>(len));
+    });
 }
 
 double cosine(const float* a, const float* b, int k) {

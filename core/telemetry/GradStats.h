@@ -30,6 +30,11 @@ TensorStats normAndSum(const float* g, int64_t n, float unscale);
 // the same bits as the two apart.
 TensorStats normSumFingerprint(const float* g, int64_t n, float unscale, uint64_t* fp);
 
+// halvesToFloats(in, out, n) and normSumFingerprint(out, n, unscale, fp) in one pass (each block converted,
+// then read while still in L1): the O2/O3 all-reduce's last pass with the synced statistics. The same bits as
+// the two apart.
+TensorStats halvesToFloatsWithStats(const uint16_t* in, float* out, int64_t n, float unscale, uint64_t* fp);
+
 double cosine(const float* a, const float* b, int k);
 
 } // namespace rs

@@ -8,6 +8,7 @@
 #include "cluster/NodeGroup.h"
 #include "faults/FaultPlan.h"
 #include "store/RunWriter.h"
+#include "telemetry/GradStats.h"
 #include "train/Dataset.h"
 #include "train/DistributedSampler.h"
 #include "train/LossScaler.h"
@@ -182,6 +183,9 @@ struct Trainer::Impl {
     void recordLocalGradient(Card& card, StepWork& w);
     void allReduceGradients(Card& card, StepWork& w);
     void recordSyncedGradient(Card& card, StepWork& w);
+    void recordSyncedInConversion(Card& card, StepWork& w);
+    bool corruptAfterAllReduce(Card& card, StepWork& w);
+    void storeSynced(StepWork& w, size_t p, const TensorStats& s);
     bool voteOnOverflow(Card& card, StepWork& w);
     void updateWeights(Card& card, const StepWork& w, bool skip);
     void shareDigest(Card& card, StepWork& w);

@@ -146,7 +146,8 @@ struct Trainer::Impl::StepWork {
     size_t slotIndex = 0;             // its index in the card's ring (FlightRing::carryWeightsForward)
     float* synced = nullptr;          // the all-reduce's result (the card's gradients keep the local one)
     bool ownStatus = false, localOverflow = false;
-    bool halvesReady = false; // the O2/O3 payload was written by the local statistics' pass
+    bool halvesReady = false;    // the O2/O3 payload was written by the local statistics' pass
+    bool convertPending = false; // the O2/O3 result waits in fp16 for the pass that also reads its statistics
     uint32_t nonfiniteSynced = 0;
     // The digest round's outcome: every rank of the run sees the same.
     bool anomaly = false, dumpAsked = false, weightStep = false;
@@ -313,7 +314,11 @@ void Trainer::Impl::allReduceGradients(Card& card, StepWork& w) {
         if (!w.halvesReady)
             rep.gradsToHalf(card.half.data());
         comm->allReduce(card.local, card.half.data(), static_cast<size_t>(N), DType::F16, op);
-        halvesToFloats(card.half.data(), w.synced, static_cast<size_t>(N));
+        // With telemetry the conversion back to fp32 is the synced statistics' pass (recordSyncedGradient),
+        // unless a parameter's synced gradient is about to be overwritten here.
+        w.convertPending = cfg.telemetry && unsynced < 0 && paramsTile(params, N);
+        if (!w.convertPending)
+            halvesToFloats(card.half.data(), w.synced, static_cast<size_t>(N));
     } else {
         comm->allReduce(card.local, g, w.synced, static_cast<size_t>(N), DType::F32, op);
     }
@@ -322,23 +327,74 @@ void Trainer::Impl::allReduceGradients(Card& card, StepWork& w) {
         const auto& p = params[size_t(unsynced)];
         std::copy_n(w.slot ? g + p.offset : kept.data(), p.numel, w.synced + p.offset);
     }
+    if (!w.convertPending)
+        corruptAfterAllReduce(card, w);
+}
+
+// Faults in the synced gradient once the all-reduce has delivered it. True when one wrote it.
+bool Trainer::Impl::corruptAfterAllReduce(Card& card, StepWork& w) {
+    const int64_t N = card.replica->numParams();
+    bool wrote = false;
     // Corruption after the all-reduce, on this card only.
-    if (const int bit = faults->flipAfter(card.rank, w.step); bit >= 0)
+    if (const int bit = faults->flipAfter(card.rank, w.step); bit >= 0) {
         FaultPlan::flipBit(w.synced, N, bit);
+        wrote = true;
+    }
     // A wrong reduction: every rank receives the same wrong bytes (the same element of the same synced
     // gradient, its lowest exponent bit flipped: twice or half the value).
-    if (faults->allReduceWrongAt(w.step))
+    if (faults->allReduceWrongAt(w.step)) {
         FaultPlan::flipBit(w.synced, N, 23);
+        wrote = true;
+    }
+    return wrote;
+}
+
+// One parameter's synced statistics into the step's record.
+void Trainer::Impl::storeSynced(StepWork& w, size_t p, const TensorStats& s) {
+    RankStep& rs = w.rs;
+    // What a rank applies is the all-reduced sum times its own unscale: ranks whose loss scales differ
+    // apply different gradients from the same bytes, so the scale is part of the fingerprint.
+    if (w.unscale != 1.0f)
+        rs.syncedFp[p] = fingerprint(&w.unscale, sizeof(float), rs.syncedFp[p]);
+    w.nonfiniteSynced += s.nonfinite;
+    rs.syncedNorm[p] = static_cast<float>(std::sqrt(s.sumSq));
+    rs.syncedSum[p] = s.sum;
+}
+
+// The O2/O3 all-reduce's last pass: the fp16 result converted to the fp32 synced gradient, each block read
+// for the synced statistics while still in L1.
+void Trainer::Impl::recordSyncedInConversion(Card& card, StepWork& w) {
+    const auto& params = card.replica->params();
+    const size_t P = params.size();
+    RankStep& rs = w.rs;
+    rs.syncedNorm.resize(P);
+    rs.syncedSum.resize(P);
+    rs.syncedFp.resize(P);
+    for (size_t p = 0; p < P; ++p) {
+        const int64_t at = params[p].offset;
+        storeSynced(w, p,
+                    halvesToFloatsWithStats(card.half.data() + at, w.synced + at, params[p].numel, w.unscale,
+                                            &rs.syncedFp[p]));
+    }
 }
 
 // Synced gradient, as the all-reduce delivered it and this rank unscales it: norm, sum and a bitwise
-// fingerprint per parameter.
+// fingerprint per parameter. Under O2/O3 with telemetry they are read as the fp16 result is converted; a
+// fault that then writes the synced gradient has them read again, so they are always of what the optimizer
+// applies.
 void Trainer::Impl::recordSyncedGradient(Card& card, StepWork& w) {
+    if (w.convertPending) {
+        recordSyncedInConversion(card, w);
+        w.convertPending = false;
+        if (!corruptAfterAllReduce(card, w))
+            return;
+    }
     const auto& params = card.replica->params();
     const size_t P = params.size();
     const float* g = w.synced;
     const bool tele = cfg.telemetry;
     RankStep& rs = w.rs;
+    w.nonfiniteSynced = 0; // read again in full when the last pass's reading is stale
     if (tele) {
         rs.syncedNorm.resize(P);
         rs.syncedSum.resize(P);
@@ -350,14 +406,7 @@ void Trainer::Impl::recordSyncedGradient(Card& card, StepWork& w) {
             w.nonfiniteSynced += normAndSum(t, params[p].numel, w.unscale).nonfinite;
             continue;
         }
-        const auto s = normSumFingerprint(t, params[p].numel, w.unscale, &rs.syncedFp[p]);
-        // What a rank applies is the all-reduced sum times its own unscale: ranks whose loss scales differ
-        // apply different gradients from the same bytes, so the scale is part of the fingerprint.
-        if (w.unscale != 1.0f)
-            rs.syncedFp[p] = fingerprint(&w.unscale, sizeof(float), rs.syncedFp[p]);
-        w.nonfiniteSynced += s.nonfinite;
-        rs.syncedNorm[p] = static_cast<float>(std::sqrt(s.sumSq));
-        rs.syncedSum[p] = s.sum;
+        storeSynced(w, p, normSumFingerprint(t, params[p].numel, w.unscale, &rs.syncedFp[p]));
     }
 }
 

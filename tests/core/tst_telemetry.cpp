@@ -101,7 +101,8 @@ void TestTelemetry::normAndSumAgreesWithTheFullPass() {
 }
 
 // The O2/O3 payload written in the local statistics' pass (gradStats with half): floatsToHalves' bits for the
-// whole tensor whatever the block length, inf and NaN included, and the statistics unchanged.
+// whole tensor whatever the block length, inf and NaN included, and the statistics unchanged; the result read
+// back with the synced statistics in one pass (halvesToFloatsWithStats).
 void TestTelemetry::halfPayloadInTheSamePass() {
     auto h = randomVector(10007, 3);
     h[3] = std::numeric_limits<float>::infinity();
@@ -122,6 +123,19 @@ void TestTelemetry::halfPayloadInTheSamePass() {
             QVERIFY(std::memcmp(&fused.sumSq, &plain.sumSq, sizeof fused.sumSq) == 0);
             QCOMPARE(fused.overflow, plain.overflow);
             QVERIFY(std::memcmp(sketchA.data(), sketchB.data(), sketchA.size() * sizeof(float)) == 0);
+            // And back: the all-reduce's last pass converts the fp16 result and takes the synced statistics
+            // on the way, with the bits of the conversion and normSumFingerprint apart.
+            std::vector<float> back(static_cast<size_t>(n) + 1, -1.f), apart(static_cast<size_t>(n));
+            uint64_t fpFused = 0, fpApart = 0;
+            const auto s = halvesToFloatsWithStats(whole.data(), back.data(), n, 0.5f, &fpFused);
+            halvesToFloats(whole.data(), apart.data(), size_t(n));
+            const auto t = normSumFingerprint(apart.data(), n, 0.5f, &fpApart);
+            QVERIFY(std::memcmp(back.data(), apart.data(), size_t(n) * 4) == 0);
+            QCOMPARE(back[size_t(n)], -1.f);
+            QCOMPARE(fpFused, fpApart);
+            QVERIFY(std::memcmp(&s.sumSq, &t.sumSq, sizeof s.sumSq) == 0);
+            QVERIFY(std::memcmp(&s.sum, &t.sum, sizeof s.sum) == 0);
+            QCOMPARE(s.nonfinite, t.nonfinite);
         }
 }
 
