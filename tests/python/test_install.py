@@ -59,6 +59,24 @@ class InstallTest(unittest.TestCase):
                                           timeout=120).stdout)
             self.assertEqual((j["source"], j["world_size"], j["steps_recorded"]), ("pytorch-ddp", 2, 4))
 
+    def test_without_a_c_compiler_it_installs_and_uses_torch(self):
+        # The native statistics kernel is optional: with no working C compiler pip still installs the package,
+        # and the recorder computes its statistics with torch ops, and says so.
+        with tempfile.TemporaryDirectory() as tmp:
+            venv = os.path.join(tmp, "venv")
+            subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv], check=True,
+                           timeout=120)
+            py = os.path.join(venv, "bin", "python")
+            src = os.path.join(tmp, "src")
+            shutil.copytree(os.path.join(ROOT, "python"), src, ignore=shutil.ignore_patterns("__pycache__"))
+            env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RANKSIGHT_GRADSTATS_LIB")}
+            p = subprocess.run([py, "-m", "pip", "install", "--no-build-isolation", "--no-index", src],
+                               capture_output=True, text=True, timeout=300, env=dict(env, CC="/bin/false"))
+            self.assertEqual(p.returncode, 0, p.stdout[-2000:] + p.stderr[-2000:])
+            kernel = subprocess.run([py, "-c", "import ranksight.gradstats as g; print(*g.kernel_info())"],
+                                    capture_output=True, text=True, timeout=120, env=env, cwd=tmp)
+            self.assertEqual(kernel.stdout.split()[:1], ["torch"], kernel.stdout + kernel.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
