@@ -24,7 +24,7 @@ typedef uint64_t v4u __attribute__((vector_size(32)));
 #define INLINE static inline __attribute__((always_inline))
 
 /* Floats summed in float before they reach the double accumulators: long enough that combining the lanes
- * costs little (at 256 it cost a third of the pass), short enough that each lane adds at most 128 values. */
+ * costs little (at 256 it cost a third of the pass), short enough that each lane adds at most 256 values. */
 enum { RUN = 2048 };
 
 static const float kHalfMax = 65504.0f;                 /* |x| above it is an fp16 overflow (ddp._FP16_MAX) */
@@ -67,37 +67,9 @@ INLINE void run_stats(const float* g, int64_t n, const float* s, Local* a, doubl
     const v8f zero = {0, 0, 0, 0, 0, 0, 0, 0};
     const float z = kHalfZero;
     const v8f tiny = {z, z, z, z, z, z, z, z};
-    v8f s2 = zero, sm = zero, sk = zero, mx = zero, s2b = zero, smb = zero, skb = zero, mxb = zero;
-    v8i uf = {0, 0, 0, 0, 0, 0, 0, 0}, ufb = uf;
+    v8f s2 = zero, sm = zero, sk = zero, mx = zero;
+    v8i uf = {0, 0, 0, 0, 0, 0, 0, 0};
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        v8f x, y;
-        memcpy(&x, g + i, 32);
-        memcpy(&y, g + i + 8, 32);
-        const v8f ax = (v8f)((v8i)x & abs_mask), ay = (v8f)((v8i)y & abs_mask);
-        s2 += x * x;
-        s2b += y * y;
-        sm += x;
-        smb += y;
-        mx = vmax(ax, mx);
-        mxb = vmax(ay, mxb);
-        if (sketch) {
-            v8f sx, sy;
-            memcpy(&sx, s + i, 32);
-            memcpy(&sy, s + i + 8, 32);
-            sk += x * sx;
-            skb += y * sy;
-        }
-        if (under) {
-            uf -= (ax > zero) & (ax <= tiny);
-            ufb -= (ay > zero) & (ay <= tiny);
-        }
-    }
-    s2 += s2b;
-    sm += smb;
-    sk += skb;
-    mx = vmax(mx, mxb);
-    uf += ufb;
     for (; i + 8 <= n; i += 8) {
         v8f x;
         memcpy(&x, g + i, 32);

@@ -19,20 +19,25 @@ CLI = os.environ.get("RANKSIGHT_CLI", "")
 
 @unittest.skipUnless(CLI, "needs RANKSIGHT_CLI")
 class InstallTest(unittest.TestCase):
+    def install(self, tmp, **pip_env):
+        """A venv in tmp with ./python pip-installed into it: (its python, its folder, an environment without
+        the source tree's package or kernel)."""
+        venv = os.path.join(tmp, "venv")
+        subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv], check=True, timeout=120)
+        py = os.path.join(venv, "bin", "python")
+        # A copy of python/ so the build leaves nothing in the source tree.
+        src = os.path.join(tmp, "src")
+        shutil.copytree(os.path.join(ROOT, "python"), src, ignore=shutil.ignore_patterns("__pycache__"))
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RANKSIGHT_GRADSTATS_LIB")}
+        env.update(OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+        p = subprocess.run([py, "-m", "pip", "install", "--no-build-isolation", "--no-index", src],
+                           capture_output=True, text=True, timeout=300, env=dict(env, **pip_env))
+        self.assertEqual(p.returncode, 0, p.stdout[-2000:] + p.stderr[-2000:])
+        return py, venv, env
+
     def test_pip_install_into_a_venv_and_record_a_job(self):
         with tempfile.TemporaryDirectory() as tmp:
-            venv = os.path.join(tmp, "venv")
-            subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv], check=True,
-                           timeout=120)
-            py = os.path.join(venv, "bin", "python")
-            # A copy of python/ so the build leaves nothing in the source tree.
-            src = os.path.join(tmp, "src")
-            shutil.copytree(os.path.join(ROOT, "python"), src, ignore=shutil.ignore_patterns("__pycache__"))
-            p = subprocess.run([py, "-m", "pip", "install", "--no-build-isolation", "--no-index", src],
-                               capture_output=True, text=True, timeout=300)
-            self.assertEqual(p.returncode, 0, p.stdout[-2000:] + p.stderr[-2000:])
-            env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RANKSIGHT_GRADSTATS_LIB")}
-            env.update(OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+            py, venv, env = self.install(tmp)
             where = subprocess.run([py, "-c", "import ranksight.ddp, os; print(os.path.realpath(ranksight.__file__))"],
                                    capture_output=True, text=True, timeout=120, env=env, cwd=tmp)
             self.assertEqual(where.returncode, 0, where.stderr)
@@ -63,16 +68,7 @@ class InstallTest(unittest.TestCase):
         # The native statistics kernel is optional: with no working C compiler pip still installs the package,
         # and the recorder computes its statistics with torch ops, and says so.
         with tempfile.TemporaryDirectory() as tmp:
-            venv = os.path.join(tmp, "venv")
-            subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv], check=True,
-                           timeout=120)
-            py = os.path.join(venv, "bin", "python")
-            src = os.path.join(tmp, "src")
-            shutil.copytree(os.path.join(ROOT, "python"), src, ignore=shutil.ignore_patterns("__pycache__"))
-            env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RANKSIGHT_GRADSTATS_LIB")}
-            p = subprocess.run([py, "-m", "pip", "install", "--no-build-isolation", "--no-index", src],
-                               capture_output=True, text=True, timeout=300, env=dict(env, CC="/bin/false"))
-            self.assertEqual(p.returncode, 0, p.stdout[-2000:] + p.stderr[-2000:])
+            py, _, env = self.install(tmp, CC="/bin/false")
             kernel = subprocess.run([py, "-c", "import ranksight.gradstats as g; print(*g.kernel_info())"],
                                     capture_output=True, text=True, timeout=120, env=env, cwd=tmp)
             self.assertEqual(kernel.stdout.split()[:1], ["torch"], kernel.stdout + kernel.stderr)
