@@ -220,6 +220,11 @@ void Communicator::allReduce(int rank, void* data, size_t count, DType dtype, Re
 }
 
 void Communicator::allReduce(int rank, const void* in, void* out, size_t count, DType dtype, ReduceOp op) {
+    allReduce(rank, in, out, count, dtype, op, Delivered{});
+}
+
+void Communicator::allReduce(int rank, const void* in, void* out, size_t count, DType dtype, ReduceOp op,
+                             const Delivered& delivered) {
     checkRank(rank, "AllReduce");
     if (count > 0 && (!in || !out))
         throw std::invalid_argument(fmt::format("HCCL AllReduce: rank {} passed a null buffer", rank));
@@ -235,6 +240,8 @@ void Communicator::allReduce(int rank, const void* in, void* out, size_t count, 
     sync(lock, call, true);
     if (hierarchical) {
         allReduceHierarchical(lock, call, out, count, dtype, op);
+        if (delivered && count > 0)
+            delivered(0, count);
         return;
     }
     lock.unlock();
@@ -242,7 +249,8 @@ void Communicator::allReduce(int rank, const void* in, void* out, size_t count, 
     lock.lock();
     sync(lock, call, false);
     lock.unlock();
-    gatherChunks(rank, out, count, dtype); // all-gather: the other ranks' reduced chunks
+    // all-gather: the other ranks' reduced chunks
+    gatherChunks(rank, out, count, dtype, delivered ? &delivered : nullptr);
     lock.lock();
     sync(lock, call, false); // nobody reads this rank's buffers any more
     finish(call);
@@ -647,16 +655,25 @@ void Communicator::reduceChunk(int rank, void* data, size_t count, DType dtype, 
         reduceF16(ring, static_cast<uint16_t*>(data), begin, end, op, m_worldSize);
 }
 
-void Communicator::gatherChunks(int rank, void* data, size_t count, DType dtype) const {
+void Communicator::gatherChunks(int rank, void* data, size_t count, DType dtype,
+                                const Delivered* delivered) const {
     const size_t n = static_cast<size_t>(m_worldSize);
     const size_t element = dtypeSize(dtype);
+    // With a reader of the result: 8 KiB pieces, each handed over while still in L1 (this rank's own chunk,
+    // reduced before, in its turn).
+    const size_t piece = delivered ? 8192 / element : count;
     for (size_t j = 0; j < n; ++j) {
         const size_t begin = j * count / n;
         const size_t end = (j + 1) * count / n;
-        if (j == static_cast<size_t>(rank) || begin == end)
-            continue;
-        std::memcpy(static_cast<char*>(data) + begin * element,
-                    static_cast<const char*>(m_results[j]) + begin * element, (end - begin) * element);
+        const bool own = j == static_cast<size_t>(rank);
+        for (size_t b = begin; b < end; b += piece) {
+            const size_t e = std::min(end, b + piece);
+            if (!own)
+                std::memcpy(static_cast<char*>(data) + b * element,
+                            static_cast<const char*>(m_results[j]) + b * element, (e - b) * element);
+            if (delivered)
+                (*delivered)(b, e);
+        }
     }
 }
 

@@ -73,6 +73,13 @@ public:
     // flat ring reads every rank's `in` and writes only `out`, so the caller keeps its local payload for
     // free (the flight recorder's local gradient); with servers or nodes `in` is first copied to `out`.
     void allReduce(int rank, const void* in, void* out, size_t count, DType dtype, ReduceOp op);
+    // Out of place, and `delivered(begin, end)` is called on this rank's thread for ascending, adjacent
+    // ranges of `out` that cover [0, count) once each, as soon as they hold their final values: on the flat
+    // ring a few KiB at a time as the all-gather copies them (still in L1), so the caller can read the result
+    // in the reduction's last pass; with servers or nodes once, for the whole buffer, at the end.
+    using Delivered = std::function<void(size_t begin, size_t end)>;
+    void allReduce(int rank, const void* in, void* out, size_t count, DType dtype, ReduceOp op,
+                   const Delivered& delivered);
 
     // Servers and nodes (issue 12). With more than one server, or with other nodes, AllReduce is hierarchical
     // like HCCL's: inside each server its members reduce the server's chunks (the ring above, over the
@@ -156,7 +163,7 @@ private:
     std::optional<std::string> mismatch(const Call& first, const Call& other) const;
     [[noreturn]] void throwBroken() const;
     void reduceChunk(int rank, void* data, size_t count, DType dtype, ReduceOp op) const;
-    void gatherChunks(int rank, void* data, size_t count, DType dtype) const;
+    void gatherChunks(int rank, void* data, size_t count, DType dtype, const Delivered* delivered) const;
     void allReduceHierarchical(std::unique_lock<std::mutex>& lock, Call& call, void* data, size_t count,
                                DType dtype, ReduceOp op);
     // With the lock held and every local rank arrived: rank 0's thread runs the cross-node exchange while the

@@ -212,48 +212,59 @@ TensorStats normAndSum(const float* g, int64_t n, float unscale) {
     return s;
 }
 
-namespace {
-
-// normSumFingerprint's pass; before each block of g is read, prepare(start, length) may write it (the fp16
-// payload converted back), so the block is read while still in L1.
-template <class Prepare>
-TensorStats normSumFingerprintBlocks(const float* g, int64_t n, float unscale, uint64_t* fp,
-                                     Prepare prepare) {
+void SyncedPass::feed(int64_t upTo) {
     Block b;
-    Fingerprinter f;
-    int64_t start = 0;
-    for (; start + kMaxBlock <= n; start += kMaxBlock) { // 1 KiB: 32 whole fingerprint blocks
-        prepare(start, kMaxBlock);
-        blockPass<false>(g + start, kMaxBlock, nullptr, b);
-        f.update(g + start, kMaxBlock * 4);
+    b.sumSq = m_sumSq;
+    b.sum = m_sum;
+    b.nonfinite = m_nonfinite;
+    for (; m_done + kMaxBlock <= std::min(upTo, m_n); m_done += kMaxBlock) { // 1 KiB: 32 fingerprint blocks
+        blockPass<false>(m_g + m_done, kMaxBlock, nullptr, b);
+        m_f.update(m_g + m_done, kMaxBlock * 4);
     }
-    if (start < n) {
-        const int64_t rest = n - start;
-        prepare(start, rest);
-        blockPass<false>(g + start, rest, nullptr, b);
+    m_sumSq = b.sumSq;
+    m_sum = b.sum;
+    m_nonfinite = b.nonfinite;
+}
+
+TensorStats SyncedPass::finish(uint64_t* fp) {
+    feed(m_n);
+    if (m_done < m_n) {
+        const int64_t rest = m_n - m_done;
+        Block b;
+        b.sumSq = m_sumSq;
+        b.sum = m_sum;
+        b.nonfinite = m_nonfinite;
+        blockPass<false>(m_g + m_done, rest, nullptr, b);
+        m_sumSq = b.sumSq;
+        m_sum = b.sum;
+        m_nonfinite = b.nonfinite;
         const size_t bytes = static_cast<size_t>(rest) * 4, whole = bytes / 32 * 32;
-        f.update(g + start, whole);
-        *fp = f.finish(reinterpret_cast<const unsigned char*>(g + start) + whole, bytes - whole);
+        m_f.update(m_g + m_done, whole);
+        *fp = m_f.finish(reinterpret_cast<const unsigned char*>(m_g + m_done) + whole, bytes - whole);
+        m_done = m_n;
     } else {
-        *fp = f.finish(nullptr, 0);
+        *fp = m_f.finish(nullptr, 0);
     }
     TensorStats s;
-    s.sumSq = b.sumSq * unscale * unscale;
-    s.sum = b.sum * unscale;
-    s.nonfinite = b.nonfinite;
+    s.sumSq = m_sumSq * m_unscale * m_unscale;
+    s.sum = m_sum * m_unscale;
+    s.nonfinite = m_nonfinite;
     return s;
 }
 
-} // namespace
-
 TensorStats normSumFingerprint(const float* g, int64_t n, float unscale, uint64_t* fp) {
-    return normSumFingerprintBlocks(g, n, unscale, fp, [](int64_t, int64_t) {});
+    SyncedPass pass(g, n, unscale);
+    return pass.finish(fp);
 }
 
 TensorStats halvesToFloatsWithStats(const uint16_t* in, float* out, int64_t n, float unscale, uint64_t* fp) {
-    return normSumFingerprintBlocks(out, n, unscale, fp, [&](int64_t start, int64_t len) {
+    SyncedPass pass(out, n, unscale);
+    for (int64_t start = 0; start < n; start += kMaxBlock) { // each block converted, then read while in L1
+        const int64_t len = std::min(kMaxBlock, n - start);
         halvesToFloats(in + start, out + start, static_cast<size_t>(len));
-    });
+        pass.feed(start + len);
+    }
+    return pass.finish(fp);
 }
 
 double cosine(const float* a, const float* b, int k) {

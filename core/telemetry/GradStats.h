@@ -1,6 +1,8 @@
 // One fused pass over a gradient tensor: everything a step records about it, in a single read of memory.
 #pragma once
 
+#include "telemetry/Fingerprint.h"
+
 #include <cstdint>
 
 namespace rs {
@@ -29,6 +31,27 @@ TensorStats normAndSum(const float* g, int64_t n, float unscale);
 // normAndSum and fingerprint(g, n * 4) in one pass over the data (each block is hashed while still in L1):
 // the same bits as the two apart.
 TensorStats normSumFingerprint(const float* g, int64_t n, float unscale, uint64_t* fp);
+
+// normSumFingerprint over a tensor whose elements become final in order (the all-reduce's last pass hands
+// them over a few KiB at a time): feed(upTo) reads the whole blocks below upTo while they are still in L1,
+// finish() the rest. The same bits as normSumFingerprint, which is this fed all at once.
+class SyncedPass {
+public:
+    SyncedPass(const float* g, int64_t n, float unscale)
+        : m_g(g)
+        , m_n(n)
+        , m_unscale(unscale) {}
+    void feed(int64_t upTo);
+    TensorStats finish(uint64_t* fp);
+
+private:
+    const float* m_g;
+    int64_t m_n, m_done = 0;
+    float m_unscale;
+    double m_sumSq = 0, m_sum = 0;
+    uint32_t m_nonfinite = 0;
+    Fingerprinter m_f;
+};
 
 // halvesToFloats(in, out, n) and normSumFingerprint(out, n, unscale, fp) in one pass (each block converted,
 // then read while still in L1): the O2/O3 all-reduce's last pass with the synced statistics. The same bits as

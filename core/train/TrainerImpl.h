@@ -185,6 +185,7 @@ struct Trainer::Impl {
     void recordSyncedGradient(Card& card, StepWork& w);
     void recordSyncedInConversion(Card& card, StepWork& w);
     bool corruptAfterAllReduce(Card& card, StepWork& w);
+    void allReduceReadingSynced(Card& card, StepWork& w, const float* g, ReduceOp op);
     void storeSynced(StepWork& w, size_t p, const TensorStats& s);
     bool voteOnOverflow(Card& card, StepWork& w);
     void updateWeights(Card& card, const StepWork& w, bool skip);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
+#include <optional>
 
 namespace rs {
 namespace {
@@ -23,6 +24,12 @@ struct Digest {
     uint32_t stop = 0; // a stop asked for on this rank's node (multi-node: every node stops after this step)
     uint32_t pad = 0;
 };
+
+void sizeSynced(RankStep& rs, size_t P) {
+    rs.syncedNorm.resize(P);
+    rs.syncedSum.resize(P);
+    rs.syncedFp.resize(P);
+}
 
 // True when the parameters cover the flat buffer of n elements end to end, in order: a pass over each of them
 // is then a pass over the whole buffer.
@@ -148,6 +155,8 @@ struct Trainer::Impl::StepWork {
     bool ownStatus = false, localOverflow = false;
     bool halvesReady = false;    // the O2/O3 payload was written by the local statistics' pass
     bool convertPending = false; // the O2/O3 result waits in fp16 for the pass that also reads its statistics
+    bool syncedTaken = false;    // the synced statistics were read in the all-reduce's last pass
+    double syncedInCommMs = 0;   // of the all-reduce call's time, what reading them took
     uint32_t nonfiniteSynced = 0;
     // The digest round's outcome: every rank of the run sees the same.
     bool anomaly = false, dumpAsked = false, weightStep = false;
@@ -174,6 +183,10 @@ void Trainer::Impl::trainStep(Card& card, int64_t step, std::vector<uint8_t>& ra
     phase(2);
     allReduceGradients(card, w);
     phase(3);
+    // Reading the synced statistics inside the all-reduce's last pass is the statistics' time, not the
+    // all-reduce's.
+    card.phaseMs[3] -= w.syncedInCommMs;
+    card.phaseMs[4] += w.syncedInCommMs;
     recordSyncedGradient(card, w);
     phase(4);
     const bool skip = voteOnOverflow(card, w);
@@ -319,16 +332,49 @@ void Trainer::Impl::allReduceGradients(Card& card, StepWork& w) {
         w.convertPending = cfg.telemetry && unsynced < 0 && paramsTile(params, N);
         if (!w.convertPending)
             halvesToFloats(card.half.data(), w.synced, static_cast<size_t>(N));
+    } else if (cfg.telemetry && unsynced < 0 && paramsTile(params, N)) {
+        allReduceReadingSynced(card, w, g, op);
     } else {
         comm->allReduce(card.local, g, w.synced, static_cast<size_t>(N), DType::F32, op);
     }
-    w.commMs += msSince(tcomm);
+    w.commMs += msSince(tcomm) - w.syncedInCommMs;
     if (unsynced >= 0) { // as if it had never left the card
         const auto& p = params[size_t(unsynced)];
         std::copy_n(w.slot ? g + p.offset : kept.data(), p.numel, w.synced + p.offset);
     }
-    if (!w.convertPending)
-        corruptAfterAllReduce(card, w);
+    if (!w.convertPending && corruptAfterAllReduce(card, w))
+        w.syncedTaken = false; // read again, as the optimizer will see it
+}
+
+// The fp32 all-reduce with the synced statistics read in its last pass: each piece as the all-gather writes
+// it (or, for this rank's own chunk, in its turn), parameter by parameter in order.
+void Trainer::Impl::allReduceReadingSynced(Card& card, StepWork& w, const float* g, ReduceOp op) {
+    const auto& params = card.replica->params();
+    const size_t P = params.size();
+    sizeSynced(w.rs, P);
+    size_t cur = 0;
+    std::optional<SyncedPass> pass;
+    double readingMs = 0;
+    const auto delivered = [&](size_t, size_t end) {
+        const auto t = Clock::now();
+        const auto upTo = static_cast<int64_t>(end);
+        for (; cur < P; ++cur) {
+            const ParamInfo& p = params[cur];
+            if (!pass)
+                pass.emplace(w.synced + p.offset, p.numel, w.unscale);
+            if (p.offset + p.numel > upTo) {
+                pass->feed(upTo - p.offset);
+                break;
+            }
+            storeSynced(w, cur, pass->finish(&w.rs.syncedFp[cur]));
+            pass.reset();
+        }
+        readingMs += msSince(t);
+    };
+    comm->allReduce(card.local, g, w.synced, static_cast<size_t>(card.replica->numParams()), DType::F32, op,
+                    delivered);
+    w.syncedTaken = cur == P;
+    w.syncedInCommMs = readingMs;
 }
 
 // Faults in the synced gradient once the all-reduce has delivered it. True when one wrote it.
@@ -367,9 +413,7 @@ void Trainer::Impl::recordSyncedInConversion(Card& card, StepWork& w) {
     const auto& params = card.replica->params();
     const size_t P = params.size();
     RankStep& rs = w.rs;
-    rs.syncedNorm.resize(P);
-    rs.syncedSum.resize(P);
-    rs.syncedFp.resize(P);
+    sizeSynced(rs, P);
     for (size_t p = 0; p < P; ++p) {
         const int64_t at = params[p].offset;
         storeSynced(w, p,
@@ -386,20 +430,18 @@ void Trainer::Impl::recordSyncedGradient(Card& card, StepWork& w) {
     if (w.convertPending) {
         recordSyncedInConversion(card, w);
         w.convertPending = false;
-        if (!corruptAfterAllReduce(card, w))
-            return;
+        w.syncedTaken = !corruptAfterAllReduce(card, w);
     }
+    if (w.syncedTaken)
+        return;
     const auto& params = card.replica->params();
     const size_t P = params.size();
     const float* g = w.synced;
     const bool tele = cfg.telemetry;
     RankStep& rs = w.rs;
     w.nonfiniteSynced = 0; // read again in full when the last pass's reading is stale
-    if (tele) {
-        rs.syncedNorm.resize(P);
-        rs.syncedSum.resize(P);
-        rs.syncedFp.resize(P);
-    }
+    if (tele)
+        sizeSynced(rs, P);
     for (size_t p = 0; p < P; ++p) {
         const float* t = g + params[p].offset;
         if (!tele) { // only the overflow vote needs the synced gradient

@@ -344,6 +344,50 @@ private slots:
         }
     }
 
+    // The reader of the result in the reduction's last pass: ascending, adjacent ranges covering the buffer
+    // once, each final when handed over (its bytes already the result's), on the flat ring and with servers;
+    // the result the same bits as without a reader.
+    void deliveredRangesAreFinalAndInOrder() {
+        for (int servers : {1, 2}) {
+            const int n = 4;
+            const size_t count = 10007; // several 8 KiB pieces per chunk, chunks of unequal size
+            rs::Communicator comm(n, 10s);
+            comm.setServers(servers);
+            std::vector<std::vector<float>> in(n), out(n, std::vector<float>(count)), plain(n);
+            for (int r = 0; r < n; ++r)
+                for (size_t i = 0; i < count; ++i)
+                    in[size_t(r)].push_back(float(r + 1) * 0.5f + float(i % 97) * 0.25f);
+            std::vector<std::vector<std::pair<size_t, size_t>>> ranges(n);
+            std::vector<std::vector<float>> seen(n, std::vector<float>(count, -1.f));
+            const auto errors = runRanks(n, [&](int r) {
+                const size_t k = size_t(r);
+                comm.allReduce(r, in[k].data(), out[k].data(), count, rs::DType::F32, rs::ReduceOp::Sum,
+                               [&, k](size_t b, size_t e) {
+                                   ranges[k].emplace_back(b, e);
+                                   std::copy(out[k].begin() + long(b), out[k].begin() + long(e),
+                                             seen[k].begin() + long(b));
+                               });
+                plain[k] = in[k];
+                comm.allReduce(r, plain[k].data(), count, rs::DType::F32, rs::ReduceOp::Sum);
+            });
+            QString error;
+            QVERIFY2(noErrors(errors, &error), qPrintable(error));
+            for (size_t k = 0; k < size_t(n); ++k) {
+                size_t at = 0;
+                for (const auto& [b, e] : ranges[k]) {
+                    QCOMPARE(b, at);
+                    QVERIFY(e > b);
+                    at = e;
+                }
+                QCOMPARE(at, count);
+                if (servers == 1)
+                    QVERIFY2(ranges[k].size() > size_t(n), "the flat ring hands over pieces");
+                QVERIFY(std::memcmp(seen[k].data(), out[k].data(), count * 4) == 0); // final when handed over
+                QVERIFY(std::memcmp(out[k].data(), plain[k].data(), count * 4) == 0);
+            }
+        }
+    }
+
     void maxPropagatesNan() {
         std::vector<std::vector<float>> bufs = {{1.0f, 2.0f}, {NAN, 3.0f}, {0.5f, -1.0f}};
         rs::Communicator comm(3, 10s);

@@ -18,6 +18,7 @@ private slots:
     void statsMatchNaiveLoop();
     void normAndSumAgreesWithTheFullPass();
     void halfPayloadInTheSamePass();
+    void syncedPassInPiecesIsTheWholePass();
     void fp16Accounting();
     void fingerprintSeesOneBit();
     void sketchCosineTracksTrueCosine_data();
@@ -136,6 +137,30 @@ void TestTelemetry::halfPayloadInTheSamePass() {
             QVERIFY(std::memcmp(&s.sumSq, &t.sumSq, sizeof s.sumSq) == 0);
             QVERIFY(std::memcmp(&s.sum, &t.sum, sizeof s.sum) == 0);
             QCOMPARE(s.nonfinite, t.nonfinite);
+        }
+}
+
+// The synced statistics read as the all-reduce hands the result over in pieces (SyncedPass): the bits of
+// normSumFingerprint over the whole tensor, whatever the pieces' sizes, inf and NaN included.
+void TestTelemetry::syncedPassInPiecesIsTheWholePass() {
+    auto g = randomVector(10007, 5);
+    g[300] = std::numeric_limits<float>::infinity();
+    g[9000] = std::numeric_limits<float>::quiet_NaN();
+    std::mt19937 gen(11);
+    for (int64_t n : {int64_t(0), int64_t(1), int64_t(255), int64_t(256), int64_t(257), int64_t(10007)})
+        for (int trial = 0; trial < 4; ++trial) {
+            uint64_t fpWhole = 0, fpPieces = 0;
+            const auto whole = normSumFingerprint(g.data(), n, 0.125f, &fpWhole);
+            SyncedPass pass(g.data(), n, 0.125f);
+            for (int64_t at = 0; at < n;) {
+                at = std::min<int64_t>(n, at + 1 + int64_t(gen() % (trial == 0 ? 7 : 3000)));
+                pass.feed(at);
+            }
+            const auto pieces = pass.finish(&fpPieces);
+            QCOMPARE(fpPieces, fpWhole);
+            QVERIFY(std::memcmp(&pieces.sumSq, &whole.sumSq, sizeof whole.sumSq) == 0);
+            QVERIFY(std::memcmp(&pieces.sum, &whole.sum, sizeof whole.sum) == 0);
+            QCOMPARE(pieces.nonfinite, whole.nonfinite);
         }
 }
 
