@@ -186,6 +186,7 @@ struct Trainer::Impl {
     void recordSyncedInConversion(Card& card, StepWork& w);
     bool corruptAfterAllReduce(Card& card, StepWork& w);
     void allReduceReadingSynced(Card& card, StepWork& w, const float* g, ReduceOp op);
+    void convertCountingNonfinite(Card& card, StepWork& w);
     void storeSynced(StepWork& w, size_t p, const TensorStats& s);
     bool voteOnOverflow(Card& card, StepWork& w);
     void updateWeights(Card& card, const StepWork& w, bool skip);

@@ -327,12 +327,15 @@ void Trainer::Impl::allReduceGradients(Card& card, StepWork& w) {
         if (!w.halvesReady)
             rep.gradsToHalf(card.half.data());
         comm->allReduce(card.local, card.half.data(), static_cast<size_t>(N), DType::F16, op);
-        // With telemetry the conversion back to fp32 is the synced statistics' pass (recordSyncedGradient),
-        // unless a parameter's synced gradient is about to be overwritten here.
+        // With telemetry the conversion back to fp32 is the synced statistics' pass (recordSyncedGradient);
+        // without, it counts the non-finite values the overflow vote needs. Not when a parameter's synced
+        // gradient is about to be overwritten here.
         w.convertPending = cfg.telemetry && unsynced < 0 && paramsTile(params, N);
-        if (!w.convertPending)
+        if (!cfg.telemetry && unsynced < 0)
+            convertCountingNonfinite(card, w);
+        else if (!w.convertPending)
             halvesToFloats(card.half.data(), w.synced, static_cast<size_t>(N));
-    } else if (cfg.telemetry && unsynced < 0 && paramsTile(params, N)) {
+    } else if (unsynced < 0 && (!cfg.telemetry || paramsTile(params, N))) {
         allReduceReadingSynced(card, w, g, op);
     } else {
         comm->allReduce(card.local, g, w.synced, static_cast<size_t>(N), DType::F32, op);
@@ -351,12 +354,19 @@ void Trainer::Impl::allReduceGradients(Card& card, StepWork& w) {
 void Trainer::Impl::allReduceReadingSynced(Card& card, StepWork& w, const float* g, ReduceOp op) {
     const auto& params = card.replica->params();
     const size_t P = params.size();
-    sizeSynced(w.rs, P);
+    if (cfg.telemetry)
+        sizeSynced(w.rs, P);
     size_t cur = 0;
     std::optional<SyncedPass> pass;
     double readingMs = 0;
-    const auto delivered = [&](size_t, size_t end) {
+    const auto delivered = [&](size_t begin, size_t end) {
         const auto t = Clock::now();
+        if (!cfg.telemetry) { // only the overflow vote needs the synced gradient: its non-finite count
+            w.nonfiniteSynced +=
+                normAndSum(w.synced + begin, static_cast<int64_t>(end - begin), 1.f).nonfinite;
+            readingMs += msSince(t);
+            return;
+        }
         const auto upTo = static_cast<int64_t>(end);
         for (; cur < P; ++cur) {
             const ParamInfo& p = params[cur];
@@ -373,8 +383,24 @@ void Trainer::Impl::allReduceReadingSynced(Card& card, StepWork& w, const float*
     };
     comm->allReduce(card.local, g, w.synced, static_cast<size_t>(card.replica->numParams()), DType::F32, op,
                     delivered);
-    w.syncedTaken = cur == P;
+    w.syncedTaken = !cfg.telemetry || cur == P;
     w.syncedInCommMs = readingMs;
+}
+
+// Without telemetry, the O2/O3 result converted back to fp32 a block at a time, each block's non-finite
+// values counted for the overflow vote while still in L1. Its time is the synced statistics' phase, not the
+// all-reduce's, as with telemetry.
+void Trainer::Impl::convertCountingNonfinite(Card& card, StepWork& w) {
+    const auto t = Clock::now();
+    const int64_t N = card.replica->numParams();
+    constexpr int64_t kPiece = 2048; // 8 KiB of fp32
+    for (int64_t at = 0; at < N; at += kPiece) {
+        const int64_t len = std::min(kPiece, N - at);
+        halvesToFloats(card.half.data() + at, w.synced + at, static_cast<size_t>(len));
+        w.nonfiniteSynced += normAndSum(w.synced + at, len, 1.f).nonfinite;
+    }
+    w.syncedTaken = true;
+    w.syncedInCommMs = msSince(t);
 }
 
 // Faults in the synced gradient once the all-reduce has delivered it. True when one wrote it.
