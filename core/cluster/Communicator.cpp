@@ -215,6 +215,25 @@ void Communicator::setNodes(int nodes, int nodeRank, NodeAllGather allGather, No
     m_nodeLost = std::move(lost);
 }
 
+namespace {
+
+// Elements [b, e) of the result: copied from src into data (none when src is null: data already holds them)
+// and, for a reader, handed over in 8 KiB pieces, each right after its copy while still in L1.
+void copyDelivering(void* data, const void* src, size_t b, size_t e, size_t element,
+                    const Communicator::Delivered* delivered) {
+    const size_t piece = delivered ? 8192 / element : e - b;
+    for (size_t at = b; at < e; at += piece) {
+        const size_t upTo = std::min(e, at + piece);
+        if (src)
+            std::memcpy(static_cast<char*>(data) + at * element, static_cast<const char*>(src) + at * element,
+                        (upTo - at) * element);
+        if (delivered)
+            (*delivered)(at, upTo);
+    }
+}
+
+} // namespace
+
 void Communicator::allReduce(int rank, void* data, size_t count, DType dtype, ReduceOp op) {
     allReduce(rank, data, data, count, dtype, op);
 }
@@ -239,9 +258,7 @@ void Communicator::allReduce(int rank, const void* in, void* out, size_t count, 
     m_results[static_cast<size_t>(rank)] = out;
     sync(lock, call, true);
     if (hierarchical) {
-        allReduceHierarchical(lock, call, out, count, dtype, op);
-        if (delivered && count > 0)
-            delivered(0, count);
+        allReduceHierarchical(lock, call, out, count, dtype, op, delivered ? &delivered : nullptr);
         return;
     }
     lock.unlock();
@@ -258,7 +275,7 @@ void Communicator::allReduce(int rank, const void* in, void* out, size_t count, 
 
 // Called with every rank arrived (the arrival sync done) and the lock held.
 void Communicator::allReduceHierarchical(std::unique_lock<std::mutex>& lock, Call& call, void* data,
-                                         size_t count, DType dtype, ReduceOp op) {
+                                         size_t count, DType dtype, ReduceOp op, const Delivered* delivered) {
     const size_t c = size_t(m_worldSize / m_servers), element = dtypeSize(dtype);
     const size_t rank = size_t(call.rank), server = rank / c, j = rank % c;
     const int world = m_worldSize * m_nodes; // Mean divides by every rank of the run
@@ -317,8 +334,7 @@ void Communicator::allReduceHierarchical(std::unique_lock<std::mutex>& lock, Cal
             m_nodeAllGather(owned.data(), part, m_nodeResult.data());
         });
         lock.unlock();
-        if (count)
-            std::memcpy(data, m_nodeResult.data(), count * element);
+        copyDelivering(data, m_nodeResult.data(), 0, count, element, delivered);
         lock.lock();
         sync(lock, call, false); // nobody reads the node result any more
         finish(call);
@@ -341,14 +357,10 @@ void Communicator::allReduceHierarchical(std::unique_lock<std::mutex>& lock, Cal
     lock.lock();
     sync(lock, call, false);
     lock.unlock();
-    // 3. Every member copies the other chunks of its server.
-    for (size_t m = 0; m < c; ++m) {
-        const size_t b = m * count / c, e = (m + 1) * count / c;
-        if (m == j || b == e)
-            continue;
-        std::memcpy(static_cast<char*>(data) + b * element,
-                    static_cast<const char*>(m_sources[server * c + m]) + b * element, (e - b) * element);
-    }
+    // 3. Every member copies the other chunks of its server (its own in its turn, for a reader).
+    for (size_t m = 0; m < c; ++m)
+        copyDelivering(data, m == j ? nullptr : m_sources[server * c + m], m * count / c, (m + 1) * count / c,
+                       element, delivered);
     lock.lock();
     sync(lock, call, false);
     finish(call);
@@ -658,23 +670,9 @@ void Communicator::reduceChunk(int rank, void* data, size_t count, DType dtype, 
 void Communicator::gatherChunks(int rank, void* data, size_t count, DType dtype,
                                 const Delivered* delivered) const {
     const size_t n = static_cast<size_t>(m_worldSize);
-    const size_t element = dtypeSize(dtype);
-    // With a reader of the result: 8 KiB pieces, each handed over while still in L1 (this rank's own chunk,
-    // reduced before, in its turn).
-    const size_t piece = delivered ? 8192 / element : count;
-    for (size_t j = 0; j < n; ++j) {
-        const size_t begin = j * count / n;
-        const size_t end = (j + 1) * count / n;
-        const bool own = j == static_cast<size_t>(rank);
-        for (size_t b = begin; b < end; b += piece) {
-            const size_t e = std::min(end, b + piece);
-            if (!own)
-                std::memcpy(static_cast<char*>(data) + b * element,
-                            static_cast<const char*>(m_results[j]) + b * element, (e - b) * element);
-            if (delivered)
-                (*delivered)(b, e);
-        }
-    }
+    for (size_t j = 0; j < n; ++j)
+        copyDelivering(data, j == static_cast<size_t>(rank) ? nullptr : m_results[j], j * count / n,
+                       (j + 1) * count / n, dtypeSize(dtype), delivered);
 }
 
 } // namespace rs

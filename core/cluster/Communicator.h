@@ -74,9 +74,10 @@ public:
     // free (the flight recorder's local gradient); with servers or nodes `in` is first copied to `out`.
     void allReduce(int rank, const void* in, void* out, size_t count, DType dtype, ReduceOp op);
     // Out of place, and `delivered(begin, end)` is called on this rank's thread for ascending, adjacent
-    // ranges of `out` that cover [0, count) once each, as soon as they hold their final values: on the flat
-    // ring a few KiB at a time as the all-gather copies them (still in L1), so the caller can read the result
-    // in the reduction's last pass; with servers or nodes once, for the whole buffer, at the end.
+    // ranges of `out` that cover [0, count) once each, as soon as they hold their final values: a few KiB at
+    // a time as the last copy writes them (still in L1), so the caller can read the result in the
+    // reduction's last pass. The last copy is the all-gather on the flat ring, the copy of the server's other
+    // chunks with servers, the copy of the node exchange's result with nodes.
     using Delivered = std::function<void(size_t begin, size_t end)>;
     void allReduce(int rank, const void* in, void* out, size_t count, DType dtype, ReduceOp op,
                    const Delivered& delivered);
@@ -165,7 +166,7 @@ private:
     void reduceChunk(int rank, void* data, size_t count, DType dtype, ReduceOp op) const;
     void gatherChunks(int rank, void* data, size_t count, DType dtype, const Delivered* delivered) const;
     void allReduceHierarchical(std::unique_lock<std::mutex>& lock, Call& call, void* data, size_t count,
-                               DType dtype, ReduceOp op);
+                               DType dtype, ReduceOp op, const Delivered* delivered);
     // With the lock held and every local rank arrived: rank 0's thread runs the cross-node exchange while the
     // others wait, then all meet again; an exchange that threw breaks the communicator on every rank.
     void nodeStage(std::unique_lock<std::mutex>& lock, Call& call, const std::function<void()>& exchange);
