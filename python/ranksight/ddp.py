@@ -17,6 +17,7 @@ gradient is whatever p.grad holds, which is exactly the bug to see. Rank 0 gathe
 """
 
 import atexit
+import ctypes
 import os
 import platform
 import socket
@@ -74,8 +75,9 @@ class Recorder:
         # Every statistic of a tensor in one read per side when the native kernel is built (gradstats.py); the
         # sketch's signs are the same on every rank, so sketches compare across ranks.
         self.stats = GradStats([p.numel() for _, p in self.params], self.K)
-        self._inner = hook or default_hooks.allreduce_hook
-        self.hook_name, self.hook_lossy = _hook_info(self._inner)
+        self._inner = hook  # None: DDP's own mean all-reduce, done by _mean_allreduce
+        self.hook_name, self.hook_lossy = _hook_info(hook or default_hooks.allreduce_hook)
+        self._works = []  # this step's all-reduces started by _mean_allreduce, until _drain_works
         self._state = state
         self._reset()
         ddp.register_comm_hook(state, self._comm_hook)
@@ -101,8 +103,11 @@ class Recorder:
         self._closed = False
         self._last_mismatch = ()
         self._pending = None  # the last step's gather, in flight: (work, packed, gathered, what _write needs)
-        # A job that ends without close() still gets its last step's row (its gather completed long ago).
-        atexit.register(self._write_pending_at_exit)
+        self._retired = None  # the gather finished before it, kept until the next one finishes (_finish_gather)
+        # A job that ends without close() still gets its last step's row (its gather completed long ago), and
+        # no rank leaves with its gather in flight: a gloo process group torn down under a running operation
+        # aborts the process ("terminate called without an active exception").
+        atexit.register(self._finish_pending_at_exit)
         if self.rank == 0:
             self.writer = RunFileWriter(path, self._meta(model_name, config), overwrite=True)
         dist.barrier()
@@ -179,7 +184,7 @@ class Recorder:
         numels = [p.numel() for p in params]
         if bucket.is_last():
             self._last_launch = time.perf_counter()
-        fut = self._inner(state, bucket)
+        fut = self._mean_allreduce(state, bucket) if self._inner is None else self._inner(state, bucket)
 
         def synced(f):
             arrived = time.perf_counter()
@@ -193,6 +198,25 @@ class Recorder:
             return result
 
         return fut.then(synced)
+
+    def _mean_allreduce(self, group, bucket):
+        """DDP's default hook (default_hooks.allreduce_hook) bit for bit, the division before the sum, but with
+        one callback (the recorder's) instead of two, and with its Work kept for _drain_works."""
+        group = group if group is not None else dist.group.WORLD
+        tensor = bucket.buffer()
+        tensor.div_(group.size())
+        work = dist.all_reduce(tensor, group=group, async_op=True)
+        self._works.append(work)
+        return work.get_future()
+
+    def _drain_works(self):
+        """gloo's thread runs a future's Python callbacks and then frees them, which takes the GIL once more
+        after DDP's wait for the future has returned. A process whose interpreter is finalizing ends a thread
+        that takes the GIL in the middle of C++, and it aborts ("terminate called without an active
+        exception"). Work.wait() releases the GIL and returns only when gloo's thread is done with the work."""
+        works, self._works = self._works, []
+        for work in works:
+            work.wait()
 
     def _unscaled(self):
         """This step's local statistics (rows of 6: norm, max |x|, sum, nonfinite, overflow, underflow), sketch
@@ -223,6 +247,10 @@ class Recorder:
         if self._pending is None:
             return
         work, _, gathered, meta = self._pending
+        # gloo's worker thread drops its own reference to the tensors just after wait() returns. A tensor whose
+        # last reference goes on that thread takes the GIL there to free its Python side, so they stay
+        # referenced here until the next gather is finished, and are freed on this thread.
+        self._retired = self._pending
         self._pending = None
         t = time.perf_counter()
         work.wait()
@@ -234,14 +262,23 @@ class Recorder:
         self.cost_s["write"] += done - t_write
         self._last += done - t
 
-    def _write_pending_at_exit(self):
-        if self._pending is not None and self.writer is not None:
+    def _finish_pending_at_exit(self):
+        # Every rank, not only the writer: the other ranks' sends are what rank 0 waits for, and each must
+        # complete before its process group goes. Bounded: rank 0 posted its receives when it called gather.
+        if dist.is_initialized():
             try:
+                self._drain_works()  # a job that ended between its backward and step()
                 self._finish_gather()
             except Exception:  # noqa: BLE001 (the process group may be gone; nothing left to save then)
                 pass
+        # gloo's thread drops its reference to the last gather's tensors just after wait() returns; were the
+        # interpreter's finalization to free them first, that thread would take the GIL to free them and abort
+        # the process (see _drain_works). They stay for the process's last moments.
+        if self._retired is not None:
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(self._retired))
 
     def step(self, loss, accuracy=None, sample_ids=None, lr=None, epoch=0):
+        self._drain_works()  # the backward's all-reduces are complete; this only lets gloo's thread finish
         self._finish_gather()  # when no forward came between two steps
         now = time.perf_counter()
         step_ms = (now - self._last) * 1000.0
@@ -370,6 +407,7 @@ class Recorder:
         """Every rank calls it (like step): rank 0 closes the file, then all ranks meet in a barrier, so no
         rank tears its process group down while another still communicates or writes."""
         if not self._closed and dist.is_initialized():
+            self._drain_works()
             self._finish_gather()
         if self.writer is not None:
             self.writer.close(reason)
