@@ -23,7 +23,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double clusterImgS(const BenchOptions& o, bool telemetry, const std::string& out, RunSummary* summary) {
+double clusterImgS(const BenchOptions& o, bool telemetry, const std::string& out, RunSummary* summary,
+                   double* coresBusy) {
     TrainConfig cfg = benchConfig(o, out);
     cfg.telemetry = telemetry;
     cfg.writeFile = telemetry;
@@ -32,6 +33,7 @@ double clusterImgS(const BenchOptions& o, bool telemetry, const std::string& out
     Trainer trainer(cfg);
     trainer.setObserver(&clock);
     *summary = trainer.run();
+    *coresBusy = clock.coresBusy(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     return clock.imagesPerSecond(o.ranks * o.batchPerRank);
 }
 
@@ -200,15 +202,15 @@ BenchResult runThroughputBench(const BenchOptions& o, bool progress) {
     // The machine is noisy: the configurations (and the DDP peer, when asked for) take turns, round after
     // round, and each figure is the median of its rounds, so a burst of outside load hits all alike.
     BenchResult r;
-    std::vector<double> single, off, on, peer, compute, local, synced;
+    std::vector<double> single, off, on, peer, compute, local, synced, busyOff, busyOn;
     std::vector<RunSummary> offRuns, onRuns;
     for (int round = 0; round < std::max(1, o.repeat); ++round) {
         say("single replica", round);
         single.push_back(singleReplicaImgS(o, o.threads > 0 ? o.threads : cores));
         say("cluster, telemetry off", round);
-        off.push_back(clusterImgS(o, false, out, &offRuns.emplace_back()));
+        off.push_back(clusterImgS(o, false, out, &offRuns.emplace_back(), &busyOff.emplace_back()));
         say("cluster, telemetry and run file on", round);
-        on.push_back(clusterImgS(o, true, out, &onRuns.emplace_back()));
+        on.push_back(clusterImgS(o, true, out, &onRuns.emplace_back(), &busyOn.emplace_back()));
         if (o.peer && r.peerNote.empty()) {
             say("PyTorch DDP (gloo), one process per rank", round);
             peer.push_back(ddpPeerImgS(o, r.peerNote));
@@ -230,6 +232,8 @@ BenchResult runThroughputBench(const BenchOptions& o, bool progress) {
     r.writerMsPerStepOn = median(writer);
     if (r.peerNote.empty())
         r.peerImgS = median(peer);
+    r.coresBusyOff = median(busyOff);
+    r.coresBusyOn = median(busyOn);
     r.telemetryOffImgS = median(off);
     r.telemetryOnImgS = median(on);
     for (size_t k = 0; k < single.size(); ++k)

@@ -48,6 +48,9 @@ struct BenchResult {
     //   local (every statistic, the sketch and the fingerprint) and synced (norm, sum, fingerprint).
     double cardComputeMs = 0, singleStepMs = 0;
     double statsLocalMs = 0, statsSyncedMs = 0;
+    // The cluster's CPU time over its timed steps against every core's (StepClock::coresBusy), telemetry off
+    // and on: 1 minus it is the idle time that overlapping communication with compute could fill.
+    double coresBusyOff = 0, coresBusyOn = 0;
 };
 
 BenchResult runThroughputBench(const BenchOptions& options, bool progress);

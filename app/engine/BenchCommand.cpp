@@ -74,6 +74,8 @@ int benchCommand(const Args& argv) {
         j["card_compute_ms"] = r.cardComputeMs;
         j["single_replica_step_ms"] = r.singleStepMs;
         j["statistics_alone_ms"] = {{"local", r.statsLocalMs}, {"synced", r.statsSyncedMs}};
+        j["cores_busy_pct"] = {{"telemetry_off", r.coresBusyOff * 100},
+                               {"telemetry_on", r.coresBusyOn * 100}};
         std::printf("%s\n", j.dump(2).c_str());
     } else {
         std::printf("%-34s %8.1f img/s\n", "single replica (LibTorch)", r.singleReplicaImgS);
@@ -107,6 +109,9 @@ int benchCommand(const Args& argv) {
             "the statistics alone (one thread, every parameter): local %.1f ms, synced %.1f ms per card "
             "step\n",
             r.statsLocalMs, r.statsSyncedMs);
+        std::printf("the cluster kept its %d cores %.0f%% busy over the timed steps (telemetry off), %.0f%% "
+                    "(on): the rest is all that overlapping communication with compute could fill\n",
+                    cores, r.coresBusyOff * 100, r.coresBusyOn * 100);
     }
     return 0;
 }
