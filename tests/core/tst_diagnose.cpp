@@ -6,6 +6,7 @@
 #include "diagnose/Cause.h"
 #include "diagnose/Check.h"
 #include "diagnose/checks/Checks.h"
+#include "diagnose/tally/BatchPairs.h"
 #include "diagnose/tally/RankDepartures.h"
 #include "faults/FaultSpec.h"
 #include "util/ConfigError.h"
@@ -38,6 +39,7 @@ private slots:
     void jsonKeys();
     void nanReplicaIsNotInEvalMode();
     void roundingRatioIsNoSdc();
+    void batchPairsTallyEveryPairAsAPairwiseScanWould();
     void causeTable();
     void timeoutRanksFromMessage();
     void timeoutPeersAreData();
@@ -62,6 +64,77 @@ void TestDiagnose::roundingRatioIsNoSdc() {
     QVERIFY2(!material.empty() && material.front().cause == "sdc-before", qPrintable(describe(material)));
     QCOMPARE(material.front().firstStep, int64_t(23));
     QCOMPARE(material.front().ranks, std::vector<int>{3});
+}
+
+// BatchPairs visits only the pairs with equal batch keys or a shared id; its tallies must be those of
+// comparing every pair: identical batches, partly shared ids, ranks without ids, ids a rank lists twice.
+void TestDiagnose::batchPairsTallyEveryPairAsAPairwiseScanWould() {
+    Sim sim(12, 3, 40, false);
+    for (auto& st : sim.steps)
+        for (int r = 0; r < sim.R; ++r) {
+            RankStep& x = st.ranks[size_t(r)];
+            const uint64_t mode = h(st.step, r, -1, 41) % 7;
+            if (mode == 0 && r > 0) { // the previous rank's batch, exactly
+                x.sampleIds = st.ranks[size_t(r - 1)].sampleIds;
+                x.sampleFp = st.ranks[size_t(r - 1)].sampleFp;
+            } else if (mode == 1) { // nothing recorded
+                std::fill(x.sampleIds.begin(), x.sampleIds.end(), -1);
+            } else if (mode == 2) { // ids from a small pool: shared with some ranks, one maybe twice
+                for (auto& id : x.sampleIds)
+                    id = int32_t(h(st.step, r, int64_t(&id - x.sampleIds.data()), 42) % 20);
+            } else if (mode == 3 && r > 0) { // the same key as the previous rank, other ids
+                x.sampleFp = st.ranks[size_t(r - 1)].sampleFp;
+            } else if (mode == 4 && r > 0) { // the same key as the previous rank, and neither has ids
+                RankStep& prev = st.ranks[size_t(r - 1)];
+                std::fill(prev.sampleIds.begin(), prev.sampleIds.end(), -1);
+                x.sampleIds = prev.sampleIds;
+                x.sampleFp = prev.sampleFp;
+            }
+        }
+    const RunFacts facts(sim.meta);
+    BatchPairs tally(facts);
+    const size_t pairs = size_t(sim.R * sim.R);
+    std::vector<int64_t> identical(pairs, 0), overlapping(pairs, 0), first(pairs, kNoStep);
+    std::vector<double> overlapSum(pairs, 0);
+    for (const auto& st : sim.steps) {
+        tally.addStep(st, RunExtent{});
+        for (int i = 0; i < sim.R; ++i)
+            for (int j = i + 1; j < sim.R; ++j) {
+                const RankStep &a = st.ranks[size_t(i)], &b = st.ranks[size_t(j)];
+                const size_t k = size_t(i * sim.R + j);
+                const bool same = a.sampleFp != 0 && a.sampleFp == b.sampleFp && a.sampleIds == b.sampleIds;
+                if (same) {
+                    ++identical[k];
+                    first[k] = std::min(first[k], st.step);
+                }
+                std::set<int32_t> ia, ib;
+                for (int32_t id : a.sampleIds)
+                    if (id >= 0)
+                        ia.insert(id);
+                for (int32_t id : b.sampleIds)
+                    if (id >= 0)
+                        ib.insert(id);
+                if (!ia.empty() && !ib.empty()) {
+                    size_t shared = 0;
+                    for (int32_t id : ia)
+                        shared += ib.count(id);
+                    const double frac = double(shared) / double(std::min(ia.size(), ib.size()));
+                    overlapSum[k] += frac;
+                    overlapping[k] += frac >= 0.25;
+                } else if (same) {
+                    overlapSum[k] += 1;
+                    ++overlapping[k];
+                }
+            }
+    }
+    QCOMPARE(tally.steps, int64_t(sim.steps.size()));
+    QVERIFY(std::count_if(identical.begin(), identical.end(), [](int64_t n) { return n > 0; }) > 3);
+    QVERIFY(std::count_if(overlapSum.begin(), overlapSum.end(), [](double x) { return x > 0 && x < 40; }) >
+            3);
+    QCOMPARE(tally.identical, identical);
+    QCOMPARE(tally.overlapping, overlapping);
+    QCOMPARE(tally.firstIdentical, first);
+    QCOMPARE(tally.overlapSum, overlapSum);
 }
 
 void TestDiagnose::cleanSynthetic_data() {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -93,19 +94,45 @@ void BatchPairs::addStep(const StepRecord& st, const RunExtent&) {
         return; // nothing recorded to compare batches by
     ++steps;
     gradientKeySteps += !m_haveSampleFp;
+    // Only the pairs that could count are visited: those with equal batch keys, and those that share an id
+    // (through each id's ranks). Shards are disjoint in a healthy run, so that is next to none of the R^2
+    // pairs a 1,024-rank run has.
     std::vector<std::set<int32_t>> ids;
-    for (const auto& x : st.ranks)
-        ids.push_back(idsOf(x));
+    // (id, rank) of every rank's ids, sorted: each id's ranks in a row.
+    std::vector<std::pair<int32_t, int>> holders;
+    for (int r = 0; r < R; ++r) {
+        ids.push_back(idsOf(st.ranks[size_t(r)]));
+        for (int32_t id : ids.back())
+            holders.emplace_back(id, r);
+    }
+    std::sort(holders.begin(), holders.end());
+    std::map<size_t, size_t> shared; // pair -> ids both hold
+    for (size_t a = 0; a < holders.size(); ++a)
+        for (size_t b = a + 1; b < holders.size() && holders[b].first == holders[a].first; ++b)
+            ++shared[size_t(pair(holders[a].second, holders[b].second))];
+    std::map<uint64_t, std::vector<int>> byKey; // batch key -> its ranks, ascending
+    for (int r = 0; r < R; ++r)
+        if (batch[size_t(r)] != 0)
+            byKey[batch[size_t(r)]].push_back(r);
+    std::set<std::pair<int, int>> visit;
+    for (const auto& [k, n] : shared)
+        visit.emplace(int(k / size_t(R)), int(k % size_t(R)));
+    for (const auto& [key, ranks] : byKey)
+        for (size_t a = 0; a < ranks.size(); ++a)
+            for (size_t b = a + 1; b < ranks.size(); ++b)
+                visit.emplace(ranks[a], ranks[b]);
     bool anyIdentical = false;
-    for (int i = 0; i < R; ++i)
-        for (int j = i + 1; j < R; ++j)
-            anyIdentical |= comparePair(st, i, j, batch[size_t(i)], batch[size_t(j)], ids);
+    for (const auto& [i, j] : visit) {
+        const auto it = shared.find(size_t(pair(i, j)));
+        anyIdentical |= comparePair(st, i, j, batch[size_t(i)], batch[size_t(j)], ids[size_t(i)],
+                                    ids[size_t(j)], it == shared.end() ? 0 : it->second);
+    }
     if (anyIdentical && m_facts.meta.sketchDim > 0 && hasParamVectors(st.ranks[0], m_facts.P))
         sketchCosines(st);
 }
 
 bool BatchPairs::comparePair(const StepRecord& st, int i, int j, uint64_t batchI, uint64_t batchJ,
-                             const std::vector<std::set<int32_t>>& ids) {
+                             const std::set<int32_t>& ia, const std::set<int32_t>& ib, size_t shared) {
     const auto& a = st.ranks[size_t(i)];
     const auto& b = st.ranks[size_t(j)];
     const bool same = batchI != 0 && batchI == batchJ && (a.sampleIds.empty() || a.sampleIds == b.sampleIds);
@@ -114,11 +141,7 @@ bool BatchPairs::comparePair(const StepRecord& st, int i, int j, uint64_t batchI
         ++identical[k];
         firstIdentical[k] = std::min(firstIdentical[k], st.step);
     }
-    const std::set<int32_t>&ia = ids[size_t(i)], &ib = ids[size_t(j)];
     if (!ia.empty() && !ib.empty()) {
-        size_t shared = 0;
-        for (int32_t id : ia)
-            shared += ib.count(id);
         const double frac = double(shared) / double(std::min(ia.size(), ib.size()));
         overlapSum[k] += frac;
         overlapping[k] += frac >= 0.25;

@@ -40,9 +40,10 @@ public:
 
 private:
     uint64_t batchKey(const RankStep& x) const;
-    // Tallies one pair; true when their batches are identical.
+    // Tallies one pair (its ranks' ids and how many of them both hold); true when their batches are
+    // identical. A pair addStep does not visit would tally nothing.
     bool comparePair(const StepRecord& st, int i, int j, uint64_t batchI, uint64_t batchJ,
-                     const std::vector<std::set<int32_t>>& ids);
+                     const std::set<int32_t>& ia, const std::set<int32_t>& ib, size_t shared);
     void sketchCosines(const StepRecord& st);
 
     const RunFacts& m_facts;
