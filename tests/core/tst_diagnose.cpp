@@ -15,6 +15,8 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QtTest>
+#include <algorithm>
+#include <iterator>
 #include <set>
 
 using namespace rs;
@@ -93,7 +95,7 @@ void TestDiagnose::batchPairsTallyEveryPairAsAPairwiseScanWould() {
         }
     const RunFacts facts(sim.meta);
     BatchPairs tally(facts);
-    const size_t pairs = size_t(sim.R * sim.R);
+    const size_t pairs = size_t(sim.R) * size_t(sim.R);
     std::vector<int64_t> identical(pairs, 0), overlapping(pairs, 0), first(pairs, kNoStep);
     std::vector<double> overlapSum(pairs, 0);
     for (const auto& st : sim.steps) {
@@ -101,7 +103,7 @@ void TestDiagnose::batchPairsTallyEveryPairAsAPairwiseScanWould() {
         for (int i = 0; i < sim.R; ++i)
             for (int j = i + 1; j < sim.R; ++j) {
                 const RankStep &a = st.ranks[size_t(i)], &b = st.ranks[size_t(j)];
-                const size_t k = size_t(i * sim.R + j);
+                const size_t k = size_t(i) * size_t(sim.R) + size_t(j);
                 const bool same = a.sampleFp != 0 && a.sampleFp == b.sampleFp && a.sampleIds == b.sampleIds;
                 if (same) {
                     ++identical[k];
@@ -114,16 +116,15 @@ void TestDiagnose::batchPairsTallyEveryPairAsAPairwiseScanWould() {
                 for (int32_t id : b.sampleIds)
                     if (id >= 0)
                         ib.insert(id);
-                if (!ia.empty() && !ib.empty()) {
-                    size_t shared = 0;
-                    for (int32_t id : ia)
-                        shared += ib.count(id);
-                    const double frac = double(shared) / double(std::min(ia.size(), ib.size()));
-                    overlapSum[k] += frac;
-                    overlapping[k] += frac >= 0.25;
-                } else if (same) {
-                    overlapSum[k] += 1;
-                    ++overlapping[k];
+                // The share of the smaller batch's ids the other holds too; identical batches without ids
+                // share everything; otherwise a rank without ids shares nothing to count.
+                std::vector<int32_t> both;
+                std::set_intersection(ia.begin(), ia.end(), ib.begin(), ib.end(), std::back_inserter(both));
+                const size_t smaller = std::min(ia.size(), ib.size());
+                const double share = smaller > 0 ? double(both.size()) / double(smaller) : same ? 1.0 : -1.0;
+                if (share >= 0) {
+                    overlapSum[k] += share;
+                    overlapping[k] += share >= 0.25 ? 1 : 0;
                 }
             }
     }
