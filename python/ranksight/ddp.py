@@ -105,8 +105,7 @@ class Recorder:
         self._pending = None  # the last step's gather, in flight: (work, packed, gathered, what _write needs)
         self._retired = None  # the gather finished before it, kept until the next one finishes (_finish_gather)
         # A job that ends without close() still gets its last step's row (its gather completed long ago), and
-        # no rank leaves with its gather in flight: a gloo process group torn down under a running operation
-        # aborts the process ("terminate called without an active exception").
+        # no rank leaves a gloo thread that still needs the GIL as the interpreter finalizes (_drain_works).
         atexit.register(self._finish_pending_at_exit)
         if self.rank == 0:
             self.writer = RunFileWriter(path, self._meta(model_name, config), overwrite=True)
