@@ -212,32 +212,30 @@ TensorStats normAndSum(const float* g, int64_t n, float unscale) {
     return s;
 }
 
-void SyncedPass::feed(int64_t upTo) {
+// blockPass over the next len elements, its sums carried from one call to the next.
+void SyncedPass::read(int64_t len) {
     Block b;
     b.sumSq = m_sumSq;
     b.sum = m_sum;
     b.nonfinite = m_nonfinite;
-    for (; m_done + kMaxBlock <= std::min(upTo, m_n); m_done += kMaxBlock) { // 1 KiB: 32 fingerprint blocks
-        blockPass<false>(m_g + m_done, kMaxBlock, nullptr, b);
-        m_f.update(m_g + m_done, kMaxBlock * 4);
-    }
+    blockPass<false>(m_g + m_done, len, nullptr, b);
     m_sumSq = b.sumSq;
     m_sum = b.sum;
     m_nonfinite = b.nonfinite;
+}
+
+void SyncedPass::feed(int64_t upTo) {
+    for (; m_done + kMaxBlock <= std::min(upTo, m_n); m_done += kMaxBlock) { // 1 KiB: 32 fingerprint blocks
+        read(kMaxBlock);
+        m_f.update(m_g + m_done, kMaxBlock * 4);
+    }
 }
 
 TensorStats SyncedPass::finish(uint64_t* fp) {
     feed(m_n);
     if (m_done < m_n) {
         const int64_t rest = m_n - m_done;
-        Block b;
-        b.sumSq = m_sumSq;
-        b.sum = m_sum;
-        b.nonfinite = m_nonfinite;
-        blockPass<false>(m_g + m_done, rest, nullptr, b);
-        m_sumSq = b.sumSq;
-        m_sum = b.sum;
-        m_nonfinite = b.nonfinite;
+        read(rest);
         const size_t bytes = static_cast<size_t>(rest) * 4, whole = bytes / 32 * 32;
         m_f.update(m_g + m_done, whole);
         *fp = m_f.finish(reinterpret_cast<const unsigned char*>(m_g + m_done) + whole, bytes - whole);

@@ -45,6 +45,8 @@ public:
     TensorStats finish(uint64_t* fp);
 
 private:
+    void read(int64_t len);
+
     const float* m_g;
     int64_t m_n, m_done = 0;
     float m_unscale;

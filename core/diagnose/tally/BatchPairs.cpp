@@ -106,7 +106,8 @@ void BatchPairs::addStep(const StepRecord& st, const RunExtent&) {
             holders.emplace_back(id, r);
     }
     std::sort(holders.begin(), holders.end());
-    std::map<size_t, size_t> shared; // pair -> ids both hold
+    // pair -> ids both hold; the pairs with equal batch keys are visited too, with what they share.
+    std::map<size_t, size_t> shared;
     for (size_t a = 0; a < holders.size(); ++a)
         for (size_t b = a + 1; b < holders.size() && holders[b].first == holders[a].first; ++b)
             ++shared[size_t(pair(holders[a].second, holders[b].second))];
@@ -114,18 +115,15 @@ void BatchPairs::addStep(const StepRecord& st, const RunExtent&) {
     for (int r = 0; r < R; ++r)
         if (batch[size_t(r)] != 0)
             byKey[batch[size_t(r)]].push_back(r);
-    std::set<std::pair<int, int>> visit;
-    for (const auto& [k, n] : shared)
-        visit.emplace(int(k / size_t(R)), int(k % size_t(R)));
     for (const auto& [key, ranks] : byKey)
         for (size_t a = 0; a < ranks.size(); ++a)
             for (size_t b = a + 1; b < ranks.size(); ++b)
-                visit.emplace(ranks[a], ranks[b]);
+                shared.try_emplace(size_t(pair(ranks[a], ranks[b])), 0);
     bool anyIdentical = false;
-    for (const auto& [i, j] : visit) {
-        const auto it = shared.find(size_t(pair(i, j)));
-        anyIdentical |= comparePair(st, i, j, batch[size_t(i)], batch[size_t(j)], ids[size_t(i)],
-                                    ids[size_t(j)], it == shared.end() ? 0 : it->second);
+    for (const auto& [k, n] : shared) {
+        const int i = int(k / size_t(R)), j = int(k % size_t(R));
+        anyIdentical |=
+            comparePair(st, i, j, batch[size_t(i)], batch[size_t(j)], ids[size_t(i)], ids[size_t(j)], n);
     }
     if (anyIdentical && m_facts.meta.sketchDim > 0 && hasParamVectors(st.ranks[0], m_facts.P))
         sketchCosines(st);
