@@ -1,6 +1,6 @@
-// `import-msprobe`: an Ascend (or PyTorch) run recorded by msprobe's training-state monitor (V1 or V2),
-// turned into a run file (core/import/MsprobeImport.h). A broken tree exits 2 with one line naming the file
-// and line; nothing is written then.
+// `import-msprobe`: an Ascend (or PyTorch) run recorded by msprobe's training-state monitor (V1 or V2) or by
+// its dump tool (step<N>/rank<R>/dump.json), turned into a run file (core/import/MsprobeImport.h). A broken
+// tree exits 2 with one line naming the file and line; nothing is written then.
 #include "CliArgs.h"
 #include "Commands.h"
 #include "import/MsprobeImport.h"
@@ -26,9 +26,14 @@ int importMsprobeCommand(const Args& argv) {
         return 2;
     }
     if (!args.flag("quiet")) {
-        std::printf("%s: %d ranks, %lld steps, %d parameters from %lld csv files of msprobe %s in %s\n",
-                    out->c_str(), r.ranks, static_cast<long long>(r.steps), r.params,
-                    static_cast<long long>(r.files), r.layout.c_str(), r.monitorDir.c_str());
+        // A dump tree is read from dump.json files, a Monitor tree from csv files; a run whose files named no
+        // parameter says so rather than "0 parameters".
+        const bool dump = r.layout.rfind("dump", 0) == 0;
+        const std::string params =
+            r.params > 0 ? fmt::format("{} parameters", r.params) : std::string("parameters not recorded");
+        std::printf("%s: %d ranks, %lld steps, %s from %lld %s of msprobe %s in %s\n", out->c_str(), r.ranks,
+                    static_cast<long long>(r.steps), params.c_str(), static_cast<long long>(r.files),
+                    dump ? "dump.json files" : "csv files", r.layout.c_str(), r.monitorDir.c_str());
         for (const std::string& n : r.notes)
             std::printf("note: %s\n", n.c_str());
     }

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <streambuf>
 
 namespace rs::msprobe {
@@ -151,17 +152,28 @@ EntryName parseName(const std::string& name) {
     return e;
 }
 
+// A number written as text ("1.5", "nan", "-inf"); nullopt for other text.
+std::optional<double> textNumber(const std::string& s) {
+    try {
+        return parseCsvNumber(s);
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
 class EntryReader {
 public:
-    EntryReader(const fs::path& file, const std::string& entry)
+    EntryReader(const fs::path& file, const std::string& entry, DumpFile& out)
         : m_file(file)
-        , m_entry(entry) {}
+        , m_entry(entry)
+        , m_out(out) {}
 
     [[noreturn]] void fail(const std::string& what) const {
         throw ImportError(fmt::format("{}: entry '{}': {}", m_file.string(), m_entry, what));
     }
 
-    // A statistic: a number, true/false (a bool tensor's any/all), null (not recorded) or a non-finite token.
+    // A statistic: a number, true/false (a bool tensor's any/all), null (not recorded), a non-finite token,
+    // or text: a number as text is read, any other text is not recorded (and counted, for the notes).
     void stat(const Json& t, const char* key, float& out, uint8_t bit, uint8_t& recorded) const {
         const auto it = t.find(key);
         if (it == t.end() || it->is_null())
@@ -175,18 +187,27 @@ public:
         else if (it->is_string() && (*it == "I" || *it == "-I"))
             out =
                 *it == "I" ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
-        else
-            fail(fmt::format("'{}' is {}, not a number", key, it->dump().substr(0, 40)));
+        else if (const auto v = it->is_string() ? textNumber(it->get<std::string>()) : std::nullopt)
+            out = float(*v);
+        else {
+            if (m_out.textStats++ == 0)
+                m_out.firstTextStat =
+                    fmt::format("'{}' of {} is {}", key, m_entry,
+                                it->dump(-1, ' ', false, Json::error_handler_t::replace).substr(0, 40));
+            return;
+        }
         recorded |= bit;
     }
 
-    // A tensor dict (it has "dtype" and "shape"); nullopt for any other value (ints, slices, None).
+    // A tensor dict: a string "dtype" and a "shape" beside a string "type" (every writer's tensors have one),
+    // or no "type" at all. A kwargs dict with dtype= and shape= arguments holds {type, value} pairs there,
+    // so it is not taken for one. nullopt for any other value (ints, slices, None, process groups).
     std::optional<DumpTensor> tensor(const Json& t) const {
-        if (!t.is_object() || !t.contains("dtype") || !t.contains("shape"))
+        if (!t.is_object() || !t.contains("shape") || !t.contains("dtype") || !t["dtype"].is_string())
+            return std::nullopt;
+        if (const auto type = t.find("type"); type != t.end() && !type->is_string())
             return std::nullopt;
         DumpTensor d;
-        if (!t["dtype"].is_string())
-            fail("a tensor's 'dtype' is not a string");
         d.dtype = t["dtype"].get<std::string>();
         const Json& shape = t["shape"];
         if (!shape.is_array())
@@ -208,6 +229,7 @@ public:
 private:
     const fs::path& m_file;
     const std::string& m_entry;
+    DumpFile& m_out;
 };
 
 std::string shapeText(const std::vector<int64_t>& shape) {
@@ -217,9 +239,12 @@ std::string shapeText(const std::vector<int64_t>& shape) {
     return s;
 }
 
-// Every tensor under `v` (nested lists and dicts of arguments), named "<prefix>.<index or key>...".
-void collectTensors(const EntryReader& r, const Json& v, const std::string& name, DumpFile& out) {
+// Every tensor under `v` (nested lists and dicts of arguments), named "<prefix>.<index or key>...". With
+// keep false they are read (checked, their text statistics counted) but not kept.
+void collectTensors(const EntryReader& r, const Json& v, const std::string& name, DumpFile& out, bool keep) {
     if (const auto t = r.tensor(v)) {
+        if (!keep)
+            return;
         TensorStat s;
         s.order = int64_t(out.tensors.size());
         s.name = columnText(name, 255);
@@ -233,16 +258,19 @@ void collectTensors(const EntryReader& r, const Json& v, const std::string& name
         out.tensors.push_back(std::move(s));
         return;
     }
+    // Lists and dicts of arguments are walked; a dict with a string "type" is one argument that is no tensor
+    // ({type, value} pairs, torch.ProcessGroup {type, group_ranks, group_id}, ReduceOp, memory_format): it
+    // has no statistics to compare. A P2POp ({class_type, tensor, op, peer}) is walked to its tensor.
     if (v.is_array())
         for (size_t i = 0; i < v.size(); ++i)
-            collectTensors(r, v[i], fmt::format("{}.{}", name, i), out);
-    else if (v.is_object() && !v.contains("type"))
+            collectTensors(r, v[i], fmt::format("{}.{}", name, i), out, keep);
+    else if (v.is_object() && !(v.contains("type") && v["type"].is_string()))
         for (const auto& [k, x] : v.items())
-            collectTensors(r, x, fmt::format("{}.{}", name, k), out);
+            collectTensors(r, x, fmt::format("{}.{}", name, k), out, keep);
 }
 
 void readEntry(const fs::path& file, const std::string& name, const Json& e, DumpPart part, DumpFile& out) {
-    const EntryReader r(file, name);
+    const EntryReader r(file, name, out);
     if (!e.is_object())
         r.fail(fmt::format("is {}, not an object", e.type_name()));
     ++out.entries;
@@ -265,11 +293,9 @@ void readEntry(const fs::path& file, const std::string& name, const Json& e, Dum
         for (const auto& [param, t] : e["parameters"].items())
             if (const auto d = r.tensor(t))
                 out.weights.emplace(n.module + "." + param, *d); // the first forward of the step
-    if (part == DumpPart::Parameters)
-        return;
     for (const char* field : {"input_args", "input_kwargs", "input", "output"})
         if (const auto it = e.find(field); it != e.end())
-            collectTensors(r, *it, name + "." + field, out);
+            collectTensors(r, *it, name + "." + field, out, part == DumpPart::Everything);
 }
 
 // Streams the top level; each entry of "data" is built as a small DOM, handed over and dropped.

@@ -10,6 +10,7 @@
 #include "store/RunRecords.h"
 
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -21,7 +22,8 @@ struct DumpTensor {
     std::string dtype;
     std::vector<int64_t> shape;
     bool shapeKnown = false;
-    float max = 0, min = 0, mean = 0, norm = 0;
+    // NaN where not recorded (recorded says which: a tensor holding NaN has NaN statistics too).
+    float max = std::numeric_limits<float>::quiet_NaN(), min = max, mean = max, norm = max;
     uint8_t recorded = 0; // bits: 1 max, 2 min, 4 mean, 8 norm
 };
 
@@ -32,9 +34,14 @@ struct DumpFile {
     std::map<std::string, DumpTensor> grads, weights;
     std::vector<TensorStat> tensors; // every input and output tensor, in the file's order (rank, step unset)
     int64_t entries = 0;
+    // Statistics written as text that is no number (MindSpore's graph-mode dump copies its csv cells, "-"
+    // and all): read as not recorded, counted here, the first one described for the import's notes.
+    int64_t textStats = 0;
+    std::string firstTextStat; // "'Max' of Cell.net.Dense.forward.0 is \"-\""
 };
 
-// What to read: the parameters only (the import's first pass), or everything.
+// What to keep: the parameters only (the import's first pass: the other tensors are read and checked, not
+// kept), or everything.
 enum class DumpPart { Parameters, Everything };
 
 // Throws ImportError "FILE: entry 'NAME': what was wrong" (or "FILE: byte N: ..." for broken JSON).

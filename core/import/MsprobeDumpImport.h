@@ -5,8 +5,11 @@
 // tensors, forward and backward, as rows of /tensors, so ranks can be compared on each of them. Synced
 // gradients, loss, timing and fingerprints are not in a dump: the file lists them absent.
 //
-// The tree is checked whole first (folders, one task, the same ranks in every step, every file's parameters),
-// then written one step at a time: memory holds one step of all ranks, whatever the number of steps.
+// Rank folders are rank<R>, or `rank` / proc<pid> where the process had no distributed rank (read as rank 0
+// of a one-process job). A step need not hold every rank: a rank without a dump at a step is not recorded
+// there (NaN), and the notes say where; ranks no step holds (msprobe's rank list) are not recorded at all.
+// The tree is checked whole first (folders, one task, every file's parameters), then written one step at a
+// time: memory holds one step of all ranks, whatever the number of steps.
 #pragma once
 
 #include "import/MsprobeImport.h"

@@ -34,9 +34,19 @@ replica takes the same SGD step (lr 0.1). Counters restart at every step, as msp
 
     /usr/bin/python3 tests/msprobe/make_msprobe_dump.py OUT_DIR [--ranks 4] [--steps 3] [--level mix|L0|L1]
         [--mistake none|nan@S:R|inf@S:R|param-not-synced@S:R|grad-sum] [--legacy-names]
-        [--rank-folder numbered|rank|proc] [--seed 7]
-        [--broken bad-json|not-an-object|no-data|bad-shape|bad-shape-list|bad-stat|missing-rank|mixed-task|
-                  bad-step-folder]
+        [--rank-folder numbered|rank|proc|late] [--only-ranks 2,3] [--drop S:R ...] [--seed 7]
+        [--litter step-folder|stray-folder|no-dump ...] [--text-stat]
+        [--broken bad-json|not-an-object|no-data|bad-shape|bad-shape-list|mixed-task]
+
+Every rank's script logs its loss with dist.all_reduce(loss, op=ReduceOp.SUM, group=group) after the backward
+(levels mix, L1): a Distributed.all_reduce entry whose arguments hold a torch.ProcessGroup {type, group_ranks,
+group_id}, a ReduceOp and a bool beside the tensor, and whose output is the sum over ranks.
+
+Folders (msprobe's core/dump/service.py): rank<R> once the process knows its rank; proc<pid> while it does not
+(torch.distributed not initialised; msprobe renames it rank<R> when the rank turns up during the step, so a
+proc<pid> that stays is a process without a distributed rank, or a step that ended before it had one); the
+bare `rank` of older msprobe. --only-ranks is msprobe's config "rank" list; --drop S:R leaves out one rank's
+dump at one step (a rank killed before its step was written), so steps' rank sets differ.
 
 Mistakes:
 - nan@S:R (inf@S:R): one pixel of rank R's input at step S is NaN (+inf); that rank's activations, loss and
@@ -45,10 +55,10 @@ Mistakes:
   gradient, so its fc2.bias (only that) differs from the other ranks' from step S+1 on.
 - grad-sum: every rank sums the gradients instead of averaging (all ranks alike; the dump's local gradients
   are unchanged, the weights move R times as far).
-Broken trees (step0/rank0 unless said): bad-json (file cut in the middle), not-an-object (top level a list),
-no-data, bad-shape ("shape": "[4, x]"), bad-shape-list ("shape": [4, "x"]), bad-stat ("Norm": "abc"),
-missing-rank (step1 lacks rank1), mixed-task (step1/rank0 says "task": "tensor"), bad-step-folder (an extra
-stepX/rank0 holding a copy of a dump.json).
+Broken trees (step0's first dump unless said): bad-json (file cut in the middle), not-an-object (top level a
+list), no-data, bad-shape ("shape": "[4, x]"), bad-shape-list ("shape": [4, "x"]), mixed-task (step1/rank0 says
+"task": "tensor"). Litter that must not stop an import: step-folder (an extra stepX/rank0 holding a copy of a
+dump.json), stray-folder (step1/step1/dump.json), no-dump (step1/rank1 without its dump.json).
 """
 
 import argparse
@@ -57,6 +67,7 @@ import json
 import os
 import shutil
 import traceback
+import zlib
 from collections import defaultdict
 
 import torch
@@ -270,10 +281,36 @@ def hook_module(name, module):
 
 def train_step(model, images, labels):
     logits = model(images)
-    loss = F.cross_entropy(logits, labels)
+    # weight=None is written as a null argument, reduction as {"type": "str", "value": "mean"}.
+    loss = F.cross_entropy(logits, labels, weight=None, reduction="mean")
     # The script's NaN guard: a bool tensor, then an empty one unless something overflowed.
     torch.nonzero(torch.isnan(logits))
     loss.backward()
+    return loss.detach()
+
+
+def process_group(ranks):
+    """A torch.distributed ProcessGroup as PytorchDataProcessor._analyze_process_group writes it."""
+    group_ranks = list(range(ranks))
+    return {"type": "torch.ProcessGroup", "group_ranks": group_ranks,
+            "group_id": "%08x" % zlib.crc32(str(group_ranks).encode("utf-8"))}
+
+
+def log_loss(rec, own, total, ranks):
+    """The script's `dist.all_reduce(loss, op=ReduceOp.SUM, group=group)` for its log line, as msprobe dumps a
+    distributed API (Distributed.<api>): input_args/input_kwargs at the pre-hook, before the reduction; output =
+    args + kwargs values after it (base.py update_output_with_args_and_kwargs), the tensor then holding the sum
+    over ranks. The process group and the reduce op are {type, ...} arguments, not tensors."""
+    if not rec.apis:
+        return
+    op = {"type": "torch.distributed.ReduceOp", "value": "RedOpType.SUM"}
+    kwargs = {"op": op, "group": process_group(ranks), "async_op": {"type": "bool", "value": False}}
+    name = "Distributed.all_reduce.0.forward"
+    rec.data[name] = {"input_args": [tensor_json(own)], "input_kwargs": kwargs,
+                      "output": [tensor_json(total)] + list(copy.deepcopy(kwargs).values())}
+    rec.stacks[name] = call_stack()
+    if rec.level == "mix":
+        rec.construct[name] = None
 
 
 def batch(seed, step, rank):
@@ -296,8 +333,18 @@ def parse_mistake(text, ranks, steps):
     return kind, s, r
 
 
-def rank_folder(style, r):
+def rank_folder(style, r, step):
+    """msprobe's folder for rank r (service.py _create_default_dirs): `late` is a job whose debugger.start()
+    ran before torch.distributed was up and whose step 0 ended before any hook saw the rank, so step 0 stays
+    proc<pid> and later steps are rank<R>."""
+    if style == "late":
+        style = "proc" if step == 0 else "numbered"
     return {"numbered": "rank%d" % r, "rank": "rank", "proc": "proc%d" % (PROC_PID + r)}[style]
+
+
+def dumped(a, step, r):
+    """Whether rank r has a dump at this step: in msprobe's rank list (--only-ranks), not dropped (--drop)."""
+    return (not a.only_ranks or r in a.only_ranks) and (step, r) not in a.drop
 
 
 def write_json(path, obj):
@@ -318,20 +365,26 @@ def train(a, mistake):
     originals = patch_apis()
     try:
         for step in range(a.steps):
-            local = []
+            local, recs, losses = [], [], []
             for r, model in enumerate(models):
                 images, labels = batch(a.seed, step, r)
                 if kind in ("nan", "inf") and (step, r) == (m_step, m_rank):
                     images[0, 0, 0, 0] = float(kind)
                 model.zero_grad(set_to_none=True)
                 REC = Recorder(a.level, a.legacy_names)
-                train_step(model, images, labels)
-                folder = os.path.join(a.out, "step%d" % step, rank_folder(a.rank_folder, r))
-                os.makedirs(folder)
-                for fname, obj in REC.files().items():
-                    write_json(os.path.join(folder, fname), obj)
+                losses.append(train_step(model, images, labels))
+                recs.append(REC)
                 REC = None
                 local.append({n: p.grad.clone() for n, p in model.named_parameters()})
+            total = torch.stack(losses).sum()
+            for r, rec in enumerate(recs):
+                log_loss(rec, losses[r], total, a.ranks)
+                if not dumped(a, step, r):
+                    continue
+                folder = os.path.join(a.out, "step%d" % step, rank_folder(a.rank_folder, r, step))
+                os.makedirs(folder)
+                for fname, obj in rec.files().items():
+                    write_json(os.path.join(folder, fname), obj)
             sgd_step(models, local, a.ranks, kind, m_step, m_rank, step)
     finally:
         REC = None
@@ -363,9 +416,15 @@ def first_tensor(data):
     raise SystemExit("no tensor to break")
 
 
+def first_dump(a):
+    """step0's first dump.json (rank 0's unless msprobe's rank list left it out) and its folder's name."""
+    r = min(a.only_ranks) if a.only_ranks else 0
+    folder = rank_folder(a.rank_folder, r, 0)
+    return os.path.join(a.out, "step0", folder, "dump.json"), folder
+
+
 def break_tree(a):
-    rank0 = rank_folder(a.rank_folder, 0)
-    path = os.path.join(a.out, "step0", rank0, "dump.json")
+    path, rank0 = first_dump(a)
     with open(path) as f:
         text = f.read()
     dump = json.loads(text)
@@ -377,24 +436,47 @@ def break_tree(a):
     elif a.broken == "no-data":
         del dump["data"]
         write_json(path, dump)
-    elif a.broken in ("bad-shape", "bad-shape-list", "bad-stat"):
+    elif a.broken in ("bad-shape", "bad-shape-list"):
         t = first_tensor(dump["data"])
-        if a.broken == "bad-stat":
-            t["Norm"] = "abc"
-        else:
-            t["shape"] = "[%d, x]" % t["shape"][0] if a.broken == "bad-shape" else [t["shape"][0], "x"]
+        t["shape"] = "[%d, x]" % t["shape"][0] if a.broken == "bad-shape" else [t["shape"][0], "x"]
         write_json(path, dump)
-    elif a.broken == "missing-rank":
-        shutil.rmtree(os.path.join(a.out, "step1", rank_folder(a.rank_folder, 1)))
     elif a.broken == "mixed-task":
         path1 = os.path.join(a.out, "step1", rank0, "dump.json")
         with open(path1) as f:
             dump1 = json.load(f)
         dump1["task"] = "tensor"
         write_json(path1, dump1)
-    elif a.broken == "bad-step-folder":
+
+
+def text_stat(a):
+    """A statistic written as text that is no number, as MindSpore's graph-mode cell dump can leave one
+    (cell_dump_process.py convert_special_values keeps a csv cell it cannot turn into a float): the first
+    tensor's Norm in step0's first dump."""
+    path, _ = first_dump(a)
+    with open(path) as f:
+        dump = json.load(f)
+    first_tensor(dump["data"])["Norm"] = "N/A"
+    write_json(path, dump)
+
+
+def litter(a, kind):
+    """Folders beside the dump's that msprobe did not write as rank folders: a copied step (stepX), a folder
+    in a step that is no rank folder (as msprobe's own visualization tests have step1/step1), and a rank
+    folder whose dump.json is gone (stack.json and construct.json stay)."""
+    path, rank0 = first_dump(a)
+    if kind == "step-folder":
         os.makedirs(os.path.join(a.out, "stepX", rank0))
         shutil.copy(path, os.path.join(a.out, "stepX", rank0, "dump.json"))
+    elif kind == "stray-folder":
+        os.makedirs(os.path.join(a.out, "step1", "step1"))
+        shutil.copy(path, os.path.join(a.out, "step1", "step1", "dump.json"))
+    elif kind == "no-dump":
+        os.remove(os.path.join(a.out, "step1", rank_folder(a.rank_folder, 1, 1), "dump.json"))
+
+
+def step_rank(text):
+    s, _, r = text.partition(":")
+    return int(s), int(r)
 
 
 def main(argv=None):
@@ -408,11 +490,17 @@ def main(argv=None):
     ap.add_argument("--mistake", default="none",
                     help="none | nan@S:R | inf@S:R | param-not-synced@S:R | grad-sum (S:R defaults to 1:1)")
     ap.add_argument("--legacy-names", action="store_true", help="parameters_grad without the trailing index")
-    ap.add_argument("--rank-folder", default="numbered", choices=["numbered", "rank", "proc"],
-                    help="rank<R> (default), the old mstt `rank` (only with --ranks 1), or proc<pid>")
+    ap.add_argument("--rank-folder", default="numbered", choices=["numbered", "rank", "proc", "late"],
+                    help="rank<R> (default), the old mstt `rank` (only with --ranks 1), proc<pid> (no "
+                         "distributed rank), or late (proc<pid> at step 0, rank<R> after)")
+    ap.add_argument("--only-ranks", type=lambda t: {int(x) for x in t.split(",")}, default=set(),
+                    help="msprobe's rank list: only these ranks dump (e.g. 2,3)")
+    ap.add_argument("--drop", type=step_rank, action="append", default=[],
+                    help="S:R: rank R has no dump at step S (repeatable)")
+    ap.add_argument("--litter", action="append", default=[], choices=["step-folder", "stray-folder", "no-dump"])
+    ap.add_argument("--text-stat", action="store_true", help="one statistic written as text (N/A)")
     ap.add_argument("--broken", default="", choices=["", "bad-json", "not-an-object", "no-data", "bad-shape",
-                                                     "bad-shape-list", "bad-stat", "missing-rank", "mixed-task",
-                                                     "bad-step-folder"])
+                                                     "bad-shape-list", "mixed-task"])
     ap.add_argument("--seed", type=int, default=7)
     a = ap.parse_args(argv)
     try:
@@ -421,14 +509,18 @@ def main(argv=None):
         ap.error("--mistake: %s" % e)
     if a.rank_folder == "rank" and a.ranks != 1:
         ap.error("--rank-folder rank is the unnumbered mstt folder: only with --ranks 1")
-    if a.broken in ("missing-rank", "mixed-task") and (a.steps < 2 or a.ranks < 2 and a.broken == "missing-rank"):
-        ap.error("--broken %s needs two steps (and two ranks for missing-rank)" % a.broken)
+    if (a.broken == "mixed-task" or a.litter) and a.steps < 2 or "no-dump" in a.litter and a.ranks < 2:
+        ap.error("--broken mixed-task and --litter need two steps (and no-dump two ranks)")
     if os.path.exists(a.out) and os.listdir(a.out):
         ap.error("%s is not empty" % a.out)
     torch.set_num_threads(1)  # tiny model; leave the other core alone
     train(a, mistake)
     if a.broken:
         break_tree(a)
+    if a.text_stat:
+        text_stat(a)
+    for kind in a.litter:
+        litter(a, kind)
     print(a.out)
 
 
