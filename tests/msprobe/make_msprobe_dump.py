@@ -35,7 +35,8 @@ replica takes the same SGD step (lr 0.1). Counters restart at every step, as msp
     /usr/bin/python3 tests/msprobe/make_msprobe_dump.py OUT_DIR [--ranks 4] [--steps 3] [--level mix|L0|L1]
         [--mistake none|nan@S:R|inf@S:R|param-not-synced@S:R|grad-sum] [--legacy-names]
         [--rank-folder numbered|rank|proc|late] [--only-ranks 2,3] [--drop S:R ...] [--seed 7]
-        [--litter step-folder|stray-folder|no-dump ...] [--text-stat]
+        [--litter step-folder|stray-folder|no-dump ...] [--text-stat] [--summary-mode statistics|md5|xor]
+        [--framework pytorch|mindspore]
         [--broken bad-json|not-an-object|no-data|bad-shape|bad-shape-list|mixed-task]
 
 Every rank's script logs its loss with dist.all_reduce(loss, op=ReduceOp.SUM, group=group) after the backward
@@ -85,6 +86,7 @@ HOOKED_APIS = [(F, "Functional", "conv2d"), (F, "Functional", "linear"), (F, "Fu
                (F, "Functional", "cross_entropy"), (torch, "Torch", "flatten"), (torch, "Torch", "isnan"),
                (torch, "Torch", "nonzero")]
 
+SUMMARY_MODE = "statistics"  # msprobe's summary_mode: statistics | md5 | xor
 REC = None  # the Recorder of the rank and step being run; every hook does nothing while it is None
 
 
@@ -118,10 +120,30 @@ def stat_info(t):
     return [torch.max(t).item(), torch.min(t).item(), torch.mean(t).item(), torch.norm(t).item()]
 
 
+def checksum(t, mode):
+    """The tensor's checksum as the summary mode writes it: md5 a crc32 of its bytes ("%08x"), xor the xor of
+    its 64-bit words ("0x%016x", json_writer.py flush_stat_stack)."""
+    raw = t.detach().contiguous().numpy().tobytes()
+    if mode == "md5":
+        return "%08x" % zlib.crc32(raw)
+    raw += b"\0" * (-len(raw) % 8)
+    x = 0
+    for i in range(0, len(raw), 8):
+        x ^= int.from_bytes(raw[i:i + 8], "little")
+    return "0x%016x" % x
+
+
 def tensor_json(t):
+    """As PytorchDataProcessor._analyze_tensor and DataWriter._replace_stat_placeholders leave it: statistics
+    (summary_mode statistics), statistics and an md5 (md5), or only a checksum in place of them (xor)."""
     d = {"type": "torch.Tensor", "dtype": str(t.dtype), "shape": list(t.shape)}
-    d.update(zip(["Max", "Min", "Mean", "Norm"], stat_info(t)))
+    if SUMMARY_MODE == "xor":
+        d["md5"] = checksum(t, "xor")
+    else:
+        d.update(zip(["Max", "Min", "Mean", "Norm"], stat_info(t)))
     d["requires_grad"] = t.requires_grad
+    if SUMMARY_MODE == "md5":
+        d["md5"] = checksum(t, "md5")
     return d
 
 
@@ -347,6 +369,36 @@ def dumped(a, step, r):
     return (not a.only_ranks or r in a.only_ranks) and (step, r) not in a.drop
 
 
+MS_DTYPES = {"torch.float32": "Float32", "torch.int64": "Int64", "torch.bool": "Bool"}
+
+
+def as_mindspore(x, ranks):
+    """The same dump as MindSpore's processor writes it (mindspore_processor.py _analyze_tensor): tensors
+    {type: mindspore.Tensor, dtype: Float32, shape, Max..Norm} without requires_grad, parameters with a
+    `layout` dict of their sharding; a communication op's group is its name, a string."""
+    if isinstance(x, list):
+        return [as_mindspore(v, ranks) for v in x]
+    if not isinstance(x, dict):
+        return x
+    if x.get("type") == "torch.ProcessGroup":
+        return {"type": "str", "value": "hccl_world_group"}
+    y = {k: as_mindspore(v, ranks) for k, v in x.items() if not (k == "requires_grad" and "dtype" in x)}
+    if x.get("type") == "torch.Tensor":
+        y["type"], y["dtype"] = "mindspore.Tensor", MS_DTYPES.get(x["dtype"], x["dtype"])
+        if x.get("requires_grad"):
+            y["layout"] = {"Device Matrix": [ranks], "Tensor Map": [-1] * len(x["shape"]),
+                           "Rank List": list(range(ranks))}
+    return y
+
+
+def mindspore_files(files, ranks):
+    """Cell.<name>.<Class> in place of Module.<...> in every file (entries, stack groups, construct)."""
+    text = json.dumps(as_mindspore(files, ranks)).replace('"Module.', '"Cell.')
+    files = json.loads(text)
+    files["dump.json"]["framework"] = "mindspore"
+    return files
+
+
 def write_json(path, obj):
     with open(path, "w") as f:
         json.dump(obj, f, indent=1)  # msprobe's save_json: allow_nan and ensure_ascii defaults
@@ -383,7 +435,10 @@ def train(a, mistake):
                     continue
                 folder = os.path.join(a.out, "step%d" % step, rank_folder(a.rank_folder, r, step))
                 os.makedirs(folder)
-                for fname, obj in rec.files().items():
+                files = rec.files()
+                if a.framework == "mindspore":
+                    files = mindspore_files(files, a.ranks)
+                for fname, obj in files.items():
                     write_json(os.path.join(folder, fname), obj)
             sgd_step(models, local, a.ranks, kind, m_step, m_rank, step)
     finally:
@@ -499,6 +554,9 @@ def main(argv=None):
                     help="S:R: rank R has no dump at step S (repeatable)")
     ap.add_argument("--litter", action="append", default=[], choices=["step-folder", "stray-folder", "no-dump"])
     ap.add_argument("--text-stat", action="store_true", help="one statistic written as text (N/A)")
+    ap.add_argument("--summary-mode", default="statistics", choices=["statistics", "md5", "xor"])
+    ap.add_argument("--framework", default="pytorch", choices=["pytorch", "mindspore"],
+                    help="mindspore: Cell. names, mindspore.Tensor dicts with layouts, string groups")
     ap.add_argument("--broken", default="", choices=["", "bad-json", "not-an-object", "no-data", "bad-shape",
                                                      "bad-shape-list", "mixed-task"])
     ap.add_argument("--seed", type=int, default=7)
@@ -514,7 +572,12 @@ def main(argv=None):
     if os.path.exists(a.out) and os.listdir(a.out):
         ap.error("%s is not empty" % a.out)
     torch.set_num_threads(1)  # tiny model; leave the other core alone
-    train(a, mistake)
+    global SUMMARY_MODE
+    SUMMARY_MODE = a.summary_mode
+    try:
+        train(a, mistake)
+    finally:
+        SUMMARY_MODE = "statistics"
     if a.broken:
         break_tree(a)
     if a.text_stat:

@@ -279,6 +279,38 @@ class MsprobeDumpTest(unittest.TestCase):
         self.assertEqual(rec[i], 7, "Max, Min, Mean recorded; Norm not")
         self.assertTrue(np.isnan(norm[i]))
 
+    def test_summary_modes(self):
+        """summary_mode md5 adds a crc32 beside the statistics: the same import as statistics alone. xor writes a
+        checksum in place of them: the tensors import with nothing recorded, the gradient and weight norms are
+        listed absent, and the note says why."""
+        md5 = self.imported("md5", "--summary-mode", "md5")
+        self.same_gradients(md5, self.imported("clean"))
+        xor = self.imported("xor", "--summary-mode", "xor", "--ranks", "2", "--steps", "2")
+        self.assertIn("the parameter gradients carry no statistics", self.last_stdout)
+        with h5py.File(xor, "r") as f:
+            absent = text(f.attrs["absent"]).split(",")
+            for col in ("/grads/local_norm", "/grads/local_max", "/grads/local_sum", "/weights/norm"):
+                self.assertIn(col, absent)
+            self.assertEqual({text(n) for n in f["/params/name"][:]}, PARAMS, "names and shapes still read")
+            self.assertTrue((f["/tensors/recorded"][:] == 0).all())
+            self.assertTrue(np.isnan(f["/tensors/norm"][:]).all())
+            self.assertTrue(np.isnan(f["/grads/local_norm"][:]).all())
+
+    def test_mindspore_dump(self):
+        """MindSpore's dump of the same run: Cell.<name> entries, mindspore.Tensor dicts with layouts, the
+        group a string. The same gradients, weights and tensor statistics import, under the Cell names."""
+        ms = self.imported("mindspore", "--framework", "mindspore", "--ranks", "2", "--steps", "2")
+        self.assertIn("2 ranks, 2 steps, 6 parameters from 4 dump.json files", self.last_stdout)
+        self.same_gradients(ms, self.imported("pt2", "--ranks", "2", "--steps", "2"))
+        with h5py.File(ms, "r") as f:
+            self.assertEqual({text(n) for n in f["/params/name"][:]}, PARAMS)
+            self.assertTrue(np.isfinite(f["/weights/norm"][:]).all())
+            names = {text(n) for n in f["/tensors/name"][:]}
+            self.assertEqual({text(d) for d in f["/tensors/dtype"][:]} - {"Float32", "Int64", "Bool"}, set())
+        self.assertIn("Cell.conv1.Conv2d.forward.0.output.0", names)
+        self.assertFalse([n for n in names if n.startswith("Module.") or ".layout" in n])
+        self.assertEqual(self.config(ms)["framework"], "mindspore")
+
     def test_broken_trees_exit_2_naming_the_file(self):
         for broken, words in (("bad-json", ["step0/rank0/dump.json", "not JSON"]),
                               ("not-an-object", ["step0/rank0/dump.json", "expected an object"]),
