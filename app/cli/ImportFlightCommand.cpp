@@ -1,7 +1,8 @@
 // `import-flight-recorder`: the flight-recorder dumps of a PyTorch (or torch_npu) job that hung or timed out,
 // turned into a run file (core/import/FlightRecorderImport.h), alone or joined with the job's recorded run;
 // then which collective each rank reached and the first one where ranks disagree (view/CollectiveProgress.h).
-// A broken or hostile dump exits 2 with one line naming the file and the key or byte; nothing is written.
+// A broken or hostile dump exits 2 with one line naming the file and the key or byte; so does a join with a
+// run the dumps cannot belong to (the line says whether ranks or times rule it out). Nothing is written then.
 #include "CliArgs.h"
 #include "Commands.h"
 #include "import/FlightRecorderImport.h"
@@ -41,10 +42,21 @@ void printProgress(const view::CollectiveReport& report) {
             else
                 std::printf("  rank %d: last #%lld %s (%s)%s\n", p.rank, static_cast<long long>(p.lastSeq),
                             p.lastOp.c_str(), view::collectiveStateName(p.lastState),
-                            p.lastStep >= 0 ? fmt::format(", step {}", p.lastStep).c_str() : "");
+                            view::stepText(p.lastStep).empty() ? ""
+                                                               : (", " + view::stepText(p.lastStep)).c_str());
         }
         if (g.ranks.size() > 16)
             std::printf("  the other ranks: last #%lld\n", static_cast<long long>(common));
+    }
+}
+
+// torch_npu's Python tracebacks, one line per rank: where its main thread was when it dumped. The whole text
+// is in the run file (config flight_recorder.py_tracebacks), and the window shows it with the rank.
+void printTracebacks(const view::CollectiveSetup& setup) {
+    for (const auto& [rank, text] : setup.tracebacks) {
+        const std::string frame = view::innermostPythonFrame(text);
+        fmt::print("rank {} Python traceback: {}\n", rank,
+                   frame.empty() ? "no frame in it" : "main thread at " + frame);
     }
 }
 
@@ -83,9 +95,10 @@ int importFlightRecorderCommand(const Args& argv) {
                r.backend.empty() ? "backend not named" : r.backend, r.version, r.dir, joined);
     for (const std::string& n : r.notes)
         std::printf("note: %s\n", n.c_str());
-    const view::CollectiveReport report =
-        view::analyseCollectives(written->readCollectives(), view::collectiveSetup(written->meta()));
+    const view::CollectiveSetup setup = view::collectiveSetup(written->meta());
+    const view::CollectiveReport report = view::analyseCollectives(written->readCollectives(), setup);
     printProgress(report);
+    printTracebacks(setup);
     if (report.first)
         std::printf("first disagreement: %s\n", report.first->text().c_str());
     else if (!report.allWaiting.empty())

@@ -133,7 +133,9 @@ void MainWindow::importFlightRecorderDialog() {
         m_model->stepCount() > 0)
         join = QMessageBox::question(this, tr("Join with the Open Run?"),
                                      tr("Place the collectives in the steps of %1? Choose Yes when the dumps "
-                                        "come from the job that recorded it.")
+                                        "come from the job that recorded it: they are joined only if their "
+                                        "ranks are ranks of the run and their times fall within its "
+                                        "recorded time.")
                                          .arg(m_model->runName())) == QMessageBox::Yes;
     const QString out = QFileDialog::getSaveFileName(this, tr("Save the Imported Run As"),
                                                      importTarget(dir, QStringLiteral("flight")),
@@ -150,19 +152,34 @@ bool MainWindow::importFlightRecorder(const QString& dumpDir, const QString& out
     QDir().mkpath(QFileInfo(out).absolutePath());
     const std::string joinPath =
         joinOpenRun && m_model->hasRun() ? m_model->path().toStdString() : std::string();
+    // Why the join was refused (the dumps' ranks or times do not fit the open run), set by the worker.
+    auto refused = std::make_shared<std::string>();
     const QString error =
-        runImport(QDir::toNativeSeparators(dumpDir),
-                  [dir = dumpDir.toStdString(), path = out.toStdString(), joinPath](const auto& progress) {
-                      std::unique_ptr<RunReader> run;
-                      FlightImportOptions o;
-                      o.overwrite = true;
-                      o.progress = progress;
-                      if (!joinPath.empty()) {
-                          run = openRunFile(joinPath);
-                          o.run = run.get();
-                      }
-                      rs::importFlightRecorder(dir, path, o);
-                  });
+        runImport(QDir::toNativeSeparators(dumpDir), [dir = dumpDir.toStdString(), path = out.toStdString(),
+                                                      joinPath, refused](const auto& progress) {
+            std::unique_ptr<RunReader> run;
+            FlightImportOptions o;
+            o.overwrite = true;
+            o.progress = progress;
+            if (!joinPath.empty()) {
+                run = openRunFile(joinPath);
+                o.run = run.get();
+            }
+            try {
+                rs::importFlightRecorder(dir, path, o);
+            } catch (const JoinRefused& e) {
+                *refused = e.what();
+                throw;
+            }
+        });
+    if (!refused->empty()) {
+        showError(tr("The dumps were not joined with %1").arg(m_model->runName()),
+                  tr("They cannot belong to the open run, so nothing was imported:\n\n%1\n\nTo see their "
+                     "collectives anyway, import them again and answer No when asked to join them with the "
+                     "open run.")
+                      .arg(QString::fromStdString(*refused)));
+        return false;
+    }
     if (!error.isEmpty()) {
         showError(tr("The flight-recorder dumps could not be imported"), error);
         return false;

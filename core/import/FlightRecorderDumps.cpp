@@ -1,6 +1,9 @@
 // findDumps, readDump: see FlightRecorderDumps.h. Key names and types follow the writer,
 // torch/csrc/distributed/c10d/FlightRecorderDetail.hpp (getCollectiveTrace, getPgConfig) and torch_npu's
-// TraceUtils.h; the folder rules follow PyTorch's analyser (flight_recorder/components/loader.py).
+// TraceUtils.h (and ProcessGroupHCCL::dumpPythonTraceback for the _py_traceback files); the folder rules
+// follow PyTorch's analyser (torch/distributed/flight_recorder/components/loader.py: the prefix anywhere in
+// a name, the rank the digits after it), the entry rules its tests (test_fr_analysis.py builds entries with
+// string sequence ids, a dtype string, time 0, no record_id).
 #include "import/FlightRecorderDumps.h"
 
 #include "import/ImportTarget.h"
@@ -29,14 +32,112 @@ bool allDigits(std::string_view s) {
     });
 }
 
-// "<prefix><digits>" -> prefix, or nullopt.
+constexpr std::string_view kTracebackSuffix = "_py_traceback"; // torch_npu: '{path}{rank}_py_traceback'
+constexpr std::string_view kPipeSuffix =
+    ".pipe"; // the recorder's on-demand pipe (TORCH_NCCL_DEBUG_INFO_PIPE_FILE)
+
+bool endsWith(std::string_view s, std::string_view tail) {
+    return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
+}
+
+bool isSeparator(char c) {
+    return c == '.' || c == '_' || c == '-';
+}
+
+// run.h5, notes.mp4: a name that ends in digits because of its extension, not a rank.
+bool hasExtension(const std::string& name) {
+    const size_t dot = name.rfind('.');
+    if (dot == std::string::npos || name.size() - dot - 1 > 5 || dot + 1 == name.size())
+        return false;
+    const std::string_view ext(name.data() + dot + 1, name.size() - dot - 1);
+    return std::isalpha(static_cast<unsigned char>(ext[0])) &&
+           std::all_of(ext.begin(), ext.end(),
+                       [](char c) { return std::isalnum(static_cast<unsigned char>(c)); });
+}
+
+// "<prefix><digits>" -> prefix, or nullopt (tracebacks, pipes and names with an extension are not dumps).
 std::optional<std::string> prefixOf(const std::string& name) {
+    if (endsWith(name, kTracebackSuffix) || endsWith(name, kPipeSuffix) || hasExtension(name))
+        return std::nullopt;
     size_t i = name.size();
     while (i > 0 && std::isdigit(static_cast<unsigned char>(name[i - 1])))
         --i;
     if (i == name.size() || name.size() - i >= 10)
         return std::nullopt;
     return name.substr(0, i);
+}
+
+// Prefixes that differ only in a host name in front of a common part ("node1.nccl_trace_rank_",
+// "node2.nccl_trace_rank_") -> that part: the longest common tail that starts right after a separator in
+// every prefix (or is the whole prefix) and holds a letter. "" when there is none ("trace_" and "rank_").
+std::string commonTail(const std::vector<std::string>& prefixes) {
+    std::string tail = prefixes.front();
+    for (const std::string& p : prefixes) {
+        size_t n = 0;
+        while (n < tail.size() && n < p.size() && tail[tail.size() - 1 - n] == p[p.size() - 1 - n])
+            ++n;
+        tail = tail.substr(tail.size() - n);
+    }
+    for (size_t k = 0; k < tail.size(); ++k) {
+        const std::string t = tail.substr(k);
+        if (isSeparator(t.front()) || std::none_of(t.begin(), t.end(), [](char c) {
+                return std::isalpha(static_cast<unsigned char>(c));
+            }))
+            continue;
+        if (std::all_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) {
+                return p.size() == t.size() || isSeparator(p[p.size() - t.size() - 1]);
+            }))
+            return t;
+    }
+    return {};
+}
+
+// A file name under a prefix: the host in front of it, the rank after it, whether it is a traceback.
+struct NameParts {
+    std::string host;
+    std::string tail; // what follows the prefix (the rank's digits in a dump's name)
+    bool traceback = false;
+};
+
+// The prefix is looked for from the right, so that a host name holding its text does not move it. nullopt:
+// the name does not hold the prefix (or, for the empty prefix, is not a bare number).
+std::optional<NameParts> splitName(const std::string& name, const std::string& prefix) {
+    NameParts parts;
+    std::string base = name;
+    if (endsWith(base, kTracebackSuffix)) {
+        parts.traceback = true;
+        base.resize(base.size() - kTracebackSuffix.size());
+    }
+    if (prefix.empty()) {
+        if (!allDigits(base))
+            return std::nullopt;
+        parts.tail = base;
+        return parts;
+    }
+    // The last occurrence: only it can be followed by the rank's digits alone.
+    const size_t at = base.rfind(prefix);
+    if (at == std::string::npos ||
+        (parts.traceback && !allDigits(std::string_view(base).substr(at + prefix.size()))))
+        return std::nullopt;
+    parts.host = base.substr(0, at);
+    parts.tail = base.substr(at + prefix.size());
+    return parts;
+}
+
+// Digits, or a digit string as PyTorch's analyser tests write sequence ids ("1"); nullopt otherwise.
+std::optional<int64_t> integerOf(const Json& v) {
+    if (v.is_number_integer())
+        return v.get<int64_t>();
+    if (!v.is_string())
+        return std::nullopt;
+    const std::string& s = v.get_ref<const std::string&>();
+    const std::string_view digits =
+        !s.empty() && s[0] == '-' ? std::string_view(s).substr(1) : std::string_view(s);
+    if (digits.empty() || digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), [](char c) {
+            return std::isdigit(static_cast<unsigned char>(c));
+        }))
+        return std::nullopt;
+    return std::stoll(s);
 }
 
 // A value's type as the dump's writer (Python, or PyTorch's pickler for it) would name it.
@@ -87,17 +188,26 @@ public:
     }
     int64_t integer(const char* key) const {
         const Json& v = need(key);
-        if (!v.is_number_integer())
-            fail(key, fmt::format("is a {}, expected an integer", pythonType(v)));
-        return v.get<int64_t>();
+        const auto n = integerOf(v);
+        if (!n)
+            fail(key, fmt::format("is a {}, expected an integer", describe(v)));
+        return *n;
     }
     int64_t integerOr(const char* key, int64_t otherwise) const {
         const Json* v = find(key);
         if (!v || v->is_null())
             return otherwise;
-        if (!v->is_number_integer())
-            fail(key, fmt::format("is a {}, expected an integer", pythonType(*v)));
-        return v->get<int64_t>();
+        const auto n = integerOf(*v);
+        if (!n)
+            fail(key, fmt::format("is a {}, expected an integer", describe(*v)));
+        return *n;
+    }
+    // A string's value is named too, so that "is a str" says which one.
+    static std::string describe(const Json& v) {
+        if (!v.is_string())
+            return pythonType(v);
+        const std::string& s = v.get_ref<const std::string&>();
+        return fmt::format("str '{}'", s.size() > 40 ? s.substr(0, 40) + "..." : s);
     }
     std::string text(const char* key) const {
         const Json& v = need(key);
@@ -135,6 +245,8 @@ public:
     }
     std::string dtypes(const char* key) const {
         const Json& v = need(key);
+        if (v.is_string()) // PyTorch's analyser tests write one name ("float32") for the lot
+            return v.get<std::string>();
         if (!v.is_array())
             fail(key, fmt::format("is a {}, expected a list of dtype names", pythonType(v)));
         std::set<std::string> names;
@@ -170,6 +282,15 @@ public:
         return first;
     }
 
+    // The innermost frame's function ("all_reduce" in distributed_c10d.py): torch_npu records no profiling
+    // name for most collectives, and this names the operation instead.
+    std::string innermostName() const {
+        const Json* frames = find("frames");
+        if (!frames || !frames->is_array() || frames->empty() || !frames->front().is_object())
+            return {};
+        return stringOr(frames->front(), "name");
+    }
+
 private:
     const fs::path& m_file;
     const Json& m_e;
@@ -187,30 +308,36 @@ uint8_t stateOf(const EntryReader& r) {
     r.fail("state", fmt::format("is '{}', expected scheduled, started or completed", s));
 }
 
-Collective readEntry(const fs::path& file, const Json& e, size_t index, int rank, std::string& backend) {
+// One entry. Collective::group is the entry's process-group name (the importer labels it); `desc` gets the
+// group description the entry itself carries.
+Collective readEntry(const fs::path& file, const Json& e, size_t index, int rank, std::string& backend,
+                     std::string& desc) {
     if (!e.is_object())
         throw ImportError(
             fmt::format("{}: entries[{}] is a {}, expected a dict", file.string(), index, pythonType(e)));
     const EntryReader r(file, e, index);
     Collective c;
     c.rank = rank;
-    c.recordId = r.integer("record_id");
-    const Json& pg = r.need("process_group");
+    c.recordId = r.integerOr("record_id", int64_t(index)); // the analyser's own tests leave it out
+    const Json& pg = r.need("process_group");              // a tuple in a pickle, a list in JSON
     if (!pg.is_array() || pg.size() != 2 || !pg[0].is_string() || !pg[1].is_string())
         r.fail("process_group", "is not a (name, desc) pair of strings");
-    c.group = groupLabel(pg[0].get<std::string>(), pg[1].get<std::string>());
-    // "nccl:all_reduce", "hccl:send 0->1"; torch_npu leaves it "" when profiling is unsupported.
+    c.group = columnText(pg[0].get<std::string>(), kStr256);
+    desc = pg[1].get<std::string>();
+    // "nccl:all_reduce", "hccl:send 0->1"; torch_npu leaves it "" when the collective has no profiling title.
     const std::string name = r.text("profiling_name");
     const size_t colon = name.find(':');
     if (colon != std::string::npos && backend.empty())
         backend = name.substr(0, colon);
-    const std::string op = colon == std::string::npos ? name : name.substr(colon + 1);
+    std::string op = colon == std::string::npos ? name : name.substr(colon + 1);
+    if (op.empty())
+        op = r.innermostName();
     c.op = columnText(op.empty() ? "(unnamed)" : op, kStr32);
     const bool p2p =
         r.flag("is_p2p", op.rfind("send", 0) == 0 || op.rfind("recv", 0) == 0); // older dumps lack is_p2p
     c.p2p = p2p;
     c.seq = p2p ? r.integerOr("p2p_seq_id", r.integer("collective_seq_id")) : r.integer("collective_seq_id");
-    c.createdNs = r.integer("time_created_ns");
+    c.createdNs = std::max<int64_t>(0, r.integerOr("time_created_ns", 0)); // 0: not recorded
     c.sizes =
         columnText(fmt::format("in {} out {}", r.shapes("input_sizes"), r.shapes("output_sizes")), kStr256);
     const std::string in = r.dtypes("input_dtypes"), out = r.dtypes("output_dtypes");
@@ -268,10 +395,20 @@ std::vector<GroupConfig> readGroups(const Json& doc, const fs::path& file) {
         gc.name = g.contains("name") && g["name"].is_string() ? g["name"].get<std::string>() : key;
         gc.desc = stringOr(g, "desc");
         const auto ranks = g.find("ranks");
-        if (ranks == g.end() || !ranks->is_string())
+        if (ranks != g.end() && ranks->is_array()) { // a list where a writer did not go through ranks_str
+            for (const Json& r : *ranks) {
+                const auto n = integerOf(r);
+                if (!n || *n < 0 || *n >= runschema::kMaxWorldSize)
+                    throw ImportError(fmt::format("{}: pg_config['{}']: ranks holds {}, not a rank",
+                                                  file.string(), key, r.dump()));
+                gc.ranks.push_back(int(*n));
+            }
+        } else if (ranks != g.end() && ranks->is_string()) {
+            gc.ranks = parseRanks(ranks->get<std::string>(), file, key);
+        } else {
             throw ImportError(
                 fmt::format("{}: pg_config['{}']: 'ranks' is missing or not a string", file.string(), key));
-        gc.ranks = parseRanks(ranks->get<std::string>(), file, key);
+        }
         groups.push_back(std::move(gc));
     }
     return groups;
@@ -322,13 +459,53 @@ std::string groupLabel(const std::string& name, const std::string& desc) {
                       kStr256);
 }
 
+namespace {
+
+// The prefix of a folder's dump names: exactly one, once host names in front of it are set aside.
+std::string detectPrefix(const fs::path& dir, const std::vector<fs::path>& files) {
+    std::map<std::string, int> prefixes;
+    for (const fs::path& f : files)
+        if (const auto p = prefixOf(f.filename().string()))
+            ++prefixes[*p];
+    if (prefixes.empty())
+        throw ImportError(fmt::format("{}: no flight-recorder dumps (files named <prefix><rank>, such as "
+                                      "nccl_trace_rank_0)",
+                                      dir.string()));
+    if (prefixes.size() == 1)
+        return prefixes.begin()->first;
+    std::vector<std::string> names;
+    for (const auto& [p, n] : prefixes)
+        names.push_back(p);
+    // Host names in front of one prefix, as long as that gives each rank one file.
+    if (const std::string tail = commonTail(names); !tail.empty()) {
+        std::set<int> ranks;
+        bool unique = true;
+        for (const fs::path& f : files) {
+            const auto parts =
+                prefixOf(f.filename().string()) ? splitName(f.filename().string(), tail) : std::nullopt;
+            if (parts && !parts->traceback && allDigits(parts->tail))
+                unique = ranks.insert(std::stoi(parts->tail)).second && unique;
+        }
+        if (unique)
+            return tail;
+    }
+    std::string list;
+    for (const auto& [p, n] : prefixes)
+        list += fmt::format("{}'{}' ({} files)", list.empty() ? "" : ", ", p, n);
+    throw ImportError(
+        fmt::format("{}: files of several prefixes: {}; pass --prefix to pick one", dir.string(), list));
+}
+
+} // namespace
+
 DumpSet findDumps(const fs::path& path, const std::string& prefix) {
     std::error_code ec;
     DumpSet set;
     std::string want = prefix;
+    bool detect = prefix.empty();
     if (fs::is_regular_file(path, ec)) {
         set.dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-        if (want.empty()) {
+        if (detect) {
             const auto p = prefixOf(path.filename().string());
             if (!p)
                 throw ImportError(
@@ -336,60 +513,51 @@ DumpSet findDumps(const fs::path& path, const std::string& prefix) {
                                 "the flight recorder names its dumps)",
                                 path.string()));
             want = *p;
+            detect = false;
         }
     } else if (fs::is_directory(path, ec)) {
         set.dir = path;
     } else {
         throw ImportError(fmt::format("{}: no such file or folder", path.string()));
     }
-    std::map<std::string, int> prefixes;
     std::vector<fs::path> files;
-    for (const auto& e : fs::directory_iterator(set.dir, ec)) {
-        if (!e.is_regular_file(ec))
-            continue;
-        files.push_back(e.path());
-        if (const auto p = prefixOf(e.path().filename().string()))
-            ++prefixes[*p];
-    }
+    for (const auto& e : fs::directory_iterator(set.dir, ec))
+        if (e.is_regular_file(ec))
+            files.push_back(e.path());
     if (ec)
         throw ImportError(fmt::format("{}: cannot list the folder ({})", set.dir.string(), ec.message()));
-    if (want.empty()) {
-        if (prefixes.empty())
-            throw ImportError(fmt::format("{}: no flight-recorder dumps (files named <prefix><rank>, such as "
-                                          "nccl_trace_rank_0)",
-                                          set.dir.string()));
-        if (prefixes.size() > 1) {
-            std::string list;
-            for (const auto& [p, n] : prefixes)
-                list += fmt::format("{}'{}' ({} files)", list.empty() ? "" : ", ", p, n);
-            throw ImportError(fmt::format("{}: files of several prefixes: {}; pass --prefix to pick one",
-                                          set.dir.string(), list));
-        }
-        want = prefixes.begin()->first;
-    }
+    std::sort(files.begin(), files.end());
+    if (detect)
+        want = detectPrefix(set.dir, files);
     set.prefix = want;
-    std::map<int, fs::path> byRank;
+    std::map<int, std::pair<fs::path, std::string>> byRank;
     for (const fs::path& f : files) {
         const std::string name = f.filename().string();
-        if (name.size() <= want.size() || name.compare(0, want.size(), want) != 0)
+        const auto parts = splitName(name, want);
+        if (!parts || endsWith(name, kPipeSuffix) ||
+            (!parts->traceback && want.empty() && hasExtension(name)))
             continue;
-        const std::string tail = name.substr(want.size());
-        if (!allDigits(tail)) {
-            if (tail.size() > 5 && tail.compare(tail.size() - 5, 5, ".pipe") == 0)
-                continue; // the recorder's on-demand pipe (TORCH_NCCL_DEBUG_INFO_PIPE_FILE)
+        if (!allDigits(parts->tail))
             throw ImportError(fmt::format("{}: the name's rank '{}' (after the prefix '{}') is not a number",
-                                          f.string(), tail, want));
+                                          f.string(), parts->tail, want));
+        const int rank = std::stoi(parts->tail);
+        if (parts->traceback) {
+            set.tracebacks.emplace(rank, f);
+            continue;
         }
-        const int rank = std::stoi(tail);
-        if (!byRank.emplace(rank, f).second)
+        if (const auto [it, added] = byRank.emplace(rank, std::pair{f, parts->host}); !added)
             throw ImportError(fmt::format("{}: a second dump for rank {} (also {})", f.string(), rank,
-                                          byRank[rank].string()));
+                                          it->second.first.string()));
     }
     if (byRank.empty())
         throw ImportError(fmt::format("{}: no files named '{}<rank>'", set.dir.string(), want));
     for (const auto& [r, f] : byRank) {
         set.ranks.push_back(r);
-        set.files.push_back(f);
+        set.files.push_back(f.first);
+        std::string host = f.second;
+        while (!host.empty() && isSeparator(host.back()))
+            host.pop_back();
+        set.hosts.push_back(host);
     }
     return set;
 }
@@ -415,6 +583,9 @@ RankDump readDump(const fs::path& file, int rank) {
     if (d.version.substr(0, dot) != "2")
         throw ImportError(fmt::format("{}: version {} (versions 2.x are read)", file.string(), d.version));
     d.groups = readGroups(doc, file);
+    for (const char* key : {"comm_lib_version", "nccl_version"}) // 2.8 onwards; 2.5 to 2.7
+        if (const auto it = doc.find(key); it != doc.end() && it->is_string() && d.commLib.empty())
+            d.commLib = it->get<std::string>();
     const auto entries = doc.find("entries");
     if (entries == doc.end()) {
         // The JSON form leaves out an empty list; the pickle always holds it.
@@ -427,9 +598,29 @@ RankDump readDump(const fs::path& file, int rank) {
         throw ImportError(
             fmt::format("{}: 'entries' is a {}, expected a list", file.string(), pythonType(*entries)));
     d.collectives.reserve(entries->size());
+    d.entryDescs.resize(entries->size());
     for (size_t i = 0; i < entries->size(); ++i)
-        d.collectives.push_back(readEntry(file, (*entries)[i], i, rank, d.backend));
+        d.collectives.push_back(readEntry(file, (*entries)[i], i, rank, d.backend, d.entryDescs[i]));
+    // No profiling name said it (torch_npu leaves them ""): the communicator-state map names the library.
+    for (const char* lib : {"hccl", "nccl"})
+        if (d.backend.empty() && doc.contains(std::string(lib) + "_comm_state"))
+            d.backend = lib;
     return d;
+}
+
+std::string readTraceback(const fs::path& file, size_t limit) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in)
+        throw ImportError(fmt::format("{}: cannot be read", file.string()));
+    std::string text(limit + 1, '\0');
+    in.read(text.data(), std::streamsize(text.size()));
+    text.resize(size_t(in.gcount()));
+    if (text.size() <= limit)
+        return text;
+    std::error_code ec;
+    const uintmax_t size = fs::file_size(file, ec);
+    text.resize(text.rfind('\n', limit) == std::string::npos ? limit : text.rfind('\n', limit) + 1);
+    return text + fmt::format("... ({} more bytes in {})\n", ec ? 0 : size - text.size(), file.string());
 }
 
 } // namespace rs::flightrec

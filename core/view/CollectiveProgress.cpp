@@ -4,6 +4,7 @@
 #include "import/FlightRecorderDumps.h"
 
 #include <algorithm>
+#include <cctype>
 #include <fmt/format.h>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -175,7 +176,42 @@ std::optional<FirstDisagreement> firstInGroup(const ProcessGroup& g, const std::
 } // namespace
 
 std::string ProcessGroup::label() const {
-    return flightrec::groupLabel(name, desc);
+    return labelText.empty() ? flightrec::groupLabel(name, desc) : labelText;
+}
+
+std::string stepText(int64_t step) {
+    if (step == flightrec::kBeforeRunStep)
+        return "before the run";
+    return step >= 0 ? fmt::format("step {}", step) : std::string();
+}
+
+std::string innermostPythonFrame(const std::string& traceback) {
+    // traceback.format_list: '  File "/job/train.py", line 33, in step' then the source line; threads start
+    // with 'thread <_MainThread(MainThread, started 1234)>:' (ProcessGroupHCCL::dumpPythonTraceback).
+    size_t from = traceback.find("(MainThread");
+    if (from == std::string::npos)
+        from = 0;
+    const size_t next = traceback.find("\nthread ", from);
+    const std::string_view part(traceback.data() + from,
+                                (next == std::string::npos ? traceback.size() : next) - from);
+    const size_t at = part.rfind("File \"");
+    if (at == std::string_view::npos)
+        return {};
+    const size_t endFile = part.find('"', at + 6), eol = part.find('\n', at);
+    const std::string_view line =
+        part.substr(at, eol == std::string_view::npos ? part.size() - at : eol - at);
+    if (endFile == std::string_view::npos || endFile > at + line.size())
+        return std::string(line);
+    const std::string_view file = part.substr(at + 6, endFile - at - 6);
+    std::string_view rest = line.substr(endFile - at + 1); // ', line 33, in step'
+    std::string lineNo, func;
+    if (const size_t l = rest.find("line "); l != std::string_view::npos) {
+        for (size_t i = l + 5; i < rest.size() && std::isdigit(static_cast<unsigned char>(rest[i])); ++i)
+            lineNo += rest[i];
+    }
+    if (const size_t in = rest.find(", in "); in != std::string_view::npos)
+        func = std::string(rest.substr(in + 5));
+    return fmt::format("{}:{} in {}", file, lineNo.empty() ? "?" : lineNo, func.empty() ? "?" : func);
 }
 
 const char* disagreementName(Disagreement d) {
@@ -218,8 +254,9 @@ std::string describeCollective(const Collective& c) {
 }
 
 std::string FirstDisagreement::text() const {
-    const std::string where = fmt::format("collective #{} of group {}{}", seq, group,
-                                          step >= 0 ? fmt::format(" (step {})", step) : std::string());
+    const std::string when = stepText(step);
+    const std::string where =
+        fmt::format("collective #{} of group {}{}", seq, group, when.empty() ? when : " (" + when + ")");
     switch (kind) {
     case Disagreement::NeverArrived:
         return fmt::format("{} never reached {}: {} enqueued it ({}) and wait; {}'s last collective is #{}",
@@ -253,7 +290,8 @@ CollectiveSetup collectiveSetup(const RunMeta& meta) {
             if (!g.is_object())
                 continue;
             ProcessGroup pg;
-            for (auto [field, key] : {std::pair{&pg.name, "name"}, std::pair{&pg.desc, "desc"}})
+            for (auto [field, key] : {std::pair{&pg.name, "name"}, std::pair{&pg.desc, "desc"},
+                                      std::pair{&pg.labelText, "label"}})
                 if (g.contains(key) && g[key].is_string())
                     *field = g[key].get<std::string>();
             if (g.contains("ranks") && g["ranks"].is_array())
@@ -266,6 +304,11 @@ CollectiveSetup collectiveSetup(const RunMeta& meta) {
         for (const auto& r : fr["dumped_ranks"])
             if (r.is_number_integer())
                 s.dumped.push_back(r.get<int>());
+    if (fr.contains("py_tracebacks") && fr["py_tracebacks"].is_object())
+        for (const auto& [rank, text] : fr["py_tracebacks"].items())
+            if (text.is_string() && !rank.empty() && rank.size() < 7 &&
+                std::all_of(rank.begin(), rank.end(), [](char c) { return c >= '0' && c <= '9'; }))
+                s.tracebacks[std::stoi(rank)] = text.get<std::string>();
     return s;
 }
 

@@ -12,6 +12,7 @@
 #include "store/RunRecords.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@ struct ProcessGroup {
     std::string name; // "0", the key of pg_config
     std::string desc; // "default_pg"
     std::vector<int> ranks;
+    std::string labelText;     // as the importer labelled it ("" in older files: made from name and desc)
     std::string label() const; // "0 (default_pg)": Collective::group
 };
 
@@ -32,8 +34,18 @@ struct CollectiveSetup {
     std::vector<ProcessGroup> groups;
     std::vector<int> dumped; // ranks with a dump file
     int worldSize = 0;
+    // Each rank's Python stacks when it dumped (torch_npu's _py_traceback files), as written; by rank.
+    std::map<int, std::string> tracebacks;
 };
 CollectiveSetup collectiveSetup(const RunMeta& meta);
+
+// Where a collective sits in the joined run, for people: "step 7", "before the run" (enqueued before the
+// run's first recorded step), "" when not joined or its time was not recorded.
+std::string stepText(int64_t step);
+
+// The innermost frame of a Python traceback file's main thread (else its first thread), as
+// "/job/train.py:33 in step"; "" when the text holds no frame.
+std::string innermostPythonFrame(const std::string& traceback);
 
 // One rank's position in one group.
 struct RankPosition {
@@ -75,7 +87,7 @@ struct FirstDisagreement {
     std::string expected, found; // what the others enqueued, what the odd ranks did ("" if nothing)
     int64_t oddLastSeq = -1;     // NeverArrived / Behind: the first odd rank's last sequence number
     int64_t othersLastSeq = -1;  // Behind: how far the others got
-    int64_t step = -1;           // the step it happened in, when joined with a run
+    int64_t step = -1;           // the step it happened in, when joined with a run (stepText)
     int64_t createdNs = 0;       // when the others enqueued it
     std::string frame;           // where the others called it
     std::string text() const;    // one line for people

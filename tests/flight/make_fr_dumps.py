@@ -36,6 +36,30 @@ What is written:
   pg_config key "group_name_0" with desc "", timeout_ms 3636000, hccl_comm_state {"comm0": {"status": "ok"}},
   and the default prefix hccl_trace_rank_.
 
+Variants the writers and PyTorch's analyser tests produce:
+
+- --prefix P: the file names (nccl_trace_rank_, comm_lib_trace_rank_, trace_ as torch_npu's tests set it,
+  rank_, hccl_trace_rank_, or "" for bare numbers 0, 1, ...); --hosts puts a host name in front of each
+  name (node<rank // 2>., two ranks per host, as jobs writing to one shared folder do);
+- --py-traceback: torch_npu's <prefix><rank>_py_traceback beside each dump, the text
+  ProcessGroupHCCL::dumpPythonTraceback writes ('pid: N', then per thread 'thread <...>:' and
+  traceback.format_list of its stack, outermost first); the rank that never arrived (hang) sleeps in
+  /job/data.py line 40, the others wait in /job/train.py line 91;
+- --unnamed: profiling_name "" (torch_npu records none for most collectives; the op is frames[0].name);
+- --version 2.4 to 2.10: the copies of the writer in the sources are 2.4 (no library version), 2.7
+  (nccl_version) and 2.10 (comm_lib_version, thread_name, thread_id); 2.5/2.6 are written as 2.4, 2.8/2.9 as
+  2.10 without the thread keys. torch_npu writes hccl_comm_state, PyTorch's JSON nccl_comm_state;
+- --dtype: the c10::toString name of the tensors' dtype (Float, BFloat16, Half);
+- --pg-list: process_group written as a list, not a tuple;
+- --p2p: each step starts with a batch_isend_irecv between ranks 0 and 1, as in torch_npu's
+  test_batched_send_recv: 'nccl:send 1->0' on rank 1 and 'nccl:recv 0<-1' on rank 0 (is_p2p, collective_seq_id
+  0, p2p_seq_id counting from 1, state scheduled, no duration), then 'nccl:coalesced' with empty sizes and
+  dtypes, completed; the other ranks skip it;
+- --analyser-style: entries as PyTorch's own analyser tests build them (test_fr_analysis.py
+  create_one_event): collective_seq_id and p2p_seq_id as strings, input/output_dtypes one string
+  ("float32"), the entry's process_group desc "default" where pg_config says "default_pg";
+- --base-ns T: the clock of rank 0's first collective (default 2025-12-03), for dumps of another time.
+
 Scenarios: the fault strikes rank R (--rank, default 1) at step STEP (--at, default steps-3). "Waiting" means
 that the rank enqueued STEP's first collective, which shows as 'started' and was never completed. The dumps
 were written when the job timed out.
@@ -46,7 +70,9 @@ were written when the job timed out.
 - missing-rank: as hang, but R's file is not written at all;
 - size-mismatch / op-mismatch / dtype-mismatch: at STEP's first collective everyone waits, but R's differs:
   its sizes are 1024 elements short, or it issued all_gather (output N x input), or its dtypes are Half;
-- behind: R stopped after step STEP-5, its last collective completed long ago; the others wait at STEP.
+- behind: R stopped after step STEP-5, its last collective completed long ago; the others wait at STEP;
+- silent-size-mismatch: at STEP's first collective R's sizes are 1024 elements short, but every rank completed
+  it and went on to the end (the library did not hang: the result was wrong, silently).
 
 Broken files for the importer's error tests, applied to rank 0's file unless said otherwise (never load them):
 hostile-global (a hand-made GLOBAL os.system + REDUCE that would run `touch OUT_DIR/pwned`), hostile-reduce
@@ -57,9 +83,11 @@ missing-entries-key, ragged-versions (rank 1 written by the other writer, "2.4" 
 always pickles, even with --format json.
 
     /usr/bin/python3 tests/flight/make_fr_dumps.py OUT_DIR [--ranks 4] [--steps 10] [--per-step 3]
-        [--prefix nccl_trace_rank_] [--version 2.10|2.7|2.4] [--format pickle|json] [--npu] [--timing]
-        [--buffer 2000] [--encoder torch|python] [--stack-depth 2]
-        [--scenario clean|hang|missing-rank|size-mismatch|op-mismatch|dtype-mismatch|behind] [--at STEP] [--rank R]
+        [--prefix nccl_trace_rank_] [--hosts] [--version 2.4..2.10] [--format pickle|json] [--npu] [--timing]
+        [--buffer 2000] [--encoder torch|python] [--stack-depth 2] [--py-traceback] [--unnamed]
+        [--dtype Float] [--pg-list] [--p2p] [--analyser-style] [--base-ns NS]
+        [--scenario clean|hang|missing-rank|size-mismatch|op-mismatch|dtype-mismatch|behind|
+                    silent-size-mismatch] [--at STEP] [--rank R]
         [--broken hostile-global|hostile-reduce|truncated|not-a-dict|bad-version|missing-entries-key|
                   ragged-versions|bad-ranks|no-rank-in-name]
 """
@@ -71,7 +99,9 @@ import pickle
 import shlex
 import struct
 
-SCENARIOS = ["clean", "hang", "missing-rank", "size-mismatch", "op-mismatch", "dtype-mismatch", "behind"]
+SCENARIOS = ["clean", "hang", "missing-rank", "size-mismatch", "op-mismatch", "dtype-mismatch", "behind",
+             "silent-size-mismatch"]
+VERSIONS = ["2.4", "2.5", "2.6", "2.7", "2.8", "2.9", "2.10"]
 BROKEN = ["hostile-global", "hostile-reduce", "truncated", "not-a-dict", "bad-version", "missing-entries-key",
           "ragged-versions", "bad-ranks", "no-rank-in-name"]
 
@@ -93,6 +123,7 @@ C10D_PY = "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py"
 ALL_REDUCE_FRAME = {"name": "all_reduce", "filename": C10D_PY, "line": 2050}
 ALL_GATHER_FRAME = {"name": "all_gather", "filename": C10D_PY, "line": 3203}
 TRAIN_FRAME = {"name": "train_step", "filename": "/job/train.py", "line": 88}
+P2P_FRAME = {"name": "batch_isend_irecv", "filename": C10D_PY, "line": 2750}
 DEEP_FRAMES = {}  # (bucket, depth) -> the one dict for that frame, made on first use
 
 
@@ -103,7 +134,7 @@ def parse_args():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--per-step", type=int, default=3, help="all_reduce collectives (DDP buckets) per step")
     ap.add_argument("--prefix", default=None, help="default nccl_trace_rank_ (hccl_trace_rank_ with --npu)")
-    ap.add_argument("--version", default=None, choices=["2.10", "2.7", "2.4"], help="default 2.10 (2.4 with --npu)")
+    ap.add_argument("--version", default=None, choices=VERSIONS, help="default 2.10 (2.4 with --npu)")
     ap.add_argument("--format", default="pickle", choices=["pickle", "json"])
     ap.add_argument("--npu", action="store_true", help="torch_npu (HCCL) style dumps")
     ap.add_argument("--timing", action="store_true", help="TORCH_NCCL_ENABLE_TIMING: duration_ms on completed ones")
@@ -115,10 +146,21 @@ def parse_args():
     ap.add_argument("--at", type=int, default=None, help="step the fault strikes (default steps-3)")
     ap.add_argument("--rank", type=int, default=1, help="the rank the fault strikes")
     ap.add_argument("--broken", default="", choices=[""] + BROKEN)
+    ap.add_argument("--hosts", action="store_true", help="a host name in front of each file name")
+    ap.add_argument("--py-traceback", action="store_true", help="torch_npu's <prefix><rank>_py_traceback files")
+    ap.add_argument("--unnamed", action="store_true", help='profiling_name "" (torch_npu)')
+    ap.add_argument("--dtype", default="Float", help="c10::toString dtype name of the tensors")
+    ap.add_argument("--pg-list", action="store_true", help="process_group a list, not a tuple")
+    ap.add_argument("--p2p", action="store_true", help="a send/recv pair and a coalesced entry per step")
+    ap.add_argument("--analyser-style", action="store_true", help="entries as test_fr_analysis.py builds them")
+    ap.add_argument("--base-ns", type=int, default=None, help="rank 0's first enqueue time, ns since the epoch")
     a = ap.parse_args()
     a.version = a.version or ("2.4" if a.npu else "2.10")
     a.prefix = a.prefix if a.prefix is not None else ("hccl_trace_rank_" if a.npu else "nccl_trace_rank_")
     a.at = a.steps - 3 if a.at is None else a.at
+    if a.base_ns is not None:
+        global BASE_NS
+        BASE_NS = a.base_ns
     if a.ranks < 2 or a.steps < 1 or a.per_step < 1 or a.buffer < 1 or a.stack_depth < 2:
         ap.error("need --ranks, --stack-depth >= 2 and --steps, --per-step, --buffer >= 1")
     if a.scenario != "clean" and not (0 <= a.at < a.steps and 0 <= a.rank < a.ranks):
@@ -137,7 +179,7 @@ def seq_of(a, step, bucket):
 def collective(a, step, bucket, state, fault=""):
     """One collective as a rank saw it; fault changes what rank R issued (size, op or dtype)."""
     shape = list(BUCKET_SHAPES[bucket % len(BUCKET_SHAPES)])
-    op, out_shape, dtype = "all_reduce", list(shape), "Float"
+    op, out_shape, dtype = "all_reduce", list(shape), a.dtype
     if fault == "size":
         shape = out_shape = [shape[0] - 1024]
     elif fault == "op":
@@ -151,6 +193,9 @@ def collective(a, step, bucket, state, fault=""):
 def rank_history(a, rank):
     """Every collective this rank enqueued, oldest first, before the ring buffer drops any."""
     faulty = a.scenario != "clean" and rank == a.rank
+    if a.scenario == "silent-size-mismatch":  # everyone completes every step; R's one collective differs
+        return [collective(a, s, b, "completed", "size" if faulty and (s, b) == (a.at, 0) else "")
+                for s in range(a.steps) for b in range(a.per_step)]
     done_steps, waits = a.steps, False
     if a.scenario != "clean":
         done_steps, waits = a.at, True
@@ -162,16 +207,31 @@ def rank_history(a, rank):
             done_steps, waits = max(a.at - 4, 0), False  # last completed step: STEP-5
         else:
             fault = a.scenario.split("-")[0]
-    ops = [collective(a, s, b, "completed") for s in range(done_steps) for b in range(a.per_step)]
+    ops = []
+    for s in range(done_steps):
+        ops += p2p_ops(a, rank, s)
+        ops += [collective(a, s, b, "completed") for b in range(a.per_step)]
     if waits:
         ops.append(collective(a, a.at, 0, "started", fault))
     return ops
 
 
+def p2p_ops(a, rank, step):
+    """--p2p: batch_isend_irecv between ranks 0 and 1 at the start of a step: the op itself (scheduled: its
+    state is not tracked), then the coalesced entry that carries the group's state and timing."""
+    if not a.p2p or rank > 1:
+        return []
+    name = "recv 0<-1" if rank == 0 else "send 1->0"
+    base = {"step": step, "bucket": 0, "seq": 0, "p2p_seq": step + 1, "in": [64], "out": [64],
+            "dtype": a.dtype, "p2p": True, "offset_ns": -5_000_000}
+    return [dict(base, op=name, state="scheduled"),
+            dict(base, op="coalesced", state="completed", in_sizes=[], out_sizes=[], offset_ns=-4_000_000)]
+
+
 def pg_status(ops):
     """ProcessGroupStatus as the watchdog leaves it: -1 until something is enqueued/started/completed."""
     def last(states):
-        seqs = [o["seq"] for o in ops if o["state"] in states]
+        seqs = [o["seq"] for o in ops if o["state"] in states and not o.get("p2p")]
         return seqs[-1] if seqs else -1
     return {"last_enqueued_collective": last(("started", "completed")),
             "last_started_collective": last(("started", "completed")),
@@ -191,6 +251,8 @@ def frames(a, op):
     K-2 frames in between, different for each bucket, so that a dump holds more than 256 memoized strings and
     dicts and the Pickler has to switch to LONG_BINPUT / LONG_BINGET."""
     inner = ALL_GATHER_FRAME if op["op"] == "all_gather" else ALL_REDUCE_FRAME
+    if op.get("p2p"):
+        inner = P2P_FRAME
     middle = []
     for i in range(a.stack_depth - 2):
         key = (op["bucket"], i)
@@ -204,23 +266,37 @@ def frames(a, op):
 def entry(a, version, rank, record_id, op):
     """One entry; keys in the order getCollectiveTrace inserts them, fresh lists (never shared) for sizes."""
     pg_name, pg_desc = ("group_name_0", "") if a.npu else ("0", "default_pg")
-    created = BASE_NS + op["step"] * STEP_NS + op["bucket"] * BUCKET_NS + rank * RANK_JITTER_NS
+    if a.analyser_style:
+        pg_desc = "default"  # create_one_event's pg_info, while pg_config says default_pg
+    created = (BASE_NS + op["step"] * STEP_NS + op["bucket"] * BUCKET_NS + rank * RANK_JITTER_NS
+               + op.get("offset_ns", 0))
     started = created + START_LAG_NS + rank * 310
     ms = BUCKET_MS[op["bucket"] % len(BUCKET_MS)] + 0.013 * rank + 0.002 * (op["step"] % 5)
     done = op["state"] == "completed"
-    e = {"frames": frames(a, op), "record_id": record_id, "pg_id": 0, "process_group": (pg_name, pg_desc)}
+    pg = [pg_name, pg_desc] if a.pg_list else (pg_name, pg_desc)
+    e = {"frames": frames(a, op), "record_id": record_id, "pg_id": 0, "process_group": pg}
     if version == "2.10":
         e["thread_name"] = "pt_main_thread"
         e["thread_id"] = str(THREAD_ID_BASE + rank * 0x1000000)
-    e.update({"collective_seq_id": op["seq"], "p2p_seq_id": 0, "op_id": op["seq"],
-              "profiling_name": ("hccl:" if a.npu else "nccl:") + op["op"], "time_created_ns": created})
+    seq, p2p_seq = (0, op["p2p_seq"]) if op.get("p2p") else (op["seq"], 0)
+    if a.analyser_style:
+        seq, p2p_seq = str(seq), str(p2p_seq)
+    backend = "hccl:" if a.npu else "nccl:"
+    e.update({"collective_seq_id": seq, "p2p_seq_id": p2p_seq, "op_id": op["seq"],
+              "profiling_name": "" if a.unnamed else backend + op["op"], "time_created_ns": created})
     if a.timing and done:
         e["duration_ms"] = float32(ms)
-    e.update({"input_sizes": [list(op["in"])], "input_dtypes": [op["dtype"]],
-              "output_sizes": [list(op["out"])], "output_dtypes": [op["dtype"]], "state": op["state"],
-              "time_discovered_started_ns": started,
+    in_sizes = op.get("in_sizes", [list(op["in"])])
+    out_sizes = op.get("out_sizes", [list(op["out"])])
+    dtypes = [op["dtype"]] * len(in_sizes)
+    if a.analyser_style:
+        dtypes = "float32"
+    e.update({"input_sizes": in_sizes, "input_dtypes": dtypes,
+              "output_sizes": out_sizes, "output_dtypes": dtypes if a.analyser_style else [op["dtype"]] * len(out_sizes),
+              "state": op["state"],
+              "time_discovered_started_ns": started if op["state"] != "scheduled" else None,
               "time_discovered_completed_ns": started + int(ms * 1e6) + 90_000 if done else None,
-              "retired": done, "timeout_ms": 3636000 if a.npu else 600000, "is_p2p": False})
+              "retired": done, "timeout_ms": 3636000 if a.npu else 600000, "is_p2p": bool(op.get("p2p"))})
     return e
 
 
@@ -231,7 +307,7 @@ def make_dump(a, rank, version):
     first_kept = max(len(history) - a.buffer, 0)  # the ring buffer keeps the newest entries
     ranks = "[" + ", ".join(str(r) for r in range(a.ranks)) + "]"  # ranks_str
     d = {"version": version, "pg_config": {pg_name: {"name": pg_name, "desc": pg_desc, "ranks": ranks}}}
-    if version == "2.10":
+    if version in ("2.8", "2.9", "2.10"):
         d["comm_lib_version"] = "2.21.5"
     elif version == "2.7":
         d["nccl_version"] = "2.21.5"
@@ -239,7 +315,28 @@ def make_dump(a, rank, version):
     d["entries"] = [entry(a, version, rank, i, op) for i, op in enumerate(history) if i >= first_kept]
     if a.npu:
         d["hccl_comm_state"] = {"comm0": {"status": "ok"}}
+    elif a.format == "pickle" and version in ("2.8", "2.9", "2.10"):
+        d["nccl_comm_state"] = {}  # dump_dict inserts the map when the caller passes one
     return d
+
+
+def py_traceback(a, rank):
+    """What ProcessGroupHCCL::dumpPythonTraceback writes: the pid, then each thread's stack as
+    traceback.format_list gives it (outermost frame first)."""
+    def frame(path, line, func, code):
+        return '  File "%s", line %d, in %s\n    %s\n' % (path, line, func, code)
+    never_arrived = a.scenario in ("hang", "missing-rank") and rank == a.rank
+    main = frame("/job/train.py", 120, "<module>", "main()") + frame("/job/train.py", 104, "main", "train_step(batch)")
+    if never_arrived:
+        main += frame("/job/train.py", 80, "train_step", "batch = loader.next_batch()")
+        main += frame("/job/data.py", 40, "next_batch", "time.sleep(30)")
+    else:
+        main += frame("/job/train.py", 91, "train_step", "loss_value = loss.item()")
+    watchdog = frame("/usr/lib/python3.10/threading.py", 973, "_bootstrap", "self._bootstrap_inner()")
+    watchdog += frame("/usr/lib/python3.10/threading.py", 1016, "_bootstrap_inner", "self.run()")
+    return ("pid: %d\n" % (4100 + rank) + "thread <_MainThread(MainThread, started %d)>:\n" % (THREAD_ID_BASE + rank)
+            + main + "thread <Thread(Thread-1 (_pin_memory_loop), started daemon %d)>:\n" % (THREAD_ID_BASE + 7 + rank)
+            + watchdog)
 
 
 def json_form(d, npu):
@@ -445,7 +542,11 @@ def main():
         if a.scenario == "missing-rank" and rank == a.rank:
             continue
         d = make_dump(a, rank, rank_version(a, rank))
-        path = os.path.join(a.out, a.prefix + str(rank))  # c10::str(namePrefix, rank)
+        host = "node%d." % (rank // 2) if a.hosts else ""
+        path = os.path.join(a.out, host + a.prefix + str(rank))  # c10::str(namePrefix, rank)
+        if a.py_traceback:  # '{path}{rank}_py_traceback', written before the dump
+            with open(path + "_py_traceback", "w") as f:
+                f.write(py_traceback(a, rank))
         data = broken_bytes(a, d) if a.broken and rank == 0 else encode(a, d)
         with open(path, "wb") as f:
             f.write(data)

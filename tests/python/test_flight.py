@@ -1,8 +1,10 @@
 """`ranksight-cli import-flight-recorder` on dumps written by tests/flight/make_fr_dumps.py the way PyTorch's
 flight recorder writes them (Debian's torch 1.13 has none): which collective each rank reached, the first
 collective where ranks disagree, `diagnose` naming collective-mismatch, the join with a recorded run, and
-broken or hostile dumps refused with one line and nothing written (a hostile pickle runs nothing). Run from
-ctest (py_flight) with RANKSIGHT_CLI."""
+broken or hostile dumps refused with one line and nothing written (a hostile pickle runs nothing); every
+writer's names, versions and entry forms (PyTorch's, torch_npu's with its Python tracebacks, the analyser
+tests'); a join only with a run the dumps can belong to, and collectives before the run never placed in a
+step of it. Run from ctest (py_flight) with RANKSIGHT_CLI."""
 
 import json
 import os
@@ -22,6 +24,25 @@ GEN = os.path.join(ROOT, "tests", "flight", "make_fr_dumps.py")
 CLI = os.environ.get("RANKSIGHT_CLI")
 # make_fr_dumps.py's clock: step k's collectives are enqueued BASE + k * STEP (+ up to 82 ms).
 BASE_NS, STEP_NS = 1764750000000000000, 1_250_000_000
+NS_2024 = 1714500000 * 10**9  # 2024-04-30
+NS_2026 = 1767225600 * 10**9  # 2026-01-01
+
+
+def run_meta(ranks, absent=()):
+    return dict(model="mlp", world_size=ranks, batch_per_rank=2, precision="O0", loss_scale="none",
+                data="synthetic", seed=1, sketch_dim=0, weight_every=0, planned_steps=10, config={}, rank_table={},
+                environment={}, source="pytorch-ddp", absent=list(absent), params=[("w", (2,))], buffer_names=[],
+                cards=[])
+
+
+def flight_config(path):
+    with h5py.File(path, "r") as f:
+        cfg = f.attrs["config"]
+        return json.loads(cfg.decode() if isinstance(cfg, bytes) else cfg)["flight_recorder"]
+
+
+def strings(dataset):
+    return [x.decode() for x in dataset[:]]
 
 
 @unittest.skipUnless(CLI, "RANKSIGHT_CLI is not set")
@@ -199,6 +220,144 @@ class FlightRecorderTest(unittest.TestCase):
         p = self.cli("import-flight-recorder", src, "--out", out)
         self.assertEqual(p.returncode, 2)
         self.assertIn("already exists", p.stderr)
+
+    def write_run(self, name, ranks, ends):
+        """A recorded run (as ranksight.ddp.Recorder writes it) whose steps 0.. ended at `ends` (ns)."""
+        run = os.path.join(self.dir.name, name)
+        w = runfile.RunFileWriter(run, run_meta(ranks))
+        for k, end in enumerate(ends):
+            w.append_step(dict(step=k, epoch=0, lr=0.1, end_ns=end, loss=[1.0] * ranks))
+        w.close("killed")
+        return run
+
+    def test_every_writers_file_names(self):
+        """PyTorch's defaults, torch_npu's and its tests' (trace_), rank_, bare numbers, and host names in
+        front of the prefix, as jobs writing to one shared folder leave them: each rank read from its name."""
+        for prefix, args in (("nccl_trace_rank_", []), ("comm_lib_trace_rank_", []), ("trace_", []),
+                             ("rank_", []), ("hccl_trace_rank_", ["--npu"]), ("", []),
+                             ("nccl_trace_rank_", ["--hosts"]), ("trace_", ["--hosts", "--format", "json"])):
+            with self.subTest(prefix=prefix, args=args):
+                name = "names_%s_%d" % (prefix or "bare", len(args))
+                src = self.dumps(name, "--scenario", "hang", "--prefix", prefix, *args)
+                out, text = self.imported(src)
+                self.assertIn("4 ranks", text)
+                self.assertIn("rank 1 never reached collective #22", text)
+                cfg = flight_config(out)
+                self.assertEqual(cfg["prefix"], prefix)
+                self.assertEqual(cfg["dumped_ranks"], [0, 1, 2, 3])
+                if "--hosts" in args:
+                    self.assertEqual(cfg["hosts"], {"0": "node0", "1": "node0", "2": "node1", "3": "node1"})
+                with h5py.File(out, "r") as f:
+                    self.assertEqual(sorted(set(f["/collectives/rank"][:].tolist())), [0, 1, 2, 3])
+
+    def test_a_torch_npu_folder_with_tracebacks_imports_with_op_names(self):
+        """torch_npu's dump folder as its tests leave it: trace_<rank> with profiling_name "", and each rank's
+        trace_<rank>_py_traceback beside it. The ops are named from the innermost frame, and each rank's
+        traceback is kept and summarised."""
+        src = self.dumps("npu", "--npu", "--prefix", "trace_", "--unnamed", "--py-traceback",
+                         "--scenario", "hang")
+        self.assertTrue(os.path.exists(os.path.join(src, "trace_0_py_traceback")))
+        out, text = self.imported(src)
+        self.assertIn("from 4 dumps (hccl, version 2.4)", text)
+        self.assertIn("rank 1 never reached collective #22 of group group_name_0", text)
+        self.assertIn("rank 0 Python traceback: main thread at /job/train.py:91 in train_step", text)
+        self.assertIn("rank 1 Python traceback: main thread at /job/data.py:40 in next_batch", text)
+        self.assertNotIn("(unnamed)", text)
+        with h5py.File(out, "r") as f:
+            self.assertEqual(set(strings(f["/collectives/op"])), {"all_reduce"})
+        cfg = flight_config(out)
+        self.assertEqual(sorted(cfg["py_tracebacks"]), ["0", "1", "2", "3"])
+        self.assertIn("time.sleep(30)", cfg["py_tracebacks"]["1"])
+        self.assertNotIn("time.sleep(30)", cfg["py_tracebacks"]["0"])
+
+    def test_every_version_reads(self):
+        for version in ("2.4", "2.5", "2.6", "2.7", "2.8", "2.9", "2.10"):
+            for fmt in ("pickle", "json"):
+                with self.subTest(version=version, format=fmt):
+                    src = self.dumps("v%s_%s" % (version, fmt), "--version", version, "--format", fmt,
+                                     "--scenario", "hang")
+                    out, text = self.imported(src)
+                    self.assertIn("version %s)" % version, text)
+                    self.assertIn("rank 1 never reached collective #22", text)
+                    lib = flight_config(out)["comm_lib_version"]
+                    self.assertEqual(lib, "" if version in ("2.4", "2.5", "2.6") else "2.21.5")
+
+    def test_entries_as_the_analyser_tests_write_them(self):
+        """String sequence ids, one dtype string, the entry's group desc differing from pg_config's, the
+        process group as a list: one group, and the same answer."""
+        src = self.dumps("analyser", "--analyser-style", "--pg-list", "--encoder", "python", "--scenario", "hang")
+        out, text = self.imported(src)
+        self.assertIn("of 1 process group from 4 dumps", text)
+        self.assertIn("rank 1 never reached collective #22 of group 0 (default_pg)", text)
+        with h5py.File(out, "r") as f:
+            self.assertEqual(set(strings(f["/collectives/dtypes"])), {"float32"})
+            self.assertEqual(f["/collectives/seq"][:].max(), 22)
+
+    def test_p2p_coalesced_and_bfloat16(self):
+        """batch_isend_irecv between ranks 0 and 1 (send 1->0 / recv 0<-1, collective_seq_id 0, counted by
+        p2p_seq_id) and its coalesced entry with empty sizes, in a BFloat16 job: listed, not matched, and the
+        collectives' answer is unchanged."""
+        src = self.dumps("p2p", "--p2p", "--dtype", "BFloat16", "--scenario", "hang", "--timing")
+        out, text = self.imported(src)
+        self.assertIn("rank 1 never reached collective #22", text)
+        with h5py.File(out, "r") as f:
+            op, rank = strings(f["/collectives/op"]), f["/collectives/rank"][:]
+            sizes, p2p, seq = strings(f["/collectives/sizes"]), f["/collectives/p2p"][:], f["/collectives/seq"][:]
+            dtypes = strings(f["/collectives/dtypes"])
+            dur, state = f["/collectives/duration_ms"][:], f["/collectives/state"][:]
+        sends = [i for i, o in enumerate(op) if o == "send 1->0"]
+        recvs = [i for i, o in enumerate(op) if o == "recv 0<-1"]
+        coalesced = [i for i, o in enumerate(op) if o == "coalesced"]
+        self.assertEqual({int(rank[i]) for i in sends}, {1})
+        self.assertEqual({int(rank[i]) for i in recvs}, {0})
+        self.assertEqual(sorted(int(seq[i]) for i in sends), list(range(1, 8)), "p2p_seq_id, one per step")
+        self.assertTrue(all(p2p[i] == 1 for i in sends + recvs + coalesced))
+        self.assertEqual({sizes[i] for i in coalesced}, {"in [] out []"})
+        self.assertTrue(np.isnan(dur[sends]).all(), "a p2p op inside a batch has no duration of its own")
+        self.assertTrue((state[coalesced] == 2).all())
+        self.assertIn("BFloat16", set(dtypes))
+
+    def test_a_join_with_another_jobs_run_is_refused(self):
+        """2-rank dumps of 2024 and a 4-rank run of 2026: the ranks fit, the times do not. Refused with one
+        line that says so (once every collective landed on step 0 and diagnose said 'first step: 0')."""
+        run = self.write_run("run2026.h5", 4, [NS_2026 + k * STEP_NS for k in range(1, 8)])
+        src = self.dumps("old", "--ranks", "2", "--base-ns", str(NS_2024), "--scenario", "hang", "--at", "5")
+        out = os.path.join(self.dir.name, "joined.h5")
+        p = self.cli("import-flight-recorder", src, "--out", out, "--run", run)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        lines = p.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertIn("rank 0's collectives were enqueued 2024-04-30", lines[0])
+        self.assertIn("outside the run", lines[0])
+        self.assertIn("2026-01-01", lines[0])
+        self.assertIn("allowing 10 s for clocks", lines[0])
+        self.assertFalse(os.path.exists(out))
+
+    def test_a_join_with_fewer_ranks_is_refused(self):
+        run = self.write_run("run2.h5", 2, [BASE_NS + k * STEP_NS + 500_000_000 for k in range(7)])
+        src = self.dumps("hang", "--scenario", "hang")
+        p = self.cli("import-flight-recorder", src, "--out", os.path.join(self.dir.name, "x.h5"), "--run", run)
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        self.assertIn("the dumps name rank 3, but the run", p.stderr)
+        self.assertIn("has ranks 0-1", p.stderr)
+
+    def test_collectives_before_the_run_are_not_in_a_step(self):
+        """The recorder started at the job's third step (two warm-up steps before it), and rank 1's sizes
+        differed in step 1, silently: the disagreement is 'before the run', and diagnose names no step."""
+        run = self.write_run("late.h5", 4, [BASE_NS + (k + 2) * STEP_NS + 500_000_000 for k in range(8)])
+        src = self.dumps("silent", "--scenario", "silent-size-mismatch", "--at", "1")
+        out, text = self.imported(src, "--run", run)
+        self.assertIn("size mismatch at collective #4 of group 0 (default_pg) (before the run)", text)
+        self.assertIn("note: 24 collectives were enqueued before the run's first recorded step (step 0", text)
+        f = self.findings(out)
+        self.assertEqual([x["cause"] for x in f], ["collective-mismatch"])
+        self.assertEqual(f[0]["first_step"], -1)
+        self.assertIn("before the run", f[0]["evidence"])
+        with h5py.File(out, "r") as h:
+            steps, seq = h["/collectives/step"][:], h["/collectives/seq"][:]
+            self.assertTrue((steps[seq <= 6] == -2).all(), "steps 0 and 1 of the job: before the run")
+            self.assertEqual(sorted(set(steps[(seq >= 7) & (seq <= 9)].tolist())), [0], "the job's step 2")
 
 
 if __name__ == "__main__":

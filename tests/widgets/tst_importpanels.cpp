@@ -1,7 +1,8 @@
 // The panels of imported records over a run model filled directly (RunModel::applyDelta): the Collectives
-// panel names where a hung job's ranks part and marks the odd rank, the Tensors panel shows an msprobe dump's
-// tensors rank against rank and names the first non-finite one; a run without them says "not recorded".
-// Set RANKSIGHT_GRAB_DIR to save screenshots of the panels.
+// panel names where a hung job's ranks part and marks the odd rank, says "before the run" for what a joined
+// run had not begun, and shows torch_npu's Python tracebacks per rank; the Tensors panel shows an msprobe
+// dump's tensors rank against rank and names the first non-finite one; a run without them says "not
+// recorded". Set RANKSIGHT_GRAB_DIR to save screenshots of the panels.
 #include "model/RunDelta.h"
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
@@ -53,6 +54,7 @@ class TestImportPanels : public QObject {
 
 private slots:
     void collectivesNameWhereRanksPart();
+    void collectivesBeforeTheRunAndTracebacks();
     void collectivesNotRecorded();
     void tensorsShowRanksAndTheFirstNonFinite();
 };
@@ -109,6 +111,42 @@ void TestImportPanels::collectivesNameWhereRanksPart() {
     maybeGrab(&panel, "collectives");
 }
 
+// Joined with a run that began after collectives 1-3 (step kBeforeRunStep, -2) and with torch_npu's Python
+// tracebacks of ranks 0 and 1: the Step column says "before the run", never a step; the odd rank's traceback
+// shows first, and selecting a rank shows its own (or says it has none).
+void TestImportPanels::collectivesBeforeTheRunAndTracebacks() {
+    RunModel model;
+    CollectivesPanel panel(&model);
+    RunDelta d = flightDelta();
+    d.meta.configJson = R"({"flight_recorder": {"process_groups": [{"name": "0", "desc": "default_pg",
+        "ranks": [0, 1, 2, 3]}], "dumped_ranks": [0, 1, 2, 3], "py_tracebacks": {
+        "0": "pid: 4100\nthread <_MainThread(MainThread, started 1)>:\n  File \"/job/train.py\", line 91, in step\n",
+        "1": "pid: 4101\nthread <_MainThread(MainThread, started 2)>:\n  File \"/job/data.py\", line 40, in load\n    time.sleep(30)\n"}}})";
+    for (Collective& c : d.collectives)
+        c.step = c.seq <= 3 ? -2 : 0;
+    model.applyDelta(d);
+    QVERIFY2(
+        panel.headline().contains(QStringLiteral("rank 1 never reached collective #4 of group 0 (default_pg) "
+                                                 "(step 0)")),
+        qPrintable(panel.headline()));
+    QVERIFY2(panel.headline().contains(QStringLiteral("Python tracebacks of ranks 0, 1")),
+             qPrintable(panel.headline()));
+    QTableWidget* t = panel.table();
+    QCOMPARE(t->item(1, 5)->text(), QStringLiteral("before the run"));
+    QCOMPARE(t->item(0, 5)->text(), QStringLiteral("step 0"));
+    QVERIFY2(panel.tracebackText().startsWith(QStringLiteral("Rank 1, Python traceback")),
+             qPrintable(panel.tracebackText()));
+    QVERIFY(panel.tracebackText().contains(QStringLiteral("time.sleep(30)")));
+    t->selectRow(0);
+    QVERIFY2(panel.tracebackText().contains(QStringLiteral("/job/train.py\", line 91")),
+             qPrintable(panel.tracebackText()));
+    t->selectRow(2);
+    QCOMPARE(
+        panel.tracebackText(),
+        QStringLiteral("Rank 2: Python traceback not recorded (no _py_traceback file beside its dump)."));
+    maybeGrab(&panel, "collectives-tracebacks");
+}
+
 // A run without dumps: "not recorded", never an empty table that reads as agreement.
 void TestImportPanels::collectivesNotRecorded() {
     RunModel model;
@@ -119,6 +157,7 @@ void TestImportPanels::collectivesNotRecorded() {
     model.applyDelta(engineDelta());
     QVERIFY(panel.headline().startsWith(QStringLiteral("Collectives: not recorded")));
     QCOMPARE(panel.table()->rowCount(), 0);
+    QVERIFY(panel.tracebackText().isEmpty());
     QVERIFY2(tensors.caption().startsWith(QStringLiteral("Tensor statistics: not recorded")),
              qPrintable(tensors.caption()));
 }

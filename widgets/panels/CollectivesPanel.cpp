@@ -4,8 +4,10 @@
 #include "model/RunModel.h"
 #include "view/CollectiveProgress.h"
 
+#include <QFontDatabase>
 #include <QHeaderView>
 #include <QLabel>
+#include <QPlainTextEdit>
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -46,10 +48,21 @@ CollectivesPanel::CollectivesPanel(RunModel* model, QWidget* parent)
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_table->setToolTip(tr("Per rank, the last collective its flight recorder kept (#sequence number, "
                            "operation, sizes): ranks that stopped elsewhere than the others are marked"));
+    m_traceback = new QPlainTextEdit;
+    m_traceback->setObjectName(QStringLiteral("collectivesTraceback"));
+    m_traceback->setReadOnly(true);
+    m_traceback->setLineWrapMode(QPlainTextEdit::NoWrap);
+    m_traceback->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    m_traceback->setToolTip(
+        tr("The selected rank's Python stacks when it dumped (torch_npu writes them beside "
+           "each dump, <prefix><rank>_py_traceback)"));
+    m_traceback->hide();
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(m_headline);
-    layout->addWidget(m_table, 1);
+    layout->addWidget(m_table, 2);
+    layout->addWidget(m_traceback, 1);
+    connect(m_table, &QTableWidget::itemSelectionChanged, this, &CollectivesPanel::selectionChanged);
     connect(m_model, &RunModel::runReset, this, &CollectivesPanel::rebuild);
     connect(m_model, &RunModel::opened, this, &CollectivesPanel::rebuild);
     connect(m_model, &RunModel::importsChanged, this, &CollectivesPanel::rebuild);
@@ -60,8 +73,40 @@ QString CollectivesPanel::headline() const {
     return m_headline->text();
 }
 
+QString CollectivesPanel::tracebackText() const {
+    return m_tracebacks.empty() ? QString() : m_traceback->toPlainText();
+}
+
+void CollectivesPanel::showTraceback(int rank) {
+    if (m_tracebacks.empty()) {
+        m_traceback->hide();
+        m_traceback->clear();
+        return;
+    }
+    m_tracebackRank = rank;
+    const auto it = m_tracebacks.find(rank);
+    m_traceback->setPlainText(
+        it == m_tracebacks.end()
+            ? tr("Rank %1: Python traceback not recorded (no _py_traceback file beside its dump).").arg(rank)
+            : tr("Rank %1, Python traceback when it dumped:\n%2")
+                  .arg(rank)
+                  .arg(QString::fromStdString(it->second)));
+    m_traceback->show();
+}
+
+void CollectivesPanel::selectionChanged() {
+    const auto rows = m_table->selectionModel()->selectedRows();
+    if (rows.isEmpty())
+        return;
+    const QVariant rank = m_table->item(rows.front().row(), 0)->data(Qt::UserRole);
+    if (rank.isValid())
+        showTraceback(rank.toInt());
+}
+
 void CollectivesPanel::rebuild() {
     m_table->setRowCount(0);
+    m_tracebacks.clear();
+    showTraceback(-1);
     if (!m_model->hasRun()) {
         m_headline->setText(tr("No run open."));
         return;
@@ -72,8 +117,9 @@ void CollectivesPanel::rebuild() {
                "job that hung leaves one per rank (File > Import Flight Recorder Dumps…)."));
         return;
     }
-    const view::CollectiveReport report =
-        view::analyseCollectives(m_model->collectives(), view::collectiveSetup(m_model->meta()));
+    const view::CollectiveSetup setup = view::collectiveSetup(m_model->meta());
+    const view::CollectiveReport report = view::analyseCollectives(m_model->collectives(), setup);
+    m_tracebacks = setup.tracebacks;
     std::vector<int> odd;
     std::string oddGroup;
     QString head;
@@ -85,6 +131,14 @@ void CollectivesPanel::rebuild() {
         head = QString::fromStdString(report.allWaiting);
     else
         head = tr("The ranks agree on every collective they dumped.");
+    if (!m_tracebacks.empty()) {
+        QStringList ranks;
+        for (const auto& [rank, text] : m_tracebacks)
+            ranks << QString::number(rank);
+        head +=
+            tr(" Python tracebacks of rank%1 %2: select a rank to see its own.")
+                .arg(ranks.size() > 1 ? QStringLiteral("s") : QString(), ranks.join(QStringLiteral(", ")));
+    }
     m_headline->setText(head);
 
     const QColor oddColor(255, 205, 205);
@@ -101,12 +155,16 @@ void CollectivesPanel::rebuild() {
             cells << QStringLiteral("#%1 %2").arg(p->lastSeq).arg(QString::fromStdString(p->lastOp))
                   << QString::fromLatin1(view::collectiveStateName(p->lastState))
                   << (p->completedSeq >= 0 ? QStringLiteral("#%1").arg(p->completedSeq) : tr("none"))
-                  << (p->lastStep >= 0 ? QString::number(p->lastStep) : tr("not recorded"))
+                  << (view::stepText(p->lastStep).empty()
+                          ? tr("not recorded")
+                          : QString::fromStdString(view::stepText(p->lastStep)))
                   << QString::fromStdString(p->lastFrame);
         for (int c = 0; c < cells.size(); ++c) {
             auto* item = new QTableWidgetItem(cells[c]);
             if (marked)
                 item->setBackground(oddColor);
+            if (c == 0 && p && rank == QString::number(p->rank))
+                item->setData(Qt::UserRole, p->rank);
             m_table->setItem(row, c, item);
         }
     };
@@ -131,6 +189,10 @@ void CollectivesPanel::rebuild() {
         }
     }
     m_table->resizeColumnsToContents();
+    // The traceback of the first rank that is elsewhere, else of the lowest rank that has one.
+    if (!m_tracebacks.empty())
+        showTraceback(!odd.empty() && m_tracebacks.count(odd.front()) ? odd.front()
+                                                                      : m_tracebacks.begin()->first);
 }
 
 } // namespace rs
