@@ -57,7 +57,7 @@ Variants the writers and PyTorch's analyser tests produce:
   dtypes, completed; the other ranks skip it;
 - --analyser-style: entries as PyTorch's own analyser tests build them (test_fr_analysis.py
   create_one_event): collective_seq_id and p2p_seq_id as strings, input/output_dtypes one string
-  ("float32"), the entry's process_group desc "default" where pg_config says "default_pg";
+  ("float32"), time_created_ns 0, the entry's process_group desc "default" where pg_config says "default_pg";
 - --base-ns T: the clock of rank 0's first collective (default 2025-12-03), for dumps of another time.
 
 Scenarios: the fault strikes rank R (--rank, default 1) at step STEP (--at, default steps-3). "Waiting" means
@@ -283,7 +283,8 @@ def entry(a, version, rank, record_id, op):
         seq, p2p_seq = str(seq), str(p2p_seq)
     backend = "hccl:" if a.npu else "nccl:"
     e.update({"collective_seq_id": seq, "p2p_seq_id": p2p_seq, "op_id": op["seq"],
-              "profiling_name": "" if a.unnamed else backend + op["op"], "time_created_ns": created})
+              "profiling_name": "" if a.unnamed else backend + op["op"],
+              "time_created_ns": 0 if a.analyser_style else created})
     if a.timing and done:
         e["duration_ms"] = float32(ms)
     in_sizes = op.get("in_sizes", [list(op["in"])])

@@ -284,7 +284,8 @@ class FlightRecorderTest(unittest.TestCase):
 
     def test_entries_as_the_analyser_tests_write_them(self):
         """String sequence ids, one dtype string, the entry's group desc differing from pg_config's, the
-        process group as a list: one group, and the same answer."""
+        process group as a list: one group, and the same answer. Their times are 0 (not recorded), so a join
+        with a run has no evidence and is refused."""
         src = self.dumps("analyser", "--analyser-style", "--pg-list", "--encoder", "python", "--scenario", "hang")
         out, text = self.imported(src)
         self.assertIn("of 1 process group from 4 dumps", text)
@@ -292,6 +293,11 @@ class FlightRecorderTest(unittest.TestCase):
         with h5py.File(out, "r") as f:
             self.assertEqual(set(strings(f["/collectives/dtypes"])), {"float32"})
             self.assertEqual(f["/collectives/seq"][:].max(), 22)
+        run = self.write_run("any.h5", 4, [BASE_NS + k * STEP_NS for k in range(3)])
+        p = self.cli("import-flight-recorder", src, "--out", os.path.join(self.dir.name, "j.h5"), "--run", run)
+        self.assertEqual(p.returncode, 2, p.stdout)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        self.assertIn("the dumps record no enqueue times (time_created_ns is 0 or missing)", p.stderr)
 
     def test_p2p_coalesced_and_bfloat16(self):
         """batch_isend_irecv between ranks 0 and 1 (send 1->0 / recv 0<-1, collective_seq_id 0, counted by
