@@ -365,6 +365,38 @@ class FlightRecorderTest(unittest.TestCase):
             self.assertTrue((steps[seq <= 6] == -2).all(), "steps 0 and 1 of the job: before the run")
             self.assertEqual(sorted(set(steps[(seq >= 7) & (seq <= 9)].tolist())), [0], "the job's step 2")
 
+    def test_the_analysers_own_test_dumps(self):
+        """The dumps test_fr_analysis.py builds (LOADED_FR_DETAIL_TEMPLATE, create_one_entry): version 2.8,
+        group '1' of split_group with other members on each rank, entries with string sequence ids, a dtype
+        string, time 0, no timeout, a coalesced entry with [[]] sizes. Each split group is its own group."""
+        import pickle
+        folder = os.path.join(self.dir.name, "analyser_db")
+        os.mkdir(folder)
+
+        def event(record_id, name, sizes, pg=("0", "default"), seq=1):
+            return {"profiling_name": "nccl:" + name, "state": "completed", "process_group": pg,
+                    "input_sizes": sizes, "output_sizes": sizes, "input_dtypes": "float32",
+                    "output_dtypes": "float32", "collective_seq_id": str(seq), "p2p_seq_id": "0",
+                    "time_created_ns": 0, "frames": [], "record_id": record_id, "is_p2p": False}
+        for rank in (0, 1):
+            dump = {"entries": [event(0, "all_reduce", [[4, 4]]),
+                                event(1, "all_reduce", [[5, 5]], ("1", "sub_pg"), 1),
+                                event(2, "broadcast", [[4, 4]], seq=2), event(3, "coalesced", [[]], seq=2)],
+                    "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"},
+                                  "1": {"name": "1", "desc": "sub_pg", "ranks": "[%d]" % rank}},
+                    "rank": rank, "version": "2.8"}
+            with open(os.path.join(folder, "dump_file_rank_%d" % rank), "wb") as f:
+                pickle.dump(dump, f)
+        out, text = self.imported(folder)
+        self.assertIn("2 ranks, 8 collectives of 3 process groups from 2 dumps (nccl, version 2.8)", text)
+        self.assertIn("group 1 (sub_pg, ranks 0): 1 collectives, 1 ranks", text)
+        self.assertIn("group 1 (sub_pg, ranks 1): 1 collectives, 1 ranks", text)
+        self.assertIn("the ranks agree on every collective they dumped", text)
+        with h5py.File(out, "r") as f:
+            self.assertEqual(strings(f["/collectives/op"])[:4], ["all_reduce", "all_reduce", "broadcast", "coalesced"])
+            self.assertEqual(strings(f["/collectives/sizes"])[3], "in [[]] out [[]]")
+            self.assertEqual(f["/collectives/timeout_ms"][:].tolist(), [-1] * 8, "not recorded")
+
 
 if __name__ == "__main__":
     unittest.main()
