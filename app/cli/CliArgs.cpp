@@ -6,6 +6,22 @@
 #include <fmt/format.h>
 
 namespace rs::cli {
+namespace {
+
+// "unknown option '--frob'; the options are --force, --out": the command's options, so a typo is fixed
+// without a trip to --help (tst_cli also compares this list with each command's help).
+UsageError unknownOption(const std::string& option, const std::set<std::string>& valued,
+                         const std::set<std::string>& flags) {
+    std::set<std::string> all = valued;
+    all.insert(flags.begin(), flags.end());
+    std::string known;
+    for (const std::string& name : all)
+        known += (known.empty() ? "--" : ", --") + name;
+    return UsageError(fmt::format("unknown option '{}'; {}", option,
+                                  known.empty() ? "it takes no options" : "the options are " + known));
+}
+
+} // namespace
 
 CliArgs::CliArgs(const std::vector<std::string>& args, const std::set<std::string>& valued,
                  const std::set<std::string>& flags) {
@@ -13,7 +29,7 @@ CliArgs::CliArgs(const std::vector<std::string>& args, const std::set<std::strin
         const std::string& a = args[i];
         if (a.size() < 3 || a.rfind("--", 0) != 0) {
             if (a.size() > 1 && a[0] == '-' && a != "-")
-                throw UsageError(fmt::format("unknown option '{}'", a));
+                throw unknownOption(a, valued, flags);
             m_positionals.push_back(a);
             continue;
         }
@@ -36,7 +52,7 @@ CliArgs::CliArgs(const std::vector<std::string>& args, const std::set<std::strin
             }
             m_ordered.emplace_back(name, val);
         } else {
-            throw UsageError(fmt::format("unknown option '--{}'", name));
+            throw unknownOption("--" + name, valued, flags);
         }
     }
 }

@@ -12,6 +12,8 @@
 #include <QJsonObject>
 #include <QMap>
 #include <QProcess>
+#include <QRegularExpression>
+#include <QSet>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <csignal>
@@ -31,6 +33,9 @@ private slots:
     void benchReportsAllThreeFigures();
     void benchNodesReportsThroughputAndTraffic();
     void lintRankTable();
+    void overviewListsEveryCommand();
+    void commandHelp_data();
+    void commandHelp();
     void versionNamesLibrariesAndBlasKernels();
     void ctrlCLeavesACompleteFile();
     void killLeavesAReadableFile();
@@ -271,6 +276,84 @@ void TestCli::refusesToOverwrite() {
 // --version names what a bug ticket needs, and the BLAS kernels: where OpenBLAS does not know the CPU it
 // falls back to generic kernels that made ResNet-50 cards 3x slower; the CLI names the right ones instead,
 // unless the user set OPENBLAS_CORETYPE.
+namespace {
+
+// Every subcommand ranksight-cli runs (main.cpp and ranksight-engine's main.cpp).
+const QStringList kCommands = {"train",       "inspect",        "export-csv",
+                               "schema",      "lint-ranktable", "bench",
+                               "bench-nodes", "import-msprobe", "import-flight-recorder",
+                               "diagnose",    "compare",        "report",
+                               "bench-open"};
+
+// The option names a --help text lists, one per line ("  --out RUN.h5   the run file to write").
+QSet<QString> helpOptions(const QString& help) {
+    QSet<QString> names;
+    static const QRegularExpression line("^  (--[a-z0-9-]+)", QRegularExpression::MultilineOption);
+    for (auto it = line.globalMatch(help); it.hasNext();)
+        names.insert(it.next().captured(1));
+    names.remove("--help");
+    return names;
+}
+
+// The options a command's parser accepts, as its "unknown option" line names them.
+QSet<QString> acceptedOptions(const QString& err) {
+    QSet<QString> names;
+    static const QRegularExpression option("--[a-z0-9-]+");
+    const int from = err.indexOf("the options are ");
+    if (from < 0)
+        return names;
+    const QString list = err.mid(from, err.indexOf(" (try", from) - from);
+    for (auto it = option.globalMatch(list); it.hasNext();)
+        names.insert(it.next().captured(0));
+    return names;
+}
+
+} // namespace
+
+void TestCli::overviewListsEveryCommand() {
+    const auto r = cli({"--help"});
+    QCOMPARE(r.code, 0);
+    QSet<QString> listed;
+    static const QRegularExpression line("^  ([a-z-]+)(  |\\n|$)", QRegularExpression::MultilineOption);
+    for (auto it = line.globalMatch(r.out); it.hasNext();)
+        listed.insert(it.next().captured(1));
+    QCOMPARE(listed, QSet<QString>(kCommands.begin(), kCommands.end()));
+    QVERIFY2(r.out.contains("COMMAND --help"), qPrintable(r.out));
+    for (const QString& l : r.out.split('\n'))
+        QVERIFY2(l.size() <= 100, qPrintable(l)); // fits a terminal and help2man's page
+}
+
+void TestCli::commandHelp_data() {
+    QTest::addColumn<QString>("command");
+    for (const QString& c : kCommands)
+        QTest::addRow("%s", qPrintable(c)) << c;
+}
+
+// Every command answers --help and -h with its usage and options (exit 0, nothing run, nothing written), and
+// names exactly the options its parser accepts.
+void TestCli::commandHelp() {
+    QFETCH(QString, command);
+    const auto help = cli({command, "--help"});
+    QVERIFY2(help.code == 0, qPrintable(help.err));
+    QVERIFY2(help.out.startsWith("usage: ranksight-cli " + command), qPrintable(help.out));
+    QVERIFY(help.err.isEmpty());
+    QCOMPARE(cli({command, "-h"}).out, help.out);
+    QCOMPARE(cli({"help", command}).out, help.out);
+    const auto late = cli({command, "--out", m_dir.filePath("help.h5"), "--help"}); // anywhere on the line
+    QCOMPARE(late.code, 0);
+    QCOMPARE(late.out, help.out);
+    QVERIFY(!QFile::exists(m_dir.filePath("help.h5")));
+
+    const auto unknown = cli({command, "--no-such-option"});
+    QCOMPARE(unknown.code, 2);
+    if (unknown.err.contains("built without the GUI"))
+        return; // report and bench-open read no options in a build without the widgets
+    QVERIFY2(unknown.err.contains("unknown option '--no-such-option'"), qPrintable(unknown.err));
+    QVERIFY2(unknown.err.contains("the options are ") || unknown.err.contains("it takes no options"),
+             qPrintable(unknown.err));
+    QCOMPARE(helpOptions(help.out), acceptedOptions(unknown.err));
+}
+
 void TestCli::versionNamesLibrariesAndBlasKernels() {
     QCOMPARE(blasCoreFallsShort("Prescott", "SkylakeX"), true);
     QCOMPARE(blasCoreFallsShort("haswell", "SkylakeX"), true);
