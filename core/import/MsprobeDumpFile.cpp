@@ -199,6 +199,25 @@ public:
         recorded |= bit;
     }
 
+    // The shape: a list of dimensions. Anything else leaves it unknown (shapeKnown false), counted for the
+    // notes: the tensor's statistics are still worth reading.
+    void readShape(const Json& shape, DumpTensor& d) const {
+        bool ok = shape.is_array();
+        for (size_t i = 0; ok && i < shape.size(); ++i) {
+            ok = shape[i].is_number_integer() && shape[i].get<int64_t>() >= 0;
+            if (ok)
+                d.shape.push_back(shape[i].get<int64_t>());
+        }
+        d.shapeKnown = ok;
+        if (ok)
+            return;
+        d.shape.clear();
+        if (m_out.badShapes++ == 0)
+            m_out.firstBadShape =
+                fmt::format("'shape' of {} is {}", m_entry,
+                            shape.dump(-1, ' ', false, Json::error_handler_t::replace).substr(0, 40));
+    }
+
     // A tensor dict: a string "dtype" and a "shape" beside a string "type" (every writer's tensors have one),
     // or no "type" at all. A kwargs dict with dtype= and shape= arguments holds {type, value} pairs there,
     // so it is not taken for one. nullopt for any other value (ints, slices, None, process groups).
@@ -209,16 +228,7 @@ public:
             return std::nullopt;
         DumpTensor d;
         d.dtype = t["dtype"].get<std::string>();
-        const Json& shape = t["shape"];
-        if (!shape.is_array())
-            fail(fmt::format("a tensor's 'shape' is {}, not a list of dimensions",
-                             shape.dump().substr(0, 40)));
-        for (const Json& dim : shape) {
-            if (!dim.is_number_integer() || dim.get<int64_t>() < 0)
-                fail(fmt::format("a tensor's 'shape' holds {}, not a dimension", dim.dump().substr(0, 40)));
-            d.shape.push_back(dim.get<int64_t>());
-        }
-        d.shapeKnown = true;
+        readShape(t["shape"], d);
         stat(t, "Max", d.max, 1, d.recorded);
         stat(t, "Min", d.min, 2, d.recorded);
         stat(t, "Mean", d.mean, 4, d.recorded);
@@ -249,7 +259,7 @@ void collectTensors(const EntryReader& r, const Json& v, const std::string& name
         s.order = int64_t(out.tensors.size());
         s.name = columnText(name, 255);
         s.dtype = columnText(t->dtype, 31);
-        s.shape = columnText(shapeText(t->shape), 255);
+        s.shape = t->shapeKnown ? columnText(shapeText(t->shape), 255) : std::string("not recorded");
         s.max = t->max;
         s.min = t->min;
         s.mean = t->mean;
@@ -281,10 +291,10 @@ void readEntry(const fs::path& file, const std::string& name, const Json& e, Dum
             const Json& t = v.is_array() && v.size() == 1 ? v[0] : v;
             if (t.is_null())
                 continue;
-            const auto d = r.tensor(t);
-            if (!d)
-                r.fail(fmt::format("parameter '{}' has no tensor statistics", param));
-            out.grads[n.module + "." + param] = *d;
+            // Anything but a tensor dict ({} is what msprobe writes for a type it does not know) records
+            // nothing.
+            if (const auto d = r.tensor(t))
+                out.grads[n.module + "." + param] = *d;
         }
         return;
     }

@@ -38,6 +38,9 @@ struct DumpFile {
     // and all): read as not recorded, counted here, the first one described for the import's notes.
     int64_t textStats = 0;
     std::string firstTextStat; // "'Max' of Cell.net.Dense.forward.0 is \"-\""
+    // Tensors whose shape is no list of dimensions: their statistics are read, the shape is not recorded.
+    int64_t badShapes = 0;
+    std::string firstBadShape; // "'shape' of Functional.conv2d.0.forward is \"[4, x]\""
 };
 
 // What to keep: the parameters only (the import's first pass: the other tensors are read and checked, not

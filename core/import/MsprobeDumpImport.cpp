@@ -300,8 +300,17 @@ struct ParamSet {
     // (summary_mode md5 or xor) names its tensors without Max, Min, Mean or Norm.
     uint8_t gradStats = 0, weightStats = 0;
 
+    // Parameters no file gave a readable shape (yet): the run file's layout needs it, so they are left out.
+    std::set<std::string> shapeless;
+
     void add(const std::map<std::string, DumpTensor>& m, const fs::path& file) {
-        for (const auto& [name, d] : m)
+        for (const auto& [name, d] : m) {
+            if (!d.shapeKnown) {
+                if (!index.count(name))
+                    shapeless.insert(name);
+                continue;
+            }
+            shapeless.erase(name);
             if (index.emplace(name, int(names.size())).second) {
                 const int64_t n = numelOf(d);
                 if (n < 0 || n > runschema::kMaxTotalElements)
@@ -313,10 +322,14 @@ struct ParamSet {
                 shapes.push_back(d.shape);
                 numel.push_back(n);
             }
+        }
     }
-    // A parameter pass 1 saw; a new one means the file changed between the passes.
-    size_t at(const std::string& name, const fs::path& file) const {
+    // A parameter pass 1 saw (nullopt: one left out for its shape); a new one means the file changed between
+    // the passes.
+    std::optional<size_t> at(const std::string& name, const fs::path& file) const {
         const auto it = index.find(name);
+        if (it == index.end() && shapeless.count(name))
+            return std::nullopt;
         if (it == index.end())
             throw ImportError(
                 fmt::format("{}: parameter '{}' was not there when the tree was first read: the "
@@ -423,13 +436,16 @@ RankStep rankStepOf(const DumpFile& f, const ParamSet& ps, const fs::path& file)
     x.syncedNorm.assign(P, kNaN);
     x.syncedSum.assign(P, std::nan(""));
     for (const auto& [name, d] : f.grads) {
-        const size_t p = ps.at(name, file);
+        const auto at = ps.at(name, file);
+        if (!at)
+            continue;
+        const size_t p = *at;
         if (d.recorded & 8)
             x.localNorm[p] = d.norm;
         if ((d.recorded & 3) == 3)
             x.localMax[p] = std::max(std::fabs(d.max), std::fabs(d.min));
-        if ((d.recorded & 4) && numelOf(d) >= 0)
-            x.localSum[p] = double(d.mean) * double(numelOf(d));
+        if (d.recorded & 4)
+            x.localSum[p] = double(d.mean) * double(ps.numel[p]);
         // A non-finite statistic means at least one non-finite element; the dump does not count them.
         const bool bad =
             ((d.recorded & 1) && !std::isfinite(d.max)) || ((d.recorded & 2) && !std::isfinite(d.min)) ||
@@ -455,8 +471,8 @@ MsprobeImportResult importMsprobeDump(const std::string& dir, const std::string&
     // Pass 1: every file is read and checked; the parameters and their shapes are collected.
     ParamSet ps;
     const fs::path first = t.files.begin()->second.begin()->second;
-    int64_t done = 0, textStats = 0;
-    std::string firstTextStat;
+    int64_t done = 0, textStats = 0, badShapes = 0;
+    std::string firstTextStat, firstBadShape;
     for (const auto& [step, ranks] : t.files)
         for (const auto& [r, file] : ranks) {
             const DumpFile f = msprobe::readDumpFile(file, msprobe::DumpPart::Parameters);
@@ -472,6 +488,9 @@ MsprobeImportResult importMsprobeDump(const std::string& dir, const std::string&
             if (textStats == 0 && f.textStats > 0)
                 firstTextStat = fmt::format("{} in {}", f.firstTextStat, relativeName(file, t.root));
             textStats += f.textStats;
+            if (badShapes == 0 && f.badShapes > 0)
+                firstBadShape = fmt::format("{} in {}", f.firstBadShape, relativeName(file, t.root));
+            badShapes += f.badShapes;
             if (progress)
                 progress(int(40 * ++done / files));
         }
@@ -487,6 +506,13 @@ MsprobeImportResult importMsprobeDump(const std::string& dir, const std::string&
     if (textStats > 0)
         res.notes.push_back(fmt::format("{} statistic{} written as text that is no number ({}): not recorded",
                                         textStats, textStats > 1 ? "s" : "", firstTextStat));
+    if (badShapes > 0)
+        res.notes.push_back(
+            fmt::format("{} tensor{} with a shape that is no list of dimensions ({}): the shape is not "
+                        "recorded, the statistics are",
+                        badShapes, badShapes > 1 ? "s" : "", firstBadShape));
+    for (const std::string& name : ps.shapeless)
+        res.notes.push_back(fmt::format("parameter '{}' has no readable shape in any dump: left out", name));
     if (!ps.anyGrad)
         res.notes.emplace_back(ps.level == "L1" ? "level L1 records no parameter gradients (L0 or mix does)"
                                                 : "no parameter gradients (parameters_grad) in the dump");
@@ -531,8 +557,8 @@ MsprobeImportResult importMsprobeDump(const std::string& dir, const std::string&
                 DumpFile f = msprobe::readDumpFile(file, msprobe::DumpPart::Everything);
                 st.ranks.push_back(rankStepOf(f, ps, file));
                 for (const auto& [name, d] : f.weights)
-                    if (d.recorded & 8)
-                        wr.norm[size_t(r)][ps.at(name, file)] = d.norm;
+                    if (const auto p = ps.at(name, file); p && (d.recorded & 8))
+                        wr.norm[size_t(r)][*p] = d.norm;
                 for (TensorStat& s : f.tensors) {
                     s.rank = r;
                     s.step = step;

@@ -37,7 +37,7 @@ replica takes the same SGD step (lr 0.1). Counters restart at every step, as msp
         [--rank-folder numbered|rank|proc|late] [--only-ranks 2,3] [--drop S:R ...] [--seed 7]
         [--litter step-folder|stray-folder|no-dump ...] [--text-stat] [--summary-mode statistics|md5|xor]
         [--framework pytorch|mindspore]
-        [--broken bad-json|not-an-object|no-data|bad-shape|bad-shape-list|mixed-task]
+        [--odd-shape text|list|param ...] [--broken bad-json|not-an-object|no-data|mixed-task]
 
 Every rank's script logs its loss with dist.all_reduce(loss, op=ReduceOp.SUM, group=group) after the backward
 (levels mix, L1): a Distributed.all_reduce entry whose arguments hold a torch.ProcessGroup {type, group_ranks,
@@ -57,8 +57,8 @@ Mistakes:
 - grad-sum: every rank sums the gradients instead of averaging (all ranks alike; the dump's local gradients
   are unchanged, the weights move R times as far).
 Broken trees (step0's first dump unless said): bad-json (file cut in the middle), not-an-object (top level a
-list), no-data, bad-shape ("shape": "[4, x]"), bad-shape-list ("shape": [4, "x"]), mixed-task (step1/rank0 says
-"task": "tensor"). Litter that must not stop an import: step-folder (an extra stepX/rank0 holding a copy of a
+list), no-data, mixed-task (step1/rank0 says "task": "tensor"). Details that must not stop an import:
+--odd-shape ("shape": "[4, x]" or [4, "x"]), --text-stat. Litter that must not stop an import: step-folder (an extra stepX/rank0 holding a copy of a
 dump.json), stray-folder (step1/step1/dump.json), no-dump (step1/rank1 without its dump.json).
 """
 
@@ -491,16 +491,30 @@ def break_tree(a):
     elif a.broken == "no-data":
         del dump["data"]
         write_json(path, dump)
-    elif a.broken in ("bad-shape", "bad-shape-list"):
-        t = first_tensor(dump["data"])
-        t["shape"] = "[%d, x]" % t["shape"][0] if a.broken == "bad-shape" else [t["shape"][0], "x"]
-        write_json(path, dump)
     elif a.broken == "mixed-task":
         path1 = os.path.join(a.out, "step1", rank0, "dump.json")
         with open(path1) as f:
             dump1 = json.load(f)
         dump1["task"] = "tensor"
         write_json(path1, dump1)
+
+
+def odd_shape(a, kind):
+    """A shape that is no list of dimensions, in step0's first dump: text ("[4, x]") on its first tensor, a
+    list holding text ([4, "x"]) on the first entry's output, or (param) text on the first parameter
+    gradient's tensor."""
+    path, _ = first_dump(a)
+    with open(path) as f:
+        dump = json.load(f)
+    if kind == "param":
+        grads = next(v for k, v in dump["data"].items() if ".parameters_grad" in k)
+        t = next(iter(grads.values()))[0]
+    elif kind == "list":
+        t = next(iter(dump["data"].values()))["output"][0]  # the first entry's output
+    else:
+        t = first_tensor(dump["data"])
+    t["shape"] = [t["shape"][0], "x"] if kind == "list" else "[%d, x]" % t["shape"][0]
+    write_json(path, dump)
 
 
 def text_stat(a):
@@ -554,11 +568,12 @@ def main(argv=None):
                     help="S:R: rank R has no dump at step S (repeatable)")
     ap.add_argument("--litter", action="append", default=[], choices=["step-folder", "stray-folder", "no-dump"])
     ap.add_argument("--text-stat", action="store_true", help="one statistic written as text (N/A)")
+    ap.add_argument("--odd-shape", action="append", default=[], choices=["text", "list", "param"],
+                    help="a shape that is no list of dimensions (see odd_shape)")
     ap.add_argument("--summary-mode", default="statistics", choices=["statistics", "md5", "xor"])
     ap.add_argument("--framework", default="pytorch", choices=["pytorch", "mindspore"],
                     help="mindspore: Cell. names, mindspore.Tensor dicts with layouts, string groups")
-    ap.add_argument("--broken", default="", choices=["", "bad-json", "not-an-object", "no-data", "bad-shape",
-                                                     "bad-shape-list", "mixed-task"])
+    ap.add_argument("--broken", default="", choices=["", "bad-json", "not-an-object", "no-data", "mixed-task"])
     ap.add_argument("--seed", type=int, default=7)
     a = ap.parse_args(argv)
     try:
@@ -582,6 +597,8 @@ def main(argv=None):
         break_tree(a)
     if a.text_stat:
         text_stat(a)
+    for kind in a.odd_shape:
+        odd_shape(a, kind)
     for kind in a.litter:
         litter(a, kind)
     print(a.out)
