@@ -47,6 +47,8 @@ int diagnoseCommand(const Args& argv) {
     std::vector<CheckNotRun> notRun;
     std::vector<Advice> advice;
     std::string header;
+    std::string unrecorded; // "ranks 0, 1": ranks the source holds no record of
+    bool noRankRecorded = false;
     std::optional<RunComparison> comparison;
     const auto referencePath = args.value("reference");
     if (!referencePath && !args.values("spread").empty())
@@ -57,6 +59,12 @@ int diagnoseCommand(const Args& argv) {
             comparison = compareWithReference(*reader, *referencePath, args.values("spread"));
         findings = diagnoseRun(*reader, {}, &figures, &notRun, comparison ? &*comparison : nullptr);
         advice = configAdvice(reader->meta());
+        const auto missing = ranksNotRecorded(reader->meta());
+        for (int r : missing)
+            unrecorded += fmt::format("{}{}", unrecorded.empty() ? "" : ", ", r);
+        if (!missing.empty())
+            unrecorded = (missing.size() == 1 ? "rank " : "ranks ") + unrecorded;
+        noRankRecorded = !missing.empty() && int(missing.size()) == reader->meta().worldSize;
         header = fmt::format("{}: {}, {} steps\n", args.positionals().front(), describeRun(reader->meta()),
                              reader->stepCount());
         if (comparison)
@@ -82,11 +90,17 @@ int diagnoseCommand(const Args& argv) {
             json = withReference(json, *referencePath, *comparison);
         std::fputs((json + "\n").c_str(), stdout);
     } else if (findings.empty()) {
-        std::fputs(notRun.empty()
+        // Ranks with no record were compared with nothing: they are not said to agree.
+        const std::string agree =
+            unrecorded.empty() ? "the ranks agree"
+            : noRankRecorded
+                ? "no rank's statistics were recorded, so none were compared"
+                : fmt::format("the recorded ranks agree ({} not recorded, not compared)", unrecorded);
+        std::fputs(notRun.empty() && unrecorded.empty()
                        ? "no findings: the ranks agree\n"
-                       : fmt::format("no findings in what was recorded: the ranks agree; {} check(s) "
-                                     "could not run (--verbose lists them)\n",
-                                     notRun.size())
+                       : fmt::format("no findings in what was recorded: {}; {} check(s) could not run "
+                                     "(--verbose lists them)\n",
+                                     agree, notRun.size())
                              .c_str(),
                    stdout);
     } else {

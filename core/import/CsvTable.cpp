@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <system_error>
+#include <utility>
 
 namespace rs {
 
@@ -21,6 +22,16 @@ CsvTable::CsvTable(const std::string& path)
         throw ImportError(fmt::format("{}:1: the file is empty (expected a header row)", path));
     if (!m_header.empty() && m_header[0].rfind("\xEF\xBB\xBF", 0) == 0) // a UTF-8 byte order mark
         m_header[0].erase(0, 3);
+}
+
+CsvTable::CsvTable(const std::string& path, std::vector<std::string> header)
+    : m_path(path)
+    , m_in(path, std::ios::binary)
+    , m_header(std::move(header))
+    , m_skipHeaderRow(true) {
+    if (!m_in)
+        throw ImportError(
+            fmt::format("{}: cannot be read ({})", path, std::generic_category().message(errno)));
 }
 
 int CsvTable::column(const std::string& name) const {
@@ -84,6 +95,8 @@ bool CsvTable::next(std::vector<std::string>& fields) {
             return false;
         if (fields.size() == 1 && fields[0].empty())
             continue; // blank line
+        if (std::exchange(m_skipHeaderRow, false) && fields == m_header)
+            continue;
         if (fields.size() != m_header.size())
             fail(fmt::format("{} fields, the header has {}", fields.size(), m_header.size()));
         return true;

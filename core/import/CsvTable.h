@@ -23,6 +23,10 @@ public:
     // Opens the file and reads the header; throws ImportError naming the file if it cannot be read or is
     // empty.
     explicit CsvTable(const std::string& path);
+    // A file without a header row of its own, whose columns are `header`: msprobe's part files
+    // (<name>_part_<k>.csv), which continue the rows of <name>.csv and are written without one. A first row
+    // equal to the header is skipped all the same, in case a writer repeats it.
+    CsvTable(const std::string& path, std::vector<std::string> header);
 
     const std::string& path() const { return m_path; }
     const std::vector<std::string>& header() const { return m_header; }
@@ -42,8 +46,9 @@ private:
     std::string m_path;
     std::ifstream m_in;
     std::vector<std::string> m_header;
-    int64_t m_line = 0;       // lines consumed
-    int64_t m_recordLine = 0; // first line of the last record
+    int64_t m_line = 0;           // lines consumed
+    int64_t m_recordLine = 0;     // first line of the last record
+    bool m_skipHeaderRow = false; // the next record is the header repeated (a headerless file's first row)
 };
 
 // A number as msprobe prints it: decimal or exponent notation, nan, inf, -inf (any case). Empty: nullopt.

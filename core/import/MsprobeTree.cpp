@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <stdexcept>
@@ -15,8 +16,8 @@ namespace {
 
 // The columns of one csv, -1 where it has none.
 struct Columns {
-    int name = -1, step = -1, micro = -1, vpp = -1, scope = -1;
-    int norm = -1, min = -1, max = -1, mean = -1, nans = -1, shape = -1;
+    int name = -1, step = -1, micro = -1, vpp = -1, scope = -1, shape = -1;
+    std::array<int, kOpCount> op{};
 
     explicit Columns(const CsvTable& csv) {
         for (const char* n : {"name", "module_name", "param_name"})
@@ -26,12 +27,12 @@ struct Columns {
         micro = csv.column("micro_step");
         vpp = csv.column("vpp_stage");
         scope = csv.column("scope");
-        norm = csv.column("norm");
-        min = csv.column("min");
-        max = csv.column("max");
-        mean = csv.column("mean");
-        nans = csv.column("nans");
         shape = csv.column("shape");
+        for (int o = 0; o < kOpCount; ++o)
+            op[size_t(o)] = csv.column(opName(Op(o)));
+    }
+    bool anyOp() const {
+        return std::any_of(op.begin(), op.end(), [](int c) { return c >= 0; });
     }
 };
 
@@ -99,19 +100,32 @@ int paramOf(Tree& t, const std::string& name, const std::optional<std::vector<in
 }
 
 // Which statistics the tree has, per kind: what is absent from the run file follows from these.
-void noteColumns(Tree& t, Kind kind, const Columns& o) {
-    const bool grad = kind == kUnreduced || kind == kReduced;
-    t.anyMin |= grad && o.min >= 0;
-    t.anyMax |= grad && o.max >= 0;
-    t.anyNans |= kind == kUnreduced && o.nans >= 0;
-    t.anyMeanUnreduced |= kind == kUnreduced && o.mean >= 0;
-    t.anyMeanReduced |= kind == kReduced && o.mean >= 0;
-    t.anyNormUnreduced |= kind == kUnreduced && o.norm >= 0;
-    t.anyNormReduced |= kind == kReduced && o.norm >= 0;
+void noteRow(Tree& t, Kind kind, const Columns& o, const Stat& s) {
+    const std::array<float, kOpCount> values{s.norm, s.min, s.max, s.mean, s.nans};
+    for (int op = 0; op < kOpCount; ++op) {
+        t.column[kind][size_t(op)] |= o.op[size_t(op)] >= 0;
+        t.valued[kind][size_t(op)] |= !std::isnan(values[size_t(op)]);
+    }
     t.seen[kind] = true;
 }
 
+// The parameter's identity: its name, with the virtual-pipeline stage where the name does not carry it.
+// Monitor V1 writes the stage apart (vpp_stage 1, name layers.0.weight); Monitor V2 keeps it in the name
+// (0:layers.0.weight) and writes -1 for a single model's parameters, which have no stage. Stage 0 is left
+// off, so a run without virtual pipelining keeps its parameters' own names.
+std::string paramKey(const std::string& name, const std::string& vpp) {
+    const auto stage = decimal(vpp);
+    if (!stage || *stage == 0 || name.rfind(vpp + ":", 0) == 0)
+        return name;
+    return vpp + ":" + name;
+}
+
 } // namespace
+
+const char* opName(Op op) {
+    static constexpr const char* kNames[kOpCount] = {"norm", "min", "max", "mean", "nans"};
+    return kNames[op];
+}
 
 std::optional<int64_t> decimal(std::string_view s) {
     int64_t v = 0;
@@ -123,14 +137,32 @@ std::optional<int64_t> decimal(std::string_view s) {
     return v;
 }
 
+namespace {
+
+// The file's table: its own header, or (a part file) the header of the file it continues.
+CsvTable openStatCsv(const StatFile& file) {
+    if (file.headerFrom.empty())
+        return CsvTable(file.path.string());
+    std::error_code ec;
+    if (!fs::is_regular_file(file.headerFrom, ec))
+        throw ImportError(fmt::format("{}: a part file without {}, the file whose header row names its "
+                                      "columns (msprobe writes the header there and the rows of a large "
+                                      "write into _part_<k> files)",
+                                      file.path.string(), file.headerFrom.filename().string()));
+    return CsvTable(file.path.string(), CsvTable(file.headerFrom.string()).header());
+}
+
+} // namespace
+
 void readStatCsv(Tree& t, const StatFile& file) {
-    CsvTable csv(file.path.string());
+    CsvTable csv = openStatCsv(file);
     const Columns o(csv);
     std::string header;
     for (const auto& h : csv.header())
         header += (header.empty() ? "" : ",") + h;
+    const std::string headerFile = (file.headerFrom.empty() ? file.path : file.headerFrom).string();
     auto missing = [&](const char* what) {
-        throw ImportError(fmt::format("{}:1: no {} column (header: {})", file.path.string(), what, header));
+        throw ImportError(fmt::format("{}:1: no {} column (header: {})", headerFile, what, header));
     };
     if (o.name < 0)
         missing(file.kind ? "'name' (or 'param_name')" : "'module_name'");
@@ -138,7 +170,7 @@ void readStatCsv(Tree& t, const StatFile& file) {
         missing("'step'");
     if (!file.kind && o.scope < 0)
         missing("'scope'");
-    if (o.norm < 0 && o.min < 0 && o.max < 0 && o.mean < 0 && o.nans < 0)
+    if (!o.anyOp())
         missing("statistic (norm, min, max, mean or nans)");
 
     std::vector<std::string> f;
@@ -151,7 +183,10 @@ void readStatCsv(Tree& t, const StatFile& file) {
             csv.fail(fmt::format("{} '{}' is not a whole number", what, s));
         return v;
     };
-    auto number = [&](int col) -> float {
+    // A statistic; nan where the column is missing, or the field is empty (msprobe before 2025-01 wrote nan
+    // so) or nan.
+    auto number = [&](Op op) -> float {
+        const int col = o.op[size_t(op)];
         if (col < 0)
             return Stat::kNaN;
         try {
@@ -171,7 +206,6 @@ void readStatCsv(Tree& t, const StatFile& file) {
                 continue;
             }
         }
-        noteColumns(t, *kind, o);
         if (*kind == kReduced)
             t.reducedOnRank[size_t(file.rank)] = true;
         const std::string& name = f[size_t(o.name)];
@@ -189,11 +223,7 @@ void readStatCsv(Tree& t, const StatFile& file) {
             if (!shape)
                 csv.fail(fmt::format("column 'shape': '{}' is not a tensor shape", f[size_t(o.shape)]));
         }
-        // The vpp stage is part of a parameter's identity under virtual pipeline parallelism.
-        std::string key = name;
-        if (o.vpp >= 0 && !f[size_t(o.vpp)].empty() && f[size_t(o.vpp)] != "0" &&
-            name.rfind(f[size_t(o.vpp)] + ":", 0) != 0)
-            key = f[size_t(o.vpp)] + ":" + name;
+        const std::string key = paramKey(name, o.vpp >= 0 ? f[size_t(o.vpp)] : std::string());
         const int p = paramOf(t, key, shape);
         auto& row = t.tables[size_t(file.rank)][*kind][step];
         if (row.size() <= size_t(p))
@@ -207,7 +237,8 @@ void readStatCsv(Tree& t, const StatFile& file) {
             t.microSteps = true;
         if (s.present && micro < s.microStep)
             continue; // gradient accumulation: the last micro step's row stands for the step
-        s = Stat{number(o.norm), number(o.min), number(o.max), number(o.mean), number(o.nans), micro, true};
+        s = Stat{number(kNorm), number(kMin), number(kMax), number(kMean), number(kNans), micro, true};
+        noteRow(t, *kind, o, s);
     }
     ++t.files;
 }

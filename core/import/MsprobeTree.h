@@ -46,7 +46,14 @@ struct StatFile {
     int64_t first = 0, last = 0;
     std::optional<Kind> kind; // V1
     std::string monitor;      // V2: weight_grad, param
+    // A V1 part file (grad_reduced_0-4_part_2.csv: msprobe splits a write of more than a million rows) has
+    // no header row; its columns are the header of the file it continues (grad_reduced_0-4.csv).
+    fs::path headerFrom;
 };
+
+// The statistics a csv row may hold, as columns of the tree's flags.
+enum Op : int { kNorm, kMin, kMax, kMean, kNans, kOpCount };
+const char* opName(Op op); // the csv column: "norm", "min", ...
 
 struct Tree {
     std::vector<std::array<Table, kKindCount>> tables; // index = rank
@@ -55,8 +62,9 @@ struct Tree {
     std::vector<std::vector<int64_t>> shapes; // [] unknown
     std::vector<int64_t> numel;               // -1 unknown
     std::array<bool, kKindCount> seen{};      // any row of the kind
-    bool anyMin = false, anyMax = false, anyNans = false, anyMeanUnreduced = false, anyMeanReduced = false,
-         anyNormUnreduced = false, anyNormReduced = false;
+    // Per kind and statistic: the csv had the column, and some row of it held a number (not nan). msprobe
+    // Monitor V2 writes a column of nan when any row lacked the statistic: such a column is not recorded.
+    std::array<std::array<bool, kOpCount>, kKindCount> column{}, valued{};
     bool microSteps = false; // a step had more than one micro step's rows: the last one stands for it
     std::vector<bool> reducedOnRank;
     std::set<std::string> ignoredScopes; // "<monitor> scope <scope>" rows no run-file column holds
@@ -65,6 +73,9 @@ struct Tree {
     explicit Tree(size_t ranks)
         : tables(ranks)
         , reducedOnRank(ranks, false) {}
+
+    // A statistic of the kind that some row recorded.
+    bool recorded(Kind kind, Op op) const { return valued[kind][op]; }
 };
 
 // Reads one csv of statistics into the tree. Throws ImportError "FILE:LINE: what" for a missing column, a

@@ -98,9 +98,20 @@ std::string describeRun(const RunMeta& meta) {
             text += " on host " + host;
         return text;
     }
-    case SourceKind::Msprobe:
-        return (configField(meta, "layout") == "dump" ? "an msprobe dump: " : "an msprobe Monitor tree: ") +
-               plural(R, "rank", "ranks");
+    case SourceKind::Msprobe: {
+        std::string text =
+            (configField(meta, "layout") == "dump" ? "an msprobe dump: " : "an msprobe Monitor tree: ") +
+            plural(R, "rank", "ranks");
+        if (const auto missing = ranksNotRecorded(meta); int(missing.size()) == R && R > 0) {
+            text += " (no rank's statistics recorded)";
+        } else if (!missing.empty()) {
+            std::string list;
+            for (int r : missing)
+                list += (list.empty() ? "" : ", ") + std::to_string(r);
+            text += fmt::format(" ({} {} not recorded)", missing.size() == 1 ? "rank" : "ranks", list);
+        }
+        return text;
+    }
     case SourceKind::FlightRecorder: {
         std::string text = "flight-recorder dumps of a PyTorch job: " + plural(R, "rank", "ranks");
         if (const std::string backend = environmentField(meta, "backend"); !backend.empty())
@@ -111,6 +122,18 @@ std::string describeRun(const RunMeta& meta) {
         break;
     }
     return fmt::format("{} written by '{}'", plural(R, "rank", "ranks"), meta.source);
+}
+
+std::vector<int> ranksNotRecorded(const RunMeta& meta) {
+    std::vector<int> ranks;
+    const auto config = nlohmann::json::parse(meta.configJson, nullptr, false);
+    if (!config.is_object() || !config.contains("ranks_not_recorded") ||
+        !config["ranks_not_recorded"].is_array())
+        return ranks;
+    for (const auto& r : config["ranks_not_recorded"])
+        if (r.is_number_integer() && r.get<int64_t>() >= 0 && r.get<int64_t>() < meta.worldSize)
+            ranks.push_back(int(r.get<int64_t>()));
+    return ranks;
 }
 
 std::string rankNoun(const RunMeta& meta) {

@@ -19,6 +19,10 @@ SourceKind sourceKind(const RunMeta& meta);
 // "4 emulated Ascend 910 cards on 2 servers", "a PyTorch DDP job: 4 processes (gloo) on host h",
 // "an msprobe Monitor tree: 8 ranks".
 std::string describeRun(const RunMeta& meta);
+// Ranks the run's source holds no record of (an msprobe monitor told to watch some ranks only): their
+// statistics are not recorded (NaN), and nothing may call them in agreement. The config JSON's
+// `ranks_not_recorded`; empty when every rank was recorded.
+std::vector<int> ranksNotRecorded(const RunMeta& meta);
 // What the rank is called in this source's words: "card", "process", "rank".
 std::string rankNoun(const RunMeta& meta);
 // The number of distinct servers (hosts) the card table names; 0 without a card table.

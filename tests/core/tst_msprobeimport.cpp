@@ -6,11 +6,15 @@
 #include "import/MsprobeImport.h"
 #include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
+#include "store/RunSource.h"
 
 #include <QDir>
+#include <QFile>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <cmath>
+#include <nlohmann/json.hpp>
 
 class TestMsprobeImport : public QObject {
     Q_OBJECT
@@ -117,11 +121,10 @@ private slots:
         QTest::newRow("v2 ragged row") << "ragged-row"
                                        << "v2"
                                        << "rank_2/weight_grad_step5-9.csv:62: 4 fields, the header has 10";
-        QTest::newRow("v2 missing rank")
-            << "missing-rank"
-            << "v2"
-            << "no folder for rank 1 (rank folders found: 0, 2, 3); the monitor's "
-               "`rank` setting limits which ranks write";
+        QTest::newRow("part file without its header") << "part-without-header"
+                                                      << "v1"
+                                                      << "grad_unreduced_5-9_part_1.csv: a part file without "
+                                                         "grad_unreduced_5-9.csv";
         QTest::newRow("both layouts") << "both-layouts"
                                       << "v2"
                                       << "holds both Monitor V1 rank folders";
@@ -135,7 +138,9 @@ private slots:
         QFETCH(QString, layout);
         QFETCH(QString, expected);
         const QString src =
-            tree("broken-" + QString(QTest::currentDataTag()), {"--broken", broken, "--layout", layout});
+            tree("broken-" + QString(QTest::currentDataTag()),
+                 QStringList{"--broken", broken, "--layout", layout} +
+                     (broken == "part-without-header" ? QStringList{"--part-rows", "4"} : QStringList{}));
         const QString out = src + QLatin1String(".h5");
         QString error;
         try {
@@ -170,6 +175,141 @@ private slots:
         QCOMPARE(alerts[1].rank, 3);
     }
 
+    // Each msprobe version's layout, as tests/msprobe/make_msprobe_tree.py writes it from msprobe's source.
+    void variants_data() {
+        QTest::addColumn<QStringList>("options");
+        QTest::addColumn<int>("ranks");
+        QTest::addColumn<int>("steps");
+        QTest::addColumn<int>("params");
+        QTest::addColumn<QString>("note");
+        QTest::newRow("1.2.0 single process") << QStringList{"--version", "1.2.0", "--single-process"} << 1
+                                              << 12 << 6 << QStringLiteral("imported as rank 0");
+        QTest::newRow("1.2.0 nan and ops order")
+            << QStringList{"--version", "1.2.0", "--nan-grad", "--ops", "nans,max,norm,min"} << 4 << 12 << 6
+            << QStringLiteral("actv (module activations)");
+        QTest::newRow("1.2.2") << QStringList{"--version", "1.2.2", "--tiny-grad"} << 4 << 12 << 6
+                               << QStringLiteral("a parameter's shape is not printed");
+        QTest::newRow("8.1 parts and L2 hooks")
+            << QStringList{"--part-rows", "4", "--l2-hooks", "--nan-grad"} << 4 << 12 << 6
+            << QStringLiteral("linear_hook (stable rank and kernel norm of linear layers)");
+        QTest::newRow("v2 vpp list, a nan column")
+            << QStringList{"--layout", "v2", "--vpp-list", "--nan-column", "nans"} << 4 << 12 << 6
+            << QStringLiteral("every 'nans' of the local (unreduced) gradients is nan");
+        QTest::newRow("v2 rank 3 alone") << QStringList{"--layout", "v2", "--only-ranks", "3"} << 4 << 12 << 6
+                                         << QStringLiteral("ranks 0, 1, 2 of 4 have no folder");
+        QTest::newRow("v1 ranks 0 and 1")
+            << QStringList{"--only-ranks", "0,1"} << 2 << 12 << 6 << QStringLiteral("no fingerprints");
+        QTest::newRow("alerts alone") << QStringList{"--alerts-only", "--call-id-unknown", "--analyse"} << 4
+                                      << 0 << 0 << QStringLiteral("only the monitor's alerts");
+    }
+    void variants() {
+        QFETCH(QStringList, options);
+        QFETCH(int, ranks);
+        QFETCH(int, steps);
+        QFETCH(int, params);
+        QFETCH(QString, note);
+        const QString src = tree("variant " + QString(QTest::currentDataTag()), options);
+        const std::string out = (src + QLatin1String(".h5")).toStdString();
+        const rs::MsprobeImportResult r = rs::importMsprobe(src.toStdString(), out);
+        QCOMPARE(r.ranks, ranks);
+        QCOMPARE(r.steps, int64_t(steps));
+        QCOMPARE(r.params, params);
+        QString notes;
+        for (const std::string& n : r.notes) {
+            notes += QString::fromStdString(n) + '\n';
+            // Notes are read by people: words, never a dataset path.
+            QVERIFY2(n.find("/grads/") == std::string::npos && n.find("/steps/") == std::string::npos &&
+                         n.find("/weights/") == std::string::npos,
+                     n.c_str());
+        }
+        QVERIFY2(notes.contains(note), qPrintable(notes));
+        const auto run = rs::openRunFile(out);
+        QCOMPARE(run->meta().worldSize, ranks);
+        QCOMPARE(run->stepCount(), int64_t(steps));
+        QCOMPARE(int(run->meta().params.size()), params);
+        if (options.contains("--alerts-only")) // counted once, though anomaly_analyse.json repeats them
+            QCOMPARE(int(run->readEvents().size()), 2);
+    }
+
+    // A NaN in a gradient is read as nan (an empty field before msprobe 1.2.2) with its non-finite count; a
+    // value in scientific notation as printed; the rows of part files as the first file's header names them.
+    void valuesAsWritten_data() {
+        QTest::addColumn<QStringList>("options");
+        QTest::newRow("1.2.0") << QStringList{"--version", "1.2.0", "--nan-grad", "--tiny-grad"};
+        QTest::newRow("8.1 parts") << QStringList{"--part-rows", "4", "--nan-grad", "--tiny-grad"};
+    }
+    void valuesAsWritten() {
+        QFETCH(QStringList, options);
+        const QString src = tree("values " + QString(QTest::currentDataTag()), options);
+        const std::string out = (src + QLatin1String(".h5")).toStdString();
+        rs::importMsprobe(src.toStdString(), out);
+        const auto run = rs::openRunFile(out);
+        const size_t bias = paramIndex(*run, "layers.0.attention.dense.bias");
+        const size_t tiny = paramIndex(*run, "final_layernorm.weight");
+        const auto steps = run->readSteps(0, run->stepCount(), true);
+        QCOMPARE(steps[6].step, int64_t(6));
+        const rs::RankStep& nan = steps[6].ranks[2];
+        QVERIFY(std::isnan(nan.localNorm[bias]));
+        QCOMPARE(nan.nonfinite[bias], uint32_t(1));
+        QVERIFY(std::isnan(nan.syncedNorm[bias])); // every rank's synced gradient holds the NaN
+        QCOMPARE(steps[6].ranks[1].nonfinite[bias], uint32_t(0));
+        QVERIFY(std::isfinite(steps[6].ranks[1].localNorm[bias]));
+        for (const rs::StepRecord& st : steps)
+            for (const rs::RankStep& x : st.ranks) // rounded to 6 decimals: a few 1e-06
+                QVERIFY2(x.localNorm[tiny] > 0 && x.localNorm[tiny] < 1e-4,
+                         qPrintable(QString::number(x.localNorm[tiny])));
+    }
+
+    // The monitor told to watch ranks 0, 2 and 3: rank 1 is in the run, not recorded (nan), and says so.
+    void rankSubsetIsNotRecorded() {
+        const QString src = tree("subset", {"--layout", "v2", "--only-ranks", "0,2,3"});
+        const std::string out = (src + QLatin1String(".h5")).toStdString();
+        rs::importMsprobe(src.toStdString(), out);
+        const auto run = rs::openRunFile(out);
+        QCOMPARE(run->meta().worldSize, 4);
+        QCOMPARE(rs::ranksNotRecorded(run->meta()), std::vector<int>{1});
+        QVERIFY(rs::describeRun(run->meta()).find("(rank 1 not recorded)") != std::string::npos);
+        const auto config = nlohmann::json::parse(run->meta().configJson);
+        QCOMPARE(config["rank_folders"][1].get<std::string>(), std::string());
+        QCOMPARE(config["rank_folders"][3].get<std::string>(), std::string("rank_3"));
+        for (const rs::StepRecord& st : run->readSteps(0, run->stepCount(), true))
+            for (size_t p = 0; p < run->meta().params.size(); ++p) {
+                QVERIFY(std::isnan(st.ranks[1].localNorm[p]) && std::isnan(st.ranks[1].syncedNorm[p]));
+                QVERIFY(std::isfinite(st.ranks[0].localNorm[p]) && std::isfinite(st.ranks[3].syncedNorm[p]));
+            }
+    }
+
+    // A long tag name: the message is cut before msprobe's ending, which says what was seen.
+    void longAlertKeepsItsEnding() {
+        const QString root = m_dir.filePath("long-alert/monitor_output/anomaly_detected/rank0");
+        QVERIFY(QDir().mkpath(root));
+        const std::string tag = "0:" + std::string(300, 'x') + ".weight/rank0/post_grad";
+        const nlohmann::json doc = {
+            {tag + "_step_3_call_-1",
+             {{"rank", 0},
+              {"step", 3},
+              {"micro_step", 0},
+              {"pp_stage", 0},
+              {"vpp_stage", 0},
+              {"call_id", -1},
+              {"tag_name", tag},
+              {"message", "Rule AnomalyTurbulence reports anomaly signal in ('" + tag +
+                              "', 'norm') at step 3, current value 3.52, history mean 0.4312."},
+              {"group_mates", {0}}}}};
+        QFile f(root + "/anomaly.json");
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray::fromStdString(doc.dump(1)));
+        f.close();
+        const std::string out = m_dir.filePath("long-alert.h5").toStdString();
+        QCOMPARE(rs::importMsprobe(m_dir.filePath("long-alert").toStdString(), out).events, int64_t(1));
+        const auto events = rs::openRunFile(out)->readEvents();
+        QCOMPARE(int(events.size()), 1);
+        const QString message = QString::fromStdString(events[0].message);
+        QVERIFY2(message.size() <= 255 && message.endsWith("..., current value 3.52, history mean 0.4312."),
+                 qPrintable(message));
+        QVERIFY(message.startsWith("Rule AnomalyTurbulence reports anomaly signal in ('0:xxx"));
+    }
+
     void notAMonitorFolder() {
         QString error;
         try {
@@ -181,6 +321,15 @@ private slots:
     }
 
 private:
+    static size_t paramIndex(const rs::RunReader& run, const std::string& name) {
+        const auto& params = run.meta().params;
+        const auto it =
+            std::find_if(params.begin(), params.end(), [&](const auto& p) { return p.name == name; });
+        if (it == params.end())
+            qFatal("no parameter %s", name.c_str());
+        return size_t(it - params.begin());
+    }
+
     // A tree written by make_msprobe_tree.py under the test's folder.
     QString tree(const QString& name, const QStringList& options) {
         const QString out = m_dir.filePath(QString(name).replace(' ', '-'));

@@ -3,8 +3,10 @@
 the mistake each tree holds (judged to the csv's rounding) or nothing for the clean tree; a broken tree exits
 2 with one line naming the file and line, and writes nothing. Run from ctest (py_msprobe) with RANKSIGHT_CLI."""
 
+import csv
 import glob
 import json
+import math
 import os
 import subprocess
 import sys
@@ -40,7 +42,58 @@ class MsprobeImportTest(unittest.TestCase):
         out = os.path.join(self.dir.name, name + ".h5")
         p = self.cli("import-msprobe", src, "--out", out)
         self.assertEqual(p.returncode, 0, p.stderr)
+        # A note is read by people: it names what was not recorded in words, never as a dataset path.
+        for line in p.stdout.splitlines():
+            if line.startswith("note: "):
+                self.assertNotRegex(line, r"/(steps|grads|weights)/", line)
         return out, p.stdout
+
+    def gradients(self, path):
+        """gradients.csv of the run: (step, rank, parameter) -> (local_norm, synced_norm, nonfinite) as text."""
+        out = path + "-csv"
+        p = self.cli("export-csv", path, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(out, "gradients.csv"), encoding="utf-8", newline="") as fh:
+            return {(int(r["step"]), int(r["rank"]), r["parameter"]): (r["local_norm"], r["synced_norm"], r["nonfinite"])
+                    for r in csv.DictReader(fh)}
+
+    def written(self, src, prefix):
+        """The local-gradient norms the tree's csv files hold, read here as msprobe's users read them
+        (pandas-like: a part file's columns are its first file's header): (step, rank, name) -> norm."""
+        out = {}
+        for folder in glob.glob(os.path.join(src, "*", "*")):
+            base = os.path.basename(folder)
+            if not os.path.isdir(folder) or base == "anomaly_detected":
+                continue
+            rank = int(base[5:]) if base.startswith("rank_") else int(base.split("-rank")[1].split("-")[0]) \
+                if "-rank" in base else 0
+            for f in glob.glob(os.path.join(folder, prefix + "*.csv")):
+                head = f.split("_part_")[0] + ".csv" if "_part_" in f else f
+                with open(head, newline="") as fh:
+                    header = next(csv.reader(fh))
+                with open(f, newline="") as fh:
+                    rows = list(csv.reader(fh))
+                rows = rows[1:] if rows and rows[0] == header else rows
+                for row in rows:
+                    r = dict(zip(header, row))
+                    if r.get("scope", "unreduced") != "unreduced":
+                        continue
+                    name = r.get("name") or r.get("param_name") or r.get("module_name")
+                    out[(int(r["step"]), rank, name)] = float(r["norm"]) if r["norm"] not in ("", "nan") else math.nan
+        return out
+
+    def assertNormsAsWritten(self, path, src, prefix):
+        """Every local-gradient norm of the run is the one the csv holds (to float32), nan where it holds nan."""
+        written = self.written(src, prefix)
+        got = self.gradients(path)
+        self.assertTrue(written)
+        for key, norm in written.items():
+            text = got[key][0]
+            if math.isnan(norm):
+                self.assertEqual(text, "nan", key)
+            else:
+                self.assertAlmostEqual(float(text), norm, delta=abs(norm) * 1e-6, msg=key)
+        return got
 
     def diagnosis(self, path):
         p = self.cli("diagnose", path, "--json")
@@ -161,7 +214,7 @@ class MsprobeImportTest(unittest.TestCase):
         self.assertEqual(d["findings"], [])
         arithmetic = [c for c in d["not_run"] if "grad-sum" in c["causes"]]
         self.assertEqual(len(arithmetic), 1, d["not_run"])
-        self.assertIn("no local gradient sums (/grads/local_sum)", arithmetic[0]["reason"])
+        self.assertIn("no local gradient sums", arithmetic[0]["reason"])
         self.check("shard-overlap", "shard-overlap", ranks=[0, 1, 2, 3], layout="v2")
         self.assertEqual(self.check("init-mismatch", "init-mismatch", ranks=[0, 3], layout="v2")["first_step"], 0)
 
@@ -200,12 +253,13 @@ class MsprobeImportTest(unittest.TestCase):
                             "Dec01_13-00-00-rank1-deadbeef"),
             "bad-anomaly": "anomaly_detected/rank2/anomaly.json: not JSON",
             "v2:bad-number": "rank_2/weight_grad_step5-9.csv:4: column 'min': '1.2.3' is not a number",
-            "v2:missing-rank": "no folder for rank 1 (rank folders found: 0, 2, 3)",
+            "part-without-header": ("grad_unreduced_5-9_part_1.csv: a part file without grad_unreduced_5-9.csv"),
             "v2:both-layouts": "holds both Monitor V1 rank folders",
         }
         for case, expected in cases.items():
             layout, broken = case.split(":") if ":" in case else ("v1", case)
-            src = self.tree("broken-%s-%s" % (layout, broken), "--broken", broken, "--layout", layout)
+            extra = ("--part-rows", "4") if broken == "part-without-header" else ()
+            src = self.tree("broken-%s-%s" % (layout, broken), "--broken", broken, "--layout", layout, *extra)
             out = os.path.join(self.dir.name, "broken-%s-%s.h5" % (layout, broken))
             p = self.cli("import-msprobe", src, "--out", out)
             self.assertEqual(p.returncode, 2, broken)
@@ -226,6 +280,164 @@ class MsprobeImportTest(unittest.TestCase):
         self.assertEqual(os.path.getmtime(path), before)
         p = self.cli("import-msprobe", os.path.join(self.dir.name, "again"), "--out", path, "--force", "--quiet")
         self.assertEqual((p.returncode, p.stdout), (0, ""))
+
+    # --- msprobe's trees as each version writes them (tests/msprobe/make_msprobe_tree.py --version ...) ---
+
+    def test_every_monitor_v1_version_imports_its_values(self):
+        """1.2.0 (param_name, a nan written as an empty field, param_*.csv), 1.2.2 (name, nan), 8.1 (shape and
+        dtype, quoted "[16, 8]" and bare [8]): each run holds the norms the csv holds, a NaN gradient is nan with
+        its non-finite count, a tiny one in scientific notation (5e-06) is read as printed."""
+        for version in ("1.2.0", "1.2.2", "8.1"):
+            src = self.tree("v1-" + version, "--version", version, "--nan-grad", "--tiny-grad")
+            with open(glob.glob(os.path.join(src, "monitor_output", "*rank2-*", "grad_unreduced_5-9.csv"))[0]) as fh:
+                text = fh.read()
+            self.assertIn({"1.2.0": "vpp_stage,param_name,step,", "1.2.2": "vpp_stage,name,step,norm",
+                           "8.1": "nans,mean,shape,dtype"}[version], text.splitlines()[0])
+            self.assertIn("layers.0.attention.dense.bias,6,%s," % ("" if version == "1.2.0" else "nan"), text)
+            self.assertRegex(text, r"final_layernorm\.weight,\d+,\d(\.\d+)?e-0\d,")
+            out = os.path.join(self.dir.name, "v1-%s.h5" % version)
+            p = self.cli("import-msprobe", src, "--out", out)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("4 ranks, 12 steps, 6 parameters", p.stdout)
+            got = self.assertNormsAsWritten(out, src, "grad_unreduced_")
+            self.assertEqual(got[(6, 2, "layers.0.attention.dense.bias")][2], "1")  # nans = 1
+            self.assertEqual(got[(6, 1, "layers.0.attention.dense.bias")][2], "0")
+            self.assertEqual(got[(6, 2, "layers.0.attention.dense.bias")][1], "nan")  # the mean of a NaN
+            self.assertEqual({k[2] for k in got}, {
+                "embedding.word_embeddings.weight", "layers.0.attention.dense.weight", "layers.0.attention.dense.bias",
+                "layers.0.mlp.dense_h_to_4h.weight", "layers.1.mlp.dense_4h_to_h.weight", "final_layernorm.weight"})
+            j = json.loads(self.cli("inspect", out, "--json").stdout)
+            self.assertEqual(j["parameters"] is not None, version == "8.1", version)  # sizes only where shapes are printed
+            self.assertNotIn("/weights/norm", j["absent"])
+
+    def test_a_single_process_folder_is_rank_0(self):
+        path, out = self.imported("single", "--version", "1.2.0", "--single-process")
+        self.assertTrue(os.path.isdir(os.path.join(self.dir.name, "single", "monitor_output",
+                                                   "Dec01_12-00-00-1a2b3c00")))
+        self.assertIn("1 ranks, 12 steps, 6 parameters", out)
+        self.assertIn("note: a process that was not distributed (its folder <time>-<id> names no rank): imported as "
+                      "rank 0", out)
+        self.assertNormsAsWritten(path, os.path.join(self.dir.name, "single"), "grad_unreduced_")
+
+    def test_ops_in_the_users_order(self):
+        path, _ = self.imported("ops-order", "--version", "1.2.0", "--ops", "nans,max,norm,min")
+        src = os.path.join(self.dir.name, "ops-order")
+        with open(glob.glob(os.path.join(src, "monitor_output", "*rank0-*", "grad_unreduced_0-4.csv"))[0]) as fh:
+            self.assertEqual(fh.readline().strip(), "vpp_stage,param_name,step,nans,max,norm,min")
+        self.assertNormsAsWritten(path, src, "grad_unreduced_")
+        j = json.loads(self.cli("inspect", path, "--json").stdout)
+        self.assertIn("/grads/local_sum", j["absent"])  # no mean: no sums
+        self.assertNotIn("/grads/local_max", j["absent"])
+
+    def test_part_files_l2_hooks_and_optimizer_moments(self):
+        """More rows in one write than msprobe's limit: the rows in headerless _part_<k> files, the header alone in
+        the first; L2 hook files and exp_avg files (no step 0) are listed as not imported, in words."""
+        path, out = self.imported("parts", "--part-rows", "4", "--l2-hooks")
+        src = os.path.join(self.dir.name, "parts")
+        rank0 = glob.glob(os.path.join(src, "monitor_output", "*rank0-*"))[0]
+        self.assertTrue(os.path.exists(os.path.join(rank0, "grad_unreduced_0-4_part_2.csv")))
+        with open(os.path.join(rank0, "grad_unreduced_0-4.csv")) as fh:
+            self.assertEqual(len(fh.read().splitlines()), 1)
+        with open(os.path.join(rank0, "exp_avg_0-4.csv")) as fh:
+            self.assertFalse(any(",0," in line[:40] for line in fh.read().splitlines()[1:]))
+        self.assertIn("4 ranks, 12 steps, 6 parameters", out)
+        self.assertNormsAsWritten(path, src, "grad_unreduced_")
+        for words in ("attention_hook (attention entropy and softmax max)",
+                      "linear_hook (stable rank and kernel norm of linear layers)",
+                      "exp_avg (the optimizer's first moments)", "actv (module activations)"):
+            self.assertIn(words, out)
+        self.assertEqual(self.diagnosis(path)["findings"], [])
+
+    def test_monitor_v2_as_written(self):
+        """CRLF, vpp_stage -1 (one model) or 0 with names 0:<name> (a list of models), cc rows with no vpp_stage,
+        weight_grad rows with micro_step, full float32 text: the norms are the csv's and the names its own."""
+        for name, options in (("v2-single", ()), ("v2-list", ("--vpp-list",))):
+            path, out = self.imported(name, "--layout", "v2", *options)
+            src = os.path.join(self.dir.name, name)
+            with open(os.path.join(src, "monitor_v2_out", "rank_0", "weight_grad_step0-4.csv"), "rb") as fh:
+                raw = fh.read().decode()
+            self.assertTrue(raw.startswith("vpp_stage,step,module_name,scope,micro_step,min,max,mean,norm,nans\r\n"))
+            self.assertIn("\r\n0,0,0:" if options else "\r\n-1,0,final", raw)
+            with open(os.path.join(src, "monitor_v2_out", "rank_0", "cc_step0-4.csv")) as fh:
+                self.assertTrue(fh.read().splitlines()[1].startswith(",0,all_reduce"))
+            got = self.assertNormsAsWritten(path, src, "weight_grad_")
+            prefix = "0:" if options else ""
+            self.assertIn((0, 0, prefix + "final_layernorm.weight"), got)
+            self.assertFalse(any(k[2].startswith("-1:") for k in got))
+            self.assertEqual(self.diagnosis(path)["findings"], [], name)
+
+    def test_monitor_v2_a_statistic_missing_from_some_rows(self):
+        path, out = self.imported("v2-nan-column", "--layout", "v2", "--nan-column", "nans")
+        self.assertIn("note: every 'nans' of the local (unreduced) gradients is nan", out)
+        j = json.loads(self.cli("inspect", path, "--json").stdout)
+        self.assertIn("/grads/nonfinite", j["absent"])  # never a count of 0
+        self.assertNotIn("/grads/local_norm", j["absent"])
+        self.assertEqual(self.gradients(path)[(0, 0, "final_layernorm.weight")][2], "")
+
+    def test_monitor_v2_a_subset_of_ranks(self):
+        """The monitor's `rank` setting: only rank_3/ (or ranks 0, 2, 3) written. The ranks present import with
+        their values; the others are not recorded (nan), named so by inspect and diagnose, never in agreement."""
+        for name, only, missing in (("v2-rank3", "3", [0, 1, 2]), ("v2-rank023", "0,2,3", [1])):
+            path, out = self.imported(name, "--layout", "v2", "--only-ranks", only)
+            self.assertIn("4 ranks, 12 steps, 6 parameters", out)
+            words = ("ranks 0, 1, 2 of 4 have" if len(missing) > 1 else "rank 1 of 4 has")
+            self.assertIn("note: %s no folder (the monitor's `rank` setting limits which ranks write)" % words, out)
+            got = self.assertNormsAsWritten(path, os.path.join(self.dir.name, name), "weight_grad_")
+            for (step, rank, _), (local, synced, _) in got.items():
+                self.assertEqual(rank in missing, local == "nan" and synced == "nan", (step, rank))
+            listed = ", ".join(str(r) for r in missing)
+            inspect = self.cli("inspect", path).stdout
+            self.assertIn("an msprobe Monitor tree: 4 ranks (%s %s not recorded)" %
+                          ("ranks" if len(missing) > 1 else "rank", listed), inspect)
+            d = self.cli("diagnose", path)
+            self.assertEqual(d.returncode, 0, d.stderr)
+            self.assertNotIn("the ranks agree", d.stdout)
+            self.assertIn("not recorded, not compared", d.stdout)
+            self.assertEqual(self.diagnosis(path)["findings"], [])
+
+    def test_monitor_alerts_as_written(self):
+        """call_id -1, msprobe's anomaly_analyse.json beside the rank folders (the same alerts again: counted once),
+        the messages' ending kept."""
+        path, out = self.imported("alerts-real", "--anomalies", "--call-id-unknown", "--analyse")
+        self.assertIn("note: 2 alerts of the monitor (anomaly_detected/) imported as MONITOR_ANOMALY events", out)
+        rows = self.events(path)
+        self.assertEqual(len(rows), 2, rows)
+        self.assertTrue(rows[0].endswith("current value nan, history mean 0.4312.\""), rows[0])
+        self.assertTrue(rows[1].endswith("current value 3.52, history mean 0.4312.\""), rows[1])
+
+    def test_a_folder_of_alerts_alone_is_a_run_of_events(self):
+        path, out = self.imported("alerts-only", "--alerts-only")
+        self.assertEqual(sorted(os.listdir(os.path.join(self.dir.name, "alerts-only", "monitor_output"))),
+                         ["anomaly_detected"])
+        self.assertIn("4 ranks, 0 steps, parameters not recorded", out)
+        self.assertIn("note: only the monitor's alerts (anomaly_detected/): no gradient or weight statistics were "
+                      "recorded", out)
+        j = json.loads(self.cli("inspect", path, "--json").stdout)
+        self.assertEqual((j["world_size"], j["steps_recorded"]), (4, 0))
+        for absent in ("/grads/local_norm", "/grads/synced_norm", "/grads/nonfinite", "/weights/norm"):
+            self.assertIn(absent, j["absent"])
+        self.assertEqual([r.split(",")[:2] for r in self.events(path)], [["7", "1"], ["7", "3"]])
+        d = self.cli("diagnose", path)
+        self.assertIn("no rank's statistics were recorded, so none were compared", d.stdout)
+        # anomaly_detected/ itself, and msprobe's analysis alone when no rank's anomaly.json is left
+        root = os.path.join(self.dir.name, "alerts-only", "monitor_output", "anomaly_detected")
+        p = self.cli("import-msprobe", root, "--out", os.path.join(self.dir.name, "alerts-only-2.h5"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("2 alerts", p.stdout)
+        src = self.tree("analysis-only", "--alerts-only", "--analyse")
+        for r in range(4):
+            os.remove(os.path.join(src, "monitor_output", "anomaly_detected", "rank%d" % r, "anomaly.json"))
+        p = self.cli("import-msprobe", src, "--out", os.path.join(self.dir.name, "analysis-only.h5"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("from anomaly_analyse.json", p.stdout)
+        self.assertEqual(len(self.events(os.path.join(self.dir.name, "analysis-only.h5"))), 2)
+
+    def events(self, path):
+        out = path + "-events"
+        p = self.cli("export-csv", path, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(out, "events.csv"), encoding="utf-8") as fh:
+            return [r for r in fh.read().splitlines() if "MONITOR_ANOMALY" in r]
 
 
 if __name__ == "__main__":
