@@ -21,6 +21,7 @@
 #include "panels/CollectivesPanel.h"
 #include "panels/ComparisonPanel.h"
 #include "panels/EventLogPanel.h"
+#include "panels/FileDialogs.h"
 #include "panels/FindingsPanel.h"
 #include "panels/ReplayControl.h"
 #include "panels/RunEstimate.h"
@@ -171,6 +172,8 @@ void MainWindow::createDocks() {
             tensors->raise();
     });
     connect(m_findings, &FindingsPanel::findingActivated, this, &MainWindow::showFinding);
+    connect(m_findings, &FindingsPanel::referenceActivated, this,
+            [this] { m_centralTabs->setCurrentWidget(m_comparison); });
     // Findings are the answer a user came for: bring them to the front when there are some.
     // An import's own panel (which names the same disagreement, with every rank's position) comes first.
     // After a comparison its page is what the user asked to see (the Findings panel's first line says where
@@ -468,8 +471,7 @@ void MainWindow::openRun(const QString& path) {
 QString MainWindow::chooseRunFile(const QString& title) {
     QSettings s;
     const QString dir = s.value(QStringLiteral("lastOpenDir"), m_runsDir).toString();
-    QString path =
-        QFileDialog::getOpenFileName(this, title, dir, tr("RankSight runs (*.h5 *.hdf5);;All files (*)"));
+    QString path = filedialogs::openFile(this, title, dir, tr("RankSight runs (*.h5 *.hdf5);;All files (*)"));
     if (!path.isEmpty())
         s.setValue(QStringLiteral("lastOpenDir"), QFileInfo(path).absolutePath());
     return path;
@@ -553,16 +555,17 @@ void MainWindow::dropEvent(QDropEvent* event) {
 }
 
 void MainWindow::exportChartDialog(ChartWidget* chart) {
+    const QString exportKey = QStringLiteral("lastExportDir");
     const QString suggested =
-        QDir(QSettings().value(QStringLiteral("lastExportDir"), QDir::homePath()).toString())
+        QDir(filedialogs::exportStartDir(exportKey, m_model->path()))
             .filePath(QStringLiteral("%1-%2.png").arg(m_model->runName(), chart->chartId()));
     QString selected;
-    const QString path = QFileDialog::getSaveFileName(
-        this, tr("Export %1").arg(chart->chartTitle()), suggested,
-        tr("PNG image (*.png);;SVG vector image (*.svg);;PDF (*.pdf)"), &selected);
+    const QString path =
+        filedialogs::saveFile(this, tr("Export %1").arg(chart->chartTitle()), suggested,
+                              tr("PNG image (*.png);;SVG vector image (*.svg);;PDF (*.pdf)"), &selected);
     if (path.isEmpty())
         return;
-    QSettings().setValue(QStringLiteral("lastExportDir"), QFileInfo(path).absolutePath());
+    filedialogs::rememberExport(exportKey, m_model->path(), QFileInfo(path).absolutePath());
     ImageFormat format;
     if (!imageFormatFromPath(path, &format)) {
         showError(tr("Export failed"), tr("%1: use a .png, .svg or .pdf file name.").arg(path));
@@ -614,7 +617,8 @@ bool MainWindow::exportReport(const QString& dir, QString* error) {
 void MainWindow::exportReportDialog() {
     // One dialog that names the report's new folder, suggested as <run>-report in the folder used last (a
     // folder picker wanted the folder chosen, then Choose clicked twice).
-    const QString base = QSettings().value(QStringLiteral("lastReportDir"), QDir::homePath()).toString();
+    const QString reportKey = QStringLiteral("lastReportDir");
+    const QString base = filedialogs::exportStartDir(reportKey, m_model->path());
     QString suggested = QDir(base).filePath(m_model->runName() + QStringLiteral("-report"));
     for (int i = 2; QFileInfo::exists(suggested); ++i)
         suggested = QDir(base).filePath(QStringLiteral("%1-report-%2").arg(m_model->runName()).arg(i));
@@ -625,10 +629,10 @@ void MainWindow::exportReportDialog() {
     dialog.setLabelText(QFileDialog::FileName, tr("Folder name:"));
     dialog.setLabelText(QFileDialog::Accept, tr("Write Report"));
     dialog.selectFile(suggested);
-    if (dialog.exec() != QDialog::Accepted || dialog.selectedFiles().isEmpty())
+    if (!filedialogs::exec(dialog))
         return;
     const QString dir = dialog.selectedFiles().constFirst();
-    QSettings().setValue(QStringLiteral("lastReportDir"), QFileInfo(dir).absolutePath());
+    filedialogs::rememberExport(reportKey, m_model->path(), QFileInfo(dir).absolutePath());
     if (QFileInfo::exists(dir)) { // a report goes into a folder of its own: never into or over another
         showError(tr("The bug report was not written"),
                   tr("%1 already exists. A report is written into a new folder: choose a name that is not "
