@@ -190,7 +190,7 @@ std::string comparisonText(const RunComparison& c, const std::string& nameA, con
     }
     out += fmt::format("\ncompared: {}\n", fmt::join(c.compared, ", "));
     for (const NotCompared& n : c.notCompared)
-        out += fmt::format("not compared: {}: {}\n", n.statistic, n.reason);
+        out += fmt::format("not compared: {} ({}): {}\n", n.words, n.statistic, n.reason);
     if (!c.parametersOnlyInA.empty())
         out += fmt::format("parameters only in A: {}\n", fmt::join(c.parametersOnlyInA, ", "));
     if (!c.parametersOnlyInB.empty())

@@ -18,19 +18,19 @@ const char* weight(rsc::WeightCol c) {
     return rsc::kWeightColumns[c].path;
 }
 
-// "the source (msprobe) recorded no weight fingerprints (/weights/fp) or weight norms (/weights/norm)"; ""
+// "the source (msprobe) recorded no weight fingerprints or weight norms" (words, not dataset paths); ""
 // when everything `n` reads is recorded.
 std::string missingData(const RunFacts& f, const Needs& n) {
     std::vector<std::string> missing;
     for (const Need& d : n.all)
         if (!f.meta.recorded(d.path))
-            missing.push_back(fmt::format("{} ({})", d.what, d.path));
+            missing.push_back(d.what);
     bool anyRecorded = n.any.empty();
     for (const Need& d : n.any)
         anyRecorded = anyRecorded || f.meta.recorded(d.path);
     if (!anyRecorded)
         for (const Need& d : n.any)
-            missing.push_back(fmt::format("{} ({})", d.what, d.path));
+            missing.push_back(d.what);
     if (missing.empty())
         return "";
     std::string list;

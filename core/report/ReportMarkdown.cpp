@@ -3,6 +3,7 @@
 // material (events, environment, configuration, rank table).
 #include "report/ReportMarkdown.h"
 
+#include "store/ColumnWords.h"
 #include "store/RankMean.h"
 #include "store/RunReader.h"
 #include "store/RunSlice.h"
@@ -219,13 +220,12 @@ std::string scaleText(float v) {
 void runSection(std::string& md, const ReportInput& in) {
     namespace rsc = runschema;
     const RunMeta& m = in.meta;
-    int64_t elements = 0;
-    for (const ParamInfo& p : m.params)
-        elements += p.numel;
+    const auto elements = parameterCount(m);
     md += "## Run\n\n| | |\n|---|---|\n";
     md += fmt::format("| source | {} |\n", cell(describeRun(m)));
-    md += fmt::format("| model | {} ({} parameter tensors, {} parameters) |\n",
-                      cell(attr(m, rsc::kAttrModel, m.model)), m.params.size(), elements);
+    md += fmt::format("| model | {} ({} parameter tensors, {}) |\n", cell(attr(m, rsc::kAttrModel, m.model)),
+                      m.params.size(),
+                      elements ? fmt::format("{} parameters", *elements) : "parameter sizes not recorded");
     md += fmt::format("| ranks | {} x batch {} per rank |\n", m.worldSize,
                       attr(m, rsc::kAttrBatchPerRank, std::to_string(m.batchPerRank)));
     md += fmt::format("| precision | {}, loss scale {} |\n", cell(attr(m, rsc::kAttrPrecision, m.precision)),
@@ -251,14 +251,17 @@ void runSection(std::string& md, const ReportInput& in) {
         fmt::format("| sketch | {} |\n", stepRecorded(m, rsc::kSketch) && m.sketchDim > 0
                                              ? fmt::format("{} components per parameter tensor", m.sketchDim)
                                              : std::string(kNotRecorded));
-    if (!m.absent.empty()) {
-        std::string list;
-        for (const std::string& a : m.absent)
-            list += (list.empty() ? "" : ", ") + codeSpan(a);
-        md += fmt::format("| not recorded by the source | {} |\n", list);
-    }
+    if (!m.absent.empty())
+        md += fmt::format("| not recorded by the source | {} |\n", cell(columnWordsList(m.absent)));
     md += fmt::format("| created | {} |\n", cell(m.createdUtc));
     md += fmt::format("| run file | `{}`, format version {} |\n\n", cell(in.sourcePath), in.formatVersion);
+    // What the import noted (skipped files, ranks no file covered): below the table, one line each.
+    if (const auto notes = importNotes(m); !notes.empty()) {
+        md += "Import notes:\n\n";
+        for (const std::string& n : notes)
+            md += "- " + cell(n) + "\n";
+        md += "\n";
+    }
 }
 
 // Past kReportAllRanksUpTo ranks, the ranks worth a row of their own: named by a finding or by a warning or

@@ -35,8 +35,7 @@ RunInspection inspectRun(const RunReader& reader) {
     in.plannedSteps = m.plannedSteps;
     in.stepsRecorded = reader.stepCount();
     in.parameterTensors = static_cast<int64_t>(m.params.size());
-    for (const auto& p : m.params)
-        in.parameters += p.numel;
+    in.parameters = parameterCount(m);
     in.complete = reader.complete();
     in.stopReason = reader.stopReason();
 
@@ -108,7 +107,7 @@ std::string RunInspection::toJson() const {
     j["planned_steps"] = plannedSteps;
     j["steps_recorded"] = stepsRecorded;
     j["parameter_tensors"] = parameterTensors;
-    j["parameters"] = parameters;
+    j["parameters"] = parameters ? nlohmann::json(*parameters) : nlohmann::json(nullptr);
     auto num = [](float v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
     j["loss_first"] = stepsRecorded ? num(lossFirst) : nlohmann::json(nullptr);
     j["loss_last"] = stepsRecorded ? num(lossLast) : nlohmann::json(nullptr);
@@ -135,8 +134,8 @@ std::string RunInspection::toText() const {
     std::string s;
     s += fmt::format("format          {} v{} (written by {})\n", format, formatVersion, source);
     s += fmt::format("source          {}\n", description);
-    s += fmt::format("model           {} ({} tensors, {} parameters)\n", attr(rsc::kAttrModel, model),
-                     parameterTensors, parameters);
+    s += fmt::format("model           {} ({} tensors, {})\n", attr(rsc::kAttrModel, model), parameterTensors,
+                     parameters ? fmt::format("{} parameters", *parameters) : "parameter sizes not recorded");
     s += fmt::format("cluster         {} ranks x batch {}, {}, loss scale {}\n", worldSize,
                      attr(rsc::kAttrBatchPerRank, std::to_string(batchPerRank)),
                      attr(rsc::kAttrPrecision, precision), attr(rsc::kAttrLossScale, lossScale));

@@ -24,8 +24,8 @@ struct RunInspection {
     int64_t plannedSteps = 0;
     int64_t stepsRecorded = 0;
     int64_t parameterTensors = 0;
-    int64_t parameters = 0; // elements
-    float lossFirst = 0;    // mean over ranks
+    std::optional<int64_t> parameters; // elements; nullopt: a tensor's size was not recorded
+    float lossFirst = 0;               // mean over ranks
     float lossLast = 0;
     bool weightsIdentical = true; // at the last weight record
     std::optional<int64_t> firstGradMismatchStep;

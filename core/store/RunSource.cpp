@@ -124,6 +124,27 @@ std::string describeRun(const RunMeta& meta) {
     return fmt::format("{} written by '{}'", plural(R, "rank", "ranks"), meta.source);
 }
 
+std::optional<int64_t> parameterCount(const RunMeta& meta) {
+    int64_t n = 0;
+    for (const ParamInfo& p : meta.params) {
+        if (p.numel <= 0)
+            return std::nullopt;
+        n += p.numel;
+    }
+    return meta.params.empty() ? std::nullopt : std::optional<int64_t>(n);
+}
+
+std::vector<std::string> importNotes(const RunMeta& meta) {
+    std::vector<std::string> notes;
+    const auto config = nlohmann::json::parse(meta.configJson, nullptr, false);
+    if (!config.is_object() || !config.contains("notes") || !config["notes"].is_array())
+        return notes;
+    for (const auto& n : config["notes"])
+        if (n.is_string() && !n.get<std::string>().empty())
+            notes.push_back(n.get<std::string>());
+    return notes;
+}
+
 std::vector<int> ranksNotRecorded(const RunMeta& meta) {
     std::vector<int> ranks;
     const auto config = nlohmann::json::parse(meta.configJson, nullptr, false);

@@ -6,6 +6,8 @@
 
 #include "store/RunRecords.h"
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,10 +21,17 @@ SourceKind sourceKind(const RunMeta& meta);
 // "4 emulated Ascend 910 cards on 2 servers", "a PyTorch DDP job: 4 processes (gloo) on host h",
 // "an msprobe Monitor tree: 8 ranks".
 std::string describeRun(const RunMeta& meta);
+// What an importer noted about the files it read (msprobe's layout and version, files it skipped, ranks no
+// file covered, a flight-recorder join's clock): the `notes` of the run's config JSON, for the run panel and
+// the report. Empty for runs RankSight recorded itself.
+std::vector<std::string> importNotes(const RunMeta& meta);
 // Ranks the run's source holds no record of (an msprobe monitor told to watch some ranks only): their
 // statistics are not recorded (NaN), and nothing may call them in agreement. The config JSON's
 // `ranks_not_recorded`; empty when every rank was recorded.
 std::vector<int> ranksNotRecorded(const RunMeta& meta);
+// The model's parameter count (elements), or nullopt when a tensor's size was not recorded (an msprobe tree
+// that printed no shapes, an L1 dump): a sum over unknown sizes would read as a model of 0 parameters.
+std::optional<int64_t> parameterCount(const RunMeta& meta);
 // What the rank is called in this source's words: "card", "process", "rank".
 std::string rankNoun(const RunMeta& meta);
 // The number of distinct servers (hosts) the card table names; 0 without a card table.

@@ -4,6 +4,7 @@
 #include "RunFileDiff.h"
 #include "RunFileFixtures.h"
 #include "reader/OpenRunFile.h"
+#include "store/ColumnWords.h"
 
 #include <QFile>
 #include <QJsonArray>
@@ -36,6 +37,7 @@ private slots:
     void roundTrip();
     void missingValuesArePaddedAndStringsCut();
     void absentColumnsAreDeclaredInTheFile();
+    void everyAbsentColumnHasWords();
     void fileBeforeAColumnWasAddedOpens();
     void importTablesRoundTripAndMayBeMissing();
     void flightRowsLargerThanAChunk();
@@ -276,6 +278,30 @@ void TestRunFile::flightRowsLargerThanAChunk() {
 // A source that cannot record some columns says so (root attribute `absent`); the reader process hands the
 // list on, drops names it does not know (a later version's) and duplicates; the writer refuses a name that
 // is not a step or weight column, and files without the attribute recorded everything.
+// What a source did not record is told in words: every column and attribute a file may declare absent has
+// them, so a column added to the schema without words fails here rather than showing a path to a user.
+void TestRunFile::everyAbsentColumnHasWords() {
+    namespace rsc = runschema;
+    std::vector<std::string> all;
+    for (int c = 0; c < rsc::kStepColCount; ++c)
+        if (c != rsc::kStep)
+            all.emplace_back(rsc::kStepColumns[c].path);
+    for (int c = 0; c < rsc::kWeightColCount; ++c)
+        if (c != rsc::kWStep)
+            all.emplace_back(rsc::kWeightColumns[c].path);
+    for (const char* a : rsc::kAbsentAttributes)
+        all.emplace_back(a);
+    for (const std::string& p : all) {
+        QVERIFY(rsc::mayBeAbsent(p));
+        const std::string w = columnWords(p);
+        QVERIFY2(w != p && w.find('/') == std::string::npos && !w.empty(), p.c_str());
+    }
+    QCOMPARE(
+        columnWordsList({"/steps/loss", "/steps/lr", "/steps/overflow", "/grads/local_fp", "/steps/loss"}),
+        std::string("loss, learning rate, overflow flags and local-gradient fingerprints"));
+    QCOMPARE(columnWords("/grads/some_future_column"), std::string("/grads/some_future_column"));
+}
+
 void TestRunFile::absentColumnsAreDeclaredInTheFile() {
     RunMeta meta = makeMeta(2, 3, 2, 4);
     meta.source = "msprobe";

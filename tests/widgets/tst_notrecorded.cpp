@@ -12,6 +12,7 @@
 #include "model/StepCursor.h"
 #include "panels/CardsModel.h"
 #include "panels/CardsPanel.h"
+#include "panels/RunSummaryView.h"
 #include "report/ReportExporter.h"
 #include "store/RunSource.h"
 #include "store/RunWriter.h"
@@ -20,6 +21,7 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <fmt/format.h>
 #include <qcustomplot.h>
 
 using namespace rs;
@@ -33,7 +35,10 @@ struct Source {
     std::string source;
     std::vector<std::string> absent;
     std::string environment;
+    std::string config = "{}";
 };
+
+constexpr const char* kImportNote = "ranks 1 and 3 have no folder: not monitored";
 
 // The absent lists as the engine, ranksight.ddp.Recorder (no GradScaler) and import-msprobe write them.
 Source sourceNamed(const QString& name) {
@@ -44,7 +49,8 @@ Source sourceNamed(const QString& name) {
                  "/grads/underflow_count"},
                 R"({"source":"pytorch-ddp","host":"box","backend":"gloo"})"};
     if (name == "msprobe")
-        return {"msprobe", "msprobe", msprobeNeverRecorded(), R"({"source":"msprobe"})"};
+        return {"msprobe", "msprobe", msprobeNeverRecorded(), R"({"source":"msprobe"})",
+                fmt::format(R"({{"layout":"Monitor V1","notes":["{}"]}})", kImportNote)};
     return {"engine", "ranksight-engine", {}, R"({"nodes":1})"};
 }
 
@@ -56,6 +62,7 @@ void writeRun(const QString& path, const Source& src,
     meta.source = src.source;
     meta.absent = src.absent;
     meta.environment = src.environment;
+    meta.configJson = src.config;
     if (src.source != "ranksight-engine") // cards as the recorder and the importer describe them
         for (CardInfo& c : meta.cards)
             c = CardInfo{c.rank, -1, "", src.source == "pytorch-ddp" ? "box" : "", 0, 0};
@@ -231,6 +238,18 @@ void TestNotRecorded::report() {
     QCOMPARE(run.contains("| data | not recorded |"), ddp);
     QCOMPARE(run.contains("| weight fingerprints | not recorded"), msprobe);
     QCOMPARE(run.contains("| not recorded by the source |"), !src.absent.empty());
+    // In words, never as dataset paths; and what the import noted, below the table.
+    QVERIFY2(!md.contains("/steps/") && !md.contains("/grads/") && !md.contains("/weights/"),
+             qPrintable(run));
+    QCOMPARE(run.contains("overflow flags"), msprobe || ddp);
+    QCOMPARE(run.contains(QString("Import notes:\n\n- ") + kImportNote), msprobe);
+    RunSummaryView panel;
+    panel.showRun(model.meta(), path);
+    const QString notRecorded = panel.fieldText("Not recorded");
+    QCOMPARE(notRecorded.isEmpty(), src.absent.empty());
+    QVERIFY2(!notRecorded.contains('/'), qPrintable(notRecorded));
+    QCOMPARE(notRecorded.contains("fp16 overflow counts"), msprobe || ddp);
+    QCOMPARE(panel.fieldText("Import notes"), msprobe ? QString("• ") + kImportNote : QString());
     // Figures: never a 0 count or a NaN for what was not recorded.
     QCOMPARE(summary.contains("Overflow flags: not recorded by the source"), msprobe || ddp);
     QCOMPARE(summary.contains("Overflow on at least one rank in 0 of 40 steps"), !msprobe && !ddp);

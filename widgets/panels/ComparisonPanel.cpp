@@ -141,7 +141,7 @@ void ComparisonPanel::updateSummary() {
     QString why;
     for (const NotCompared& n : c.notCompared)
         why += QStringLiteral("%1: %2\n")
-                   .arg(QString::fromStdString(n.statistic), QString::fromStdString(n.reason));
+                   .arg(QString::fromStdString(n.words), QString::fromStdString(n.reason));
     m_summary->setToolTip(why.trimmed());
 }
 

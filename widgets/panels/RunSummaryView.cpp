@@ -1,6 +1,7 @@
 // See RunSummaryView.h.
 #include "panels/RunSummaryView.h"
 
+#include "store/ColumnWords.h"
 #include "store/RunSchema.h"
 #include "store/RunSource.h"
 
@@ -78,11 +79,20 @@ void RunSummaryView::showRun(const RunMeta& meta, const QString& path) {
     addRow(tr("Data"), attr(meta, rsc::kAttrData, meta.data));
     addRow(tr("Seed"), attr(meta, rsc::kAttrSeed, std::to_string(meta.seed)));
     if (!meta.absent.empty()) {
-        QStringList absent;
+        QStringList paths;
         for (const std::string& a : meta.absent)
-            absent << QString::fromStdString(a);
-        addRow(tr("Not recorded"), absent.join(QStringLiteral(", ")),
-               tr("What this run's source could not record: every view shows \"not recorded\" there"));
+            paths << QString::fromStdString(a);
+        addRow(tr("Not recorded"), QString::fromStdString(columnWordsList(meta.absent)),
+               tr("What this run's source could not record: every view shows \"not recorded\" there.\n"
+                  "In the run file: %1")
+                   .arg(paths.join(QStringLiteral(", "))));
+    }
+    if (const auto notes = importNotes(meta); !notes.empty()) {
+        QStringList lines;
+        for (const std::string& n : notes)
+            lines << QStringLiteral("• ") + QString::fromStdString(n);
+        addRow(tr("Import notes"), lines.join(QLatin1Char('\n')),
+               tr("What the import noted about the files it read"));
     }
     addRow(tr("Recorded"), meta.createdUtc.empty() ? notRecorded() : QString::fromStdString(meta.createdUtc));
 }
