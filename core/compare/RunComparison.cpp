@@ -4,6 +4,7 @@
 
 #include "compare/MeasuredDrift.h"
 #include "reader/OpenRunFile.h"
+#include "store/ColumnWords.h"
 #include "store/RunReader.h"
 #include "store/RunSource.h"
 
@@ -232,6 +233,7 @@ private:
     void compareStep(const StepRecord& sa, const StepRecord& sb);
     void compareGlobalBatch(const StepRecord& sa, const StepRecord& sb);
     void compareWeights(const WeightRecord& wa, const WeightRecord& wb);
+    void appendLossDeviation(const StepRecord& sa, const StepRecord& sb, double meanA, double meanB);
     void brokeBits(int64_t step) {
         if (m_bitwiseBroken < 0 || step < m_bitwiseBroken)
             m_bitwiseBroken = step;
@@ -270,7 +272,7 @@ void Comparer::decideStats() {
             m_on[s] = true;
             m_c.compared.emplace_back(info.name);
         } else {
-            m_c.notCompared.push_back({info.name, why});
+            m_c.notCompared.push_back({info.name, why, columnWords(info.path)});
         }
     }
     // Fingerprints also say how long two runs of other arithmetic stayed bit for bit equal: read, not judged.
@@ -568,6 +570,7 @@ void Comparer::run(const std::function<void(int)>& progress) {
         for (int r = 0; r < na; ++r)
             m_rp.emplace_back(r, r);
         m_c.rankMapping = "rank r of A against rank r of B";
+        m_c.lossDeviationPerRank = true;
     } else {
         for (int r = 0; r < na; ++r)
             m_rp.emplace_back(r, 0);
@@ -628,8 +631,7 @@ void Comparer::run(const std::function<void(int)>& progress) {
             const double la = meanLoss(sa), lb = meanLoss(sb);
             m_c.lossA.push_back(float(la));
             m_c.lossB.push_back(float(lb));
-            for (const RankStep& r : sa.ranks)
-                m_c.lossDeviation.push_back(float(double(r.loss) - lb));
+            appendLossDeviation(sa, sb, la, lb);
             compareStep(sa, sb);
             while (w < wEnd && wStepsA[size_t(wPairs[w].first)] <= sa.step) {
                 if (wStepsA[size_t(wPairs[w].first)] == sa.step)
@@ -645,6 +647,16 @@ void Comparer::run(const std::function<void(int)>& progress) {
         if (progress)
             progress(int(100 * k1 / pairs.size()));
     }
+}
+
+void Comparer::appendLossDeviation(const StepRecord& sa, const StepRecord& sb, double meanA, double meanB) {
+    if (!m_c.lossDeviationPerRank) {
+        m_c.lossDeviation.push_back(float(meanA - meanB));
+        return;
+    }
+    for (size_t r = 0; r < sa.ranks.size(); ++r)
+        m_c.lossDeviation.push_back(r < sb.ranks.size() ? float(double(sa.ranks[r].loss) - sb.ranks[r].loss)
+                                                        : std::numeric_limits<float>::quiet_NaN());
 }
 
 } // namespace

@@ -58,6 +58,7 @@ struct ParameterComparison {
 struct NotCompared {
     std::string statistic;
     std::string reason;
+    std::string words; // what the statistic is, for people ("local-gradient fingerprints")
 };
 
 // A second reference that differs from the reference only by arithmetic (another layout, another card count
@@ -103,9 +104,13 @@ struct RunComparison {
     // parameter was judged at that step. mapSteps[i] is the step of row i.
     std::vector<int64_t> mapSteps;
     std::vector<float> mapExcess; // mapSteps.size() x perParameter.size()
-    // Per aligned step: the loss each run recorded, mean over its ranks, and A's per-rank deviation from B.
+    // Per aligned step: the loss each run recorded, mean over its ranks, and A's deviation from B. Where the
+    // ranks align one to one, rank r against rank r of B (0 on runs equal bit for bit); otherwise (B is one
+    // card of the same global batch, or another card count) a rank's loss over its own shard has no
+    // counterpart in B, so the one line is A's mean against B's mean.
     std::vector<float> lossA, lossB;
-    std::vector<float> lossDeviation; // mapSteps.size() x A's world size: loss_A[r] - mean loss_B
+    bool lossDeviationPerRank = false;
+    std::vector<float> lossDeviation; // mapSteps.size() x (perRank ? A's world size : 1)
 
     // The first divergence of one statistic ("lr", "local_fp"), or null.
     const Divergence* firstOf(std::string_view statistic) const;

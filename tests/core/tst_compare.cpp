@@ -92,6 +92,12 @@ void TestCompare::sameConfigurationIsBitwiseEqual() {
     QCOMPARE(c.perParameter.size(), size_t(6));
     for (const ParameterComparison& p : c.perParameter)
         QCOMPARE(p.worstExcess, 0.0);
+    // Each rank against the same rank of the reference: nothing at all on runs equal bit for bit (against
+    // the reference's mean loss, each rank's line swung by its own shard's loss).
+    QVERIFY(c.lossDeviationPerRank);
+    QCOMPARE(c.lossDeviation.size(), size_t(20 * 4));
+    for (float d : c.lossDeviation)
+        QCOMPARE(d, 0.0f);
 }
 
 // The README's bit-flip table: sdc-before@8:2:BIT on the MLP, 4 cards, 20 steps, the defaults otherwise. The
@@ -158,6 +164,13 @@ void TestCompare::cardsAgainstOneCardOfTheSameGlobalBatch() {
     QVERIFY(std::find(c.compared.begin(), c.compared.end(), "global_batch") != c.compared.end());
     QVERIFY(std::find(c.compared.begin(), c.compared.end(), "synced_norm") != c.compared.end());
     QVERIFY2(!c.first, c.first ? (c.first->statistic + " at " + std::to_string(c.first->step)).c_str() : "");
+    // No rank of the cards has a counterpart in the one card: one line, the cards' mean loss against the
+    // card's, which is the same global batch's loss up to rounding.
+    QVERIFY(!c.lossDeviationPerRank);
+    QCOMPARE(c.lossDeviation.size(), size_t(300));
+    for (size_t i = 0; i < 5; ++i)
+        QVERIFY2(std::abs(c.lossDeviation[i]) < 1e-4f,
+                 qPrintable(QString::number(double(c.lossDeviation[i]))));
 
     // The same pair with a learning rate 10% higher on the cards: named, and parted from the first update.
     const QString faster =

@@ -56,7 +56,7 @@ void ReferenceChart::setupLoss() {
     p->xAxis->setTickLabels(false); // the map below labels the shared step axis
     p->yAxis->setLabel(tr("loss"));
     p->yAxis2->setVisible(true);
-    p->yAxis2->setLabel(tr("rank − reference"));
+    p->yAxis2->setLabel(tr("rank − reference's rank"));
     m_lossA = addDenseLineGraph(p->xAxis, p->yAxis);
     m_lossA->setName(tr("this run (mean over ranks)"));
     m_lossA->setPen(QPen(palette::meanColor(), 2));
@@ -114,23 +114,26 @@ void ReferenceChart::setComparison(std::shared_ptr<const RunComparison> comparis
     m_referenceName = referenceName;
     m_lossB->setName(referenceName.isEmpty() ? tr("reference (mean over ranks)")
                                              : tr("reference %1 (mean over ranks)").arg(referenceName));
+    // One line per rank where the ranks align one to one (few enough to tell apart), else one line: the
+    // largest rank's deviation, or the means' against a reference of another card count.
+    const bool perRank = m_comparison && m_comparison->lossDeviationPerRank;
     const int R = m_comparison ? model()->worldSize() : 0;
-    const int lines = R <= kLinesUpTo ? R : 1;
+    const int lines = !m_comparison ? 0 : perRank && R <= kLinesUpTo ? R : 1;
     while (int(m_deviation.size()) > lines) {
         plot()->removeGraph(m_deviation.back());
         m_deviation.pop_back();
     }
-    while (int(m_deviation.size()) < lines) {
-        QCPGraph* g = addDenseLineGraph(plot()->xAxis, plot()->yAxis2);
-        m_deviation.push_back(g);
-    }
+    while (int(m_deviation.size()) < lines)
+        m_deviation.push_back(addDenseLineGraph(plot()->xAxis, plot()->yAxis2));
+    const bool eachRank = perRank && R <= kLinesUpTo;
     for (int i = 0; i < lines; ++i) {
-        m_deviation[size_t(i)]->setPen(
-            QPen(R <= kLinesUpTo ? palette::rankColor(i) : palette::markerColor(), 1));
-        m_deviation[size_t(i)]->setName(R <= kLinesUpTo
-                                            ? tr("rank %1 − reference").arg(i)
-                                            : tr("largest |rank − reference| of %1 ranks").arg(R));
+        m_deviation[size_t(i)]->setPen(QPen(eachRank ? palette::rankColor(i) : palette::markerColor(), 1));
+        m_deviation[size_t(i)]->setName(eachRank ? tr("rank %1 − reference's rank %1").arg(i)
+                                        : perRank ? tr("largest |rank − reference's rank| of %1 ranks").arg(R)
+                                                  : tr("this run − reference (means over ranks)"));
     }
+    plot()->yAxis2->setLabel(perRank || !m_comparison ? tr("rank − reference's rank")
+                                                      : tr("against the reference"));
     markDirty();
 }
 
@@ -182,15 +185,22 @@ void ReferenceChart::rebuildLoss(int64_t begin, int64_t end, int buckets) {
     set(m_lossA, view::minMaxDecimate(c.mapSteps, c.lossA, begin, end, buckets));
     set(m_lossB, view::minMaxDecimate(c.mapSteps, c.lossB, begin, end, buckets));
     const int R = model()->worldSize();
-    if (R <= kLinesUpTo) {
+    if (!c.lossDeviationPerRank) {
+        if (!m_deviation.empty())
+            set(m_deviation.front(), view::minMaxDecimate(c.mapSteps, c.lossDeviation, begin, end, buckets));
+    } else if (R <= kLinesUpTo) {
         for (int r = 0; r < int(m_deviation.size()); ++r)
             set(m_deviation[size_t(r)],
                 view::minMaxDecimate(c.mapSteps, c.lossDeviation, begin, end, buckets, R, r));
     } else if (!m_deviation.empty()) {
-        std::vector<float> largest(c.mapSteps.size(), 0.0f);
+        // NaN (a loss not recorded) stays NaN unless some rank's deviation is known: never a zero.
+        std::vector<float> largest(c.mapSteps.size(), std::numeric_limits<float>::quiet_NaN());
         for (size_t row = size_t(begin); row < size_t(end); ++row)
-            for (int r = 0; r < R; ++r)
-                largest[row] = std::max(largest[row], std::abs(c.lossDeviation[row * size_t(R) + size_t(r)]));
+            for (int r = 0; r < R; ++r) {
+                const float d = std::abs(c.lossDeviation[row * size_t(R) + size_t(r)]);
+                if (!std::isnan(d) && !(d <= largest[row]))
+                    largest[row] = d;
+            }
         set(m_deviation.front(), view::minMaxDecimate(c.mapSteps, largest, begin, end, buckets));
     }
     plot()->yAxis->rescale(true);
@@ -203,7 +213,14 @@ void ReferenceChart::rebuildMap(int64_t begin, int64_t end, int buckets) {
     const RunComparison* c = m_comparison.get();
     const int P = c ? int(c->perParameter.size()) : 0;
     if (!c || end <= begin || P == 0) {
+        // Nothing of a comparison that is gone (Close Run, another run): no parameter names, no ranges.
         fillColorMap(m_map, 0, 0, QCPRange(), QCPRange(), {});
+        m_mapRect->axis(QCPAxis::atLeft)->ticker().dynamicCast<QCPAxisTickerText>()->clear();
+        m_mapRect->axis(QCPAxis::atLeft)->setRange(0, 1);
+        if (!c) {
+            plot()->yAxis->setRange(0, 1);
+            plot()->yAxis2->setRange(0, 1);
+        }
         return;
     }
     // Columns of comparison rows: one per row, or buckets of rows (the worst excess of each) on a long run.

@@ -1,6 +1,7 @@
 // "Against the reference": the open run compared with a reference run (compare/RunComparison.h, File >
-// Compare With Reference…). Above, both runs' losses (mean over ranks) and each rank's deviation from the
-// reference's on the right axis (past kLinesUpTo ranks, the largest deviation of any rank); below, a step x
+// Compare With Reference…). Above, both runs' losses (mean over ranks) and, on the right axis, each rank's
+// loss against the same rank of the reference where ranks align one to one (past kLinesUpTo ranks, the
+// largest of those), or the means' difference against a reference of another card count; below, a step x
 // parameter map of how far past its tolerance each parameter is (log scale: white within the tolerance, red
 // past it, darkest where bits differ that should not), and a marker at the first divergence. The step axis,
 // zoom and cursor are the other step charts'. Without a comparison it says how to make one.
