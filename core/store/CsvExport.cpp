@@ -3,6 +3,7 @@
 #include "store/RunReader.h"
 #include "store/RunSchema.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -142,8 +143,14 @@ std::vector<std::string> exportCsv(const RunReader& reader, const std::string& d
                     row.clear();
                     fmt::format_to(std::back_inserter(row), "{},{},{}", s.step, r,
                                    csvField(meta.params[p].name));
+                    // A NaN norm always has a non-finite element, so a count of 0 beside one is a count
+                    // nobody took (an msprobe rank the monitor did not watch): empty, not "0".
+                    const bool countless = p < rs.localNorm.size() && std::isnan(rs.localNorm[p]) &&
+                                           p < rs.nonfinite.size() && rs.nonfinite[p] == 0;
                     for (size_t k = 0; k < gradRecorded.size(); ++k) {
                         row += ',';
+                        if (countless && kGradientsCsvColumns[k] == rsc::kNonfinite)
+                            continue;
                         visitRankValue(rs, kGradientsCsvColumns[k], [&](const auto& v) {
                             if constexpr (fields::kIsVector<std::remove_cvref_t<decltype(v)>>)
                                 if (gradRecorded[k] && p < v.size())

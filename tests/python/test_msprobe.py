@@ -383,8 +383,9 @@ class MsprobeImportTest(unittest.TestCase):
             words = ("ranks 0, 1, 2 of 4 have" if len(missing) > 1 else "rank 1 of 4 has")
             self.assertIn("note: %s no folder (the monitor's `rank` setting limits which ranks write)" % words, out)
             got = self.assertNormsAsWritten(path, os.path.join(self.dir.name, name), "weight_grad_")
-            for (step, rank, _), (local, synced, _) in got.items():
+            for (step, rank, _), (local, synced, nonfinite) in got.items():
                 self.assertEqual(rank in missing, local == "nan" and synced == "nan", (step, rank))
+                self.assertEqual(nonfinite, "" if rank in missing else "0", (step, rank))  # never a count of 0
             listed = ", ".join(str(r) for r in missing)
             inspect = self.cli("inspect", path).stdout
             self.assertIn("an msprobe Monitor tree: 4 ranks (%s %s not recorded)" %
