@@ -145,6 +145,13 @@ std::vector<CommandHelp> makeCommandHelps() {
           {"--cold", "drop the file from the page cache first"},
           json},
          ""},
+        {"bench-latency",
+         "RUN.h5...",
+         "How long after a run writes a cause's evidence the window names it: each run is written again at "
+         "its "
+         "recorded pace while the window's diagnosis follows (GUI build).",
+         {{"--step-ms MS", "write a step every MS milliseconds instead of the recorded pace"}, json},
+         ""},
     };
 }
 

@@ -64,6 +64,8 @@ int main(int argc, char** argv) {
             return rs::cli::reportCommand(args);
         if (cmd == "bench-open")
             return rs::cli::benchOpenCommand(args);
+        if (cmd == "bench-latency")
+            return rs::cli::benchLatencyCommand(args);
         rs::cli::printError(fmt::format("unknown command '{}' (try --help)", cmd));
         return 2;
     } catch (const rs::cli::UsageError& e) {

@@ -62,6 +62,14 @@ TrainConfig tinyConfig(const QString& out, int64_t steps) {
     return c;
 }
 
+// The chart's graph of that legend name, or null.
+QCPGraph* plotGraphNamed(const ChartWidget* chart, const QString& name) {
+    for (int i = 0; i < chart->plot()->graphCount(); ++i)
+        if (chart->plot()->graph(i)->name() == name)
+            return chart->plot()->graph(i);
+    return nullptr;
+}
+
 std::unique_ptr<RunReader> reopen(const QString& path) {
     return openRunFile(path.toStdString());
 }
@@ -471,12 +479,29 @@ private slots:
         QVERIFY(chart->note().isEmpty());
         QVERIFY(chart->firstDivergenceShown());
         QCOMPARE(chart->deviationGraphCount(), 4);
+        // Each rank against the same rank of the clean run: equal bit for bit before the flip at step 8.
+        for (int r = 0; r < 4; ++r) {
+            QCPGraph* g = plotGraphNamed(chart, QStringLiteral("rank %1 − reference's rank %1").arg(r));
+            QVERIFY(g && g->dataCount() > 0);
+            for (auto it = g->data()->constBegin(); it != g->data()->constEnd() && it->key < 8; ++it)
+                QCOMPARE(it->value, 0.0);
+        }
         QVERIFY(chart->runLossGraph()->dataCount() > 0 && chart->referenceLossGraph()->dataCount() > 0);
         QVERIFY(chart->divergenceMap()->data()->keySize() > 0);
         QCOMPARE(chart->divergenceMap()->data()->valueSize(), 6); // one row per parameter
         QTRY_VERIFY_WITH_TIMEOUT(named("sdc-before") && !findings->runner()->isRunning(), 30000);
         QVERIFY2(findings->statusText().contains("differs from the reference from step 8 in fc1.weight"),
                  qPrintable(findings->statusText()));
+        // That line takes the user to the reference page, at the step where the runs part.
+        w.cursor()->setStep(15);
+        QLabel* status = nullptr;
+        for (QLabel* l : findings->findChildren<QLabel*>())
+            if (l->text().contains("href=\"reference:\""))
+                status = l;
+        QVERIFY(status);
+        emit status->linkActivated(QStringLiteral("reference:"));
+        QCOMPARE(w.cursor()->step(), int64_t(8));
+        QTRY_VERIFY(panel->isVisible());
 
         QString error;
         const QString out = dir.filePath("report");
@@ -496,6 +521,23 @@ private slots:
         w.openRun(clean);             // another run: the comparison was of the one before
         QTRY_VERIFY_WITH_TIMEOUT(w.model()->hasRun() && !w.model()->isLoading(), 10000);
         QVERIFY(!panel->comparison());
+
+        // Close Run leaves nothing of the comparison on its page: no lines, no map, no parameter names.
+        QVERIFY2(w.compareWithReference(flip), qPrintable(w.lastError()));
+        chart->refreshNow();
+        QVERIFY(chart->divergenceMap()->data()->keySize() > 0);
+        w.model()->close();
+        QVERIFY(!panel->comparison());
+        chart->refreshNow();
+        QCOMPARE(chart->deviationGraphCount(), 0);
+        QCOMPARE(chart->runLossGraph()->dataCount(), 0);
+        QCOMPARE(chart->divergenceMap()->data()->keySize(), 0);
+        QVERIFY(chart->divergenceMap()
+                    ->valueAxis()
+                    ->ticker()
+                    .dynamicCast<QCPAxisTickerText>()
+                    ->ticks()
+                    .isEmpty());
     }
 
     // Under O2 a flat ring and the hierarchical sum drift apart beyond the one-step bound: the page says so

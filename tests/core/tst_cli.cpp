@@ -283,7 +283,7 @@ const QStringList kCommands = {"train",       "inspect",        "export-csv",
                                "schema",      "lint-ranktable", "bench",
                                "bench-nodes", "import-msprobe", "import-flight-recorder",
                                "diagnose",    "compare",        "report",
-                               "bench-open"};
+                               "bench-open",  "bench-latency"};
 
 // The option names a --help text lists, one per line ("  --out RUN.h5   the run file to write").
 QSet<QString> helpOptions(const QString& help) {

@@ -6,8 +6,10 @@
 #include "model/RunModel.h"
 #include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
+#include "store/RunSchema.h"
 
 #include <QtConcurrent>
+#include <algorithm>
 
 #ifdef __linux__
 #include <sys/resource.h>
@@ -20,6 +22,21 @@ namespace rs {
 namespace {
 constexpr int kDefaultLiveIntervalMs = 2000;
 struct Cancelled {};
+
+// A step whose synced-gradient fingerprints differ between two ranks for some parameter (a mismatched cell
+// of the rank x rank heatmap).
+bool syncedFingerprintsDiffer(const StepRecord& rec) {
+    const RankStep* first = nullptr;
+    for (const RankStep& r : rec.ranks) {
+        if (r.syncedFp.empty())
+            continue;
+        if (!first)
+            first = &r;
+        else if (r.syncedFp != first->syncedFp)
+            return true;
+    }
+    return false;
+}
 
 // Diagnosis is background work: on 2 cores shared with a live run's writer (or its training), a pass at the
 // GUI's priority makes the window stall while it waits for a core. Lowered once per pool thread (an
@@ -60,6 +77,8 @@ DiagnosisRunner::DiagnosisRunner(RunModel* model, QObject* parent)
         m_pending = false;
         m_session.reset(); // a pass still running keeps its own reference
         m_reference.reset();
+        m_urgent = false;
+        m_evidenceStep = m_diagnosedThrough = -1;
         m_findings.clear();
         m_notRun.clear();
         m_error.clear();
@@ -75,6 +94,50 @@ DiagnosisRunner::DiagnosisRunner(RunModel* model, QObject* parent)
         if (!m_model->isLoading())
             schedule();
     });
+    connect(model, &RunModel::eventsAppended, this, &DiagnosisRunner::onEventsAppended);
+    connect(model, &RunModel::detailReady, this, &DiagnosisRunner::onDetailReady);
+}
+
+void DiagnosisRunner::onEventsAppended(int first, int count) {
+    const auto& events = m_model->events();
+    int64_t newest = -1;
+    for (int i = first; i < first + count && i < int(events.size()); ++i)
+        if (isDisagreement(events[size_t(i)]))
+            newest = std::max(newest, events[size_t(i)].step);
+    if (newest >= 0)
+        noteEvidence(newest);
+}
+
+void DiagnosisRunner::onDetailReady(int64_t step) {
+    if (step <= m_diagnosedThrough ||
+        !m_model->meta().recorded(runschema::kStepColumns[runschema::kSyncedFp].path))
+        return;
+    if (const auto detail = m_model->cachedDetail(step); detail && syncedFingerprintsDiffer(detail->record))
+        noteEvidence(step);
+}
+
+void DiagnosisRunner::noteEvidence(int64_t step) {
+    // Before the first result the first pass is on its way anyway, and reads everything there is.
+    if (!m_model->hasRun() || step <= m_diagnosedThrough || step <= m_evidenceStep)
+        return;
+    m_evidenceStep = step;
+    emit evidenceChanged(); // the panel says "diagnosing step N…"
+    if (m_model->isLoading())
+        return;
+    if (m_watcher.isRunning()) {
+        m_pending = m_urgent = true;
+        return;
+    }
+    m_throttle.stop();
+    QTimer::singleShot(0, this, &DiagnosisRunner::start);
+}
+
+bool DiagnosisRunner::isDisagreement(const Event& e) {
+    using namespace eventcode;
+    for (const char* code : {kGradientSync, kWeightSync, kSkipMismatch, kNonfiniteLoss})
+        if (e.code == code)
+            return true;
+    return false;
 }
 
 DiagnosisRunner::~DiagnosisRunner() {
@@ -145,6 +208,9 @@ void DiagnosisRunner::start() {
             });
             if (reference) // again on each pass: the checks keep only its latest conclusion
                 session->diagnoser->addReference(*reference);
+            if (session->at.steps > 0)
+                r.through =
+                    session->reader->readStepNumbers(session->at.steps - 1, session->at.steps).front();
             r.findings = session->diagnoser->findings();
             r.notRun = session->diagnoser->checksNotRun();
         } catch (const Cancelled&) {
@@ -171,14 +237,26 @@ void DiagnosisRunner::onFinished() {
     if (m_runningGeneration != m_generation || r.cancelled)
         return; // a run that was replaced meanwhile
     m_error = r.error;
+    const int64_t before = m_diagnosedThrough;
     if (r.error.isEmpty()) {
         m_findings = std::move(r.findings);
         m_notRun = std::move(r.notRun);
         m_hasResult = true;
+        m_diagnosedThrough = std::max(m_diagnosedThrough, r.through);
+        if (m_evidenceStep <= m_diagnosedThrough)
+            m_evidenceStep = -1;
     }
+    // Again at once for evidence still unread, unless this pass read nothing new (the file has not shown
+    // that step to this reader yet): then at the interval, not in a loop.
+    const bool urgent = m_urgent || (m_evidenceStep >= 0 && m_diagnosedThrough > before);
+    m_urgent = false;
     emit findingsChanged();
-    if (m_pending || m_model->isLive())
+    if (urgent && r.error.isEmpty()) {
+        m_throttle.stop();
+        QTimer::singleShot(0, this, &DiagnosisRunner::start);
+    } else if (m_pending || m_model->isLive()) {
         schedule();
+    }
 }
 
 } // namespace rs

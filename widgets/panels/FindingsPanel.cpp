@@ -2,6 +2,7 @@
 #include "panels/FindingsPanel.h"
 
 #include "compare/ComparisonText.h"
+#include "compare/RunComparison.h"
 #include "diagnose/Advice.h"
 #include "model/DiagnosisRunner.h"
 #include "model/RunModel.h"
@@ -14,7 +15,9 @@
 #include <QSplitter>
 #include <QTableView>
 #include <QTextBrowser>
+#include <QTextDocument>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
 namespace rs {
@@ -49,6 +52,17 @@ FindingsPanel::FindingsPanel(RunModel* model, StepCursor* cursor, QWidget* paren
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
     layout->addWidget(m_status);
+    // The line about the reference is a link: to the step where the run parts from it, on its page.
+    m_status->setTextFormat(Qt::RichText);
+    m_status->setWordWrap(true);
+    m_status->setTextInteractionFlags(Qt::TextBrowserInteraction);
+    connect(m_status, &QLabel::linkActivated, this, [this](const QString& link) {
+        if (link != QLatin1String("reference:") || !m_runner->reference())
+            return;
+        if (const auto& first = m_runner->reference()->first)
+            m_cursor->setStep(first->step);
+        emit referenceActivated();
+    });
     layout->addWidget(m_split, 1);
     fitPanes();
 
@@ -80,6 +94,7 @@ FindingsPanel::FindingsPanel(RunModel* model, StepCursor* cursor, QWidget* paren
         update();
     });
     connect(m_runner, &DiagnosisRunner::runningChanged, this, &FindingsPanel::update);
+    connect(m_runner, &DiagnosisRunner::evidenceChanged, this, &FindingsPanel::update);
     connect(m_view, &QTableView::clicked, this, [this](const QModelIndex& i) { activate(i.row()); });
     connect(m_view, &QTableView::activated, this, [this](const QModelIndex& i) { activate(i.row()); });
     update();
@@ -148,8 +163,26 @@ void FindingsPanel::setupNotes() {
     m_notes->hide();
 }
 
+// No cause named. The ranks "agree" only when nothing in the run says otherwise: beside a GRADIENT_SYNC
+// event the panel says that no known cause explains it yet.
+QString FindingsPanel::noFindingsText() const {
+    const auto& events = m_model->events();
+    const auto it = std::find_if(events.begin(), events.end(), &DiagnosisRunner::isDisagreement);
+    if (it != events.end())
+        return tr("No known cause named yet for %1 at step %2 (see Events).")
+            .arg(QString::fromStdString(it->code))
+            .arg(it->step);
+    if (m_model->isLive())
+        return tr("No findings so far: the ranks agree.");
+    if (!m_runner->checksNotRun().empty())
+        return tr("No findings in what this file records: the ranks agree.");
+    return tr("No findings: the ranks agree and nothing points to a known cause.");
+}
+
 QString FindingsPanel::statusText() const {
-    return m_status->text();
+    QTextDocument doc;
+    doc.setHtml(m_status->text());
+    return doc.toPlainText();
 }
 
 QString FindingsPanel::adviceText() const {
@@ -175,18 +208,22 @@ void FindingsPanel::update() {
         text = m_progress >= 0 ? tr("Diagnosing… %1 %").arg(m_progress) : tr("Diagnosing…");
     else if (!m_runner->hasResult())
         text = tr("Waiting for the run to load.");
+    else if (m_runner->evidenceStep() >= 0) // evidence the last diagnosis has not read: never "agree"
+        text = n == 0 ? tr("Diagnosing step %1…").arg(m_runner->evidenceStep())
+                      : tr("%n finding(s), most certain first; diagnosing step %1…", nullptr, n)
+                            .arg(m_runner->evidenceStep());
     else if (n == 0)
-        text = m_model->isLive() ? tr("No findings so far: the ranks agree.")
-               : !m_runner->checksNotRun().empty()
-                   ? tr("No findings in what this file records: the ranks agree.")
-                   : tr("No findings: the ranks agree and nothing points to a "
-                        "known cause.");
+        text = noFindingsText();
     else
         text = tr("%n finding(s), most certain first.", nullptr, n);
-    // Against a reference (File > Compare With Reference…): where the run parts from it, in one line.
+    // Against a reference (File > Compare With Reference…): where the run parts from it, in one line that
+    // takes the user to that page and step.
+    text = text.toHtmlEscaped();
     if (m_model->hasRun() && m_runner->reference())
-        text += QStringLiteral(" ") +
-                tr("This run %1.").arg(QString::fromStdString(comparisonLine(*m_runner->reference())));
+        text += QStringLiteral(" <a href=\"reference:\">%1</a>")
+                    .arg(tr("This run %1.")
+                             .arg(QString::fromStdString(comparisonLine(*m_runner->reference())))
+                             .toHtmlEscaped());
     m_status->setText(text);
 
     QStringList lines;
@@ -243,17 +280,24 @@ void FindingsPanel::showDetail(int row) {
         m_detail->clear();
         return;
     }
-    const QString step = f->firstStep >= 0 ? QString::number(f->firstStep) : tr("—");
-    m_detail->setHtml(tr("<h3>%1 <small>(%2, %3 %)</small></h3>"
-                         "<p><b>First step:</b> %4 &nbsp; <b>Ranks:</b> %5 &nbsp; <b>Parameters:</b> %6</p>"
-                         "<p><b>Evidence:</b> %7</p><p><b>Fix:</b> %8</p>")
-                          .arg(QString::fromStdString(f->cause).toHtmlEscaped(),
-                               QString::fromStdString(f->dimension).toHtmlEscaped())
-                          .arg(int(std::lround(f->confidence * 100)))
-                          .arg(step, FindingsModel::ranksText(*f).toHtmlEscaped(),
-                               FindingsModel::paramsText(*f).toHtmlEscaped(),
-                               QString::fromStdString(f->evidence).toHtmlEscaped(),
-                               QString::fromStdString(f->fix).toHtmlEscaped()));
+    // Only what the finding names: no "Parameters:" without parameters, no step for a setting.
+    QStringList where;
+    if (f->firstStep >= 0)
+        where << tr("<b>First step:</b> %1").arg(f->firstStep);
+    if (!f->ranks.empty())
+        where << tr("<b>Ranks:</b> %1").arg(FindingsModel::ranksText(*f).toHtmlEscaped());
+    if (!f->parameters.empty())
+        where << tr("<b>Parameters:</b> %1").arg(FindingsModel::paramsText(*f).toHtmlEscaped());
+    QString html = tr("<h3>%1 <small>(%2, %3 %)</small></h3>")
+                       .arg(QString::fromStdString(f->cause).toHtmlEscaped(),
+                            QString::fromStdString(f->dimension).toHtmlEscaped())
+                       .arg(int(std::lround(f->confidence * 100)));
+    if (!where.isEmpty())
+        html += QStringLiteral("<p>%1</p>").arg(where.join(QStringLiteral(" &nbsp; ")));
+    html += tr("<p><b>Evidence:</b> %1</p><p><b>Fix:</b> %2</p>")
+                .arg(QString::fromStdString(f->evidence).toHtmlEscaped(),
+                     QString::fromStdString(f->fix).toHtmlEscaped());
+    m_detail->setHtml(html);
 }
 
 void FindingsPanel::activate(int row) {

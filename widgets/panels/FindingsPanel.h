@@ -42,12 +42,14 @@ public:
 
 signals:
     void findingActivated(const rs::Finding& finding);
+    void referenceActivated(); // the line about the reference was clicked: the cursor is at its step
 
 private:
     void setupTable();
     void setupDetail();
     void setupNotes();
     void update();
+    QString noFindingsText() const;
     void showDetail(int row);
     void fitColumns(); // after the findings change: Ranks as wide as its text, up to a limit
     void fitPanes();   // after the findings or the notes change: each pane's height for what it holds
