@@ -117,6 +117,54 @@ protected:
     void rebuild() override {}
 };
 
+// The rectangles an axis's tick labels are drawn in (plot pixels): centred on their tick along the axis,
+// beside the axis rect across it.
+QList<QRect> tickLabelRects(QCPAxis* axis) {
+    QList<QRect> rects;
+    if (!axis->visible() || !axis->tickLabels())
+        return rects;
+    const QFontMetrics fm(axis->tickLabelFont());
+    const QVector<double> ticks = axis->tickVector();
+    const QVector<QString> labels = axis->tickVectorLabels();
+    const QRect r = axis->axisRect()->rect();
+    for (int i = 0; i < ticks.size() && i < labels.size(); ++i) {
+        QRect text(QPoint(0, 0), fm.boundingRect(labels[i]).size());
+        const int at = int(std::lround(axis->coordToPixel(ticks[i])));
+        if (axis->orientation() == Qt::Vertical)
+            text.moveCenter(QPoint(r.left() - axis->tickLabelPadding() - text.width() / 2, at));
+        else
+            text.moveCenter(QPoint(at, r.bottom() + axis->tickLabelPadding() + text.height() / 2));
+        rects << text;
+    }
+    return rects;
+}
+
+QString describe(const QRect& r) {
+    return QStringLiteral("%1,%2 %3x%4").arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height());
+}
+
+// No two of the rectangles share a pixel.
+void checkApart(const QList<QRect>& rects, const QString& what) {
+    for (int i = 0; i < rects.size(); ++i)
+        for (int j = i + 1; j < rects.size(); ++j)
+            QVERIFY2(
+                !rects[i].intersects(rects[j]),
+                qPrintable(
+                    QStringLiteral("%1: %2 overlaps %3").arg(what, describe(rects[i]), describe(rects[j]))));
+}
+
+// The seed story's overflow record: 4 ranks, 1,400 steps, scattered skipped updates while the dynamic loss
+// scale settles, and from step 1200 rank 1 on a loss scale 2^10 times the others'.
+Cell seedStoryCell(int64_t s, int r) {
+    Cell c;
+    c.lossScale = std::ldexp(1.0f, s < 20 ? 24 - int(s / 5) : 20);
+    if (s >= 1200)
+        c.lossScale = std::ldexp(1.0f, r == 1 ? 26 : 16);
+    c.overflow = (s < 20 && s % 5 == 0) || (s == 1210 && r != 1);
+    c.skipped = c.overflow;
+    return c;
+}
+
 } // namespace
 
 class TestCharts : public QObject {
@@ -588,6 +636,78 @@ private slots:
         // A click on the raster selects a step too.
         QTest::mouseClick(chart.plot(), Qt::LeftButton, {}, cell.toPoint());
         QCOMPARE(cursor.step(), int64_t(20));
+        keepPicture(&chart);
+    }
+
+    // The overflow timeline at the size it has in a 1280x800 window (and in a 1600x1000 one), on the seed
+    // story: every legend entry inside the chart (the legend's row ran off the bottom, cut in half), rank 1's
+    // scale line named, and no tick label touching another (the loss-scale labels overlapped each other and
+    // the raster's rank labels).
+    void overflowTimelineFitsTheWindow_data() {
+        QTest::addColumn<QSize>("size");
+        QTest::addRow("1280x800") << QSize(347, 175);
+        QTest::addRow("1600x1000") << QSize(647, 233);
+        QTest::addRow("tall") << QSize(900, 500);
+    }
+
+    void overflowTimelineFitsTheWindow() {
+        QFETCH(QSize, size);
+        RunModel model;
+        StepCursor cursor;
+        OverflowTimeline chart(&model, &cursor);
+        model.applyDelta(makeDelta(4, 0, 1400, seedStoryCell));
+        show(&chart, size.width(), size.height());
+        chart.refreshNow();
+        chart.plot()->replot();
+        QCOMPARE(chart.standoutRanks(), std::vector<int>{1});
+        const QRect viewport = chart.plot()->viewport();
+
+        QCPLegend* legend = chart.plot()->legend;
+        QVERIFY(legend->visible());
+        QVERIFY(legend->itemCount() >= 4); // the raster's colours at least
+        QList<QRect> entries;
+        bool rankEntry = false;
+        for (int i = 0; i < legend->itemCount(); ++i) {
+            QCPAbstractLegendItem* item = legend->item(i);
+            if (!item)
+                continue; // an empty cell of the wrapped grid
+            QVERIFY2(viewport.contains(item->outerRect()),
+                     qPrintable(QStringLiteral("entry %1 at %2, chart %3")
+                                    .arg(i)
+                                    .arg(describe(item->outerRect()), describe(viewport))));
+            QVERIFY(item->outerRect().width() >= item->minimumOuterSizeHint().width());
+            QVERIFY(item->outerRect().height() >= item->minimumOuterSizeHint().height());
+            entries << item->outerRect();
+            if (auto* p = qobject_cast<QCPPlottableLegendItem*>(item))
+                rankEntry = rankEntry || p->plottable() == chart.rankScaleGraph(0);
+        }
+        checkApart(entries, "legend");
+        QCOMPARE(rankEntry, !chart.compactLegend());
+
+        // Rank 1's line is named at its end, inside the chart, apart from the common line's name.
+        QList<QRect> names;
+        bool rank1 = false;
+        for (QCPItemText* label : chart.lineLabels()) {
+            const QFontMetrics fm(label->font());
+            QRect r(QPoint(0, 0), fm.boundingRect(label->text()).size());
+            const QPointF at = label->position->pixelPosition();
+            r.moveTopLeft(QPoint(int(at.x()) + label->padding().left(), int(at.y()) - r.height() / 2));
+            QVERIFY2(viewport.contains(r), qPrintable(label->text() + " at " + describe(r)));
+            names << r.adjusted(0, 1, 0, -1); // labels a line apart may touch, not overlap
+            rank1 = rank1 || label->text() == "rank 1";
+        }
+        QVERIFY(rank1);
+        checkApart(names, "line names");
+
+        // Tick labels: the loss-scale ones within their strip, none touching another or the rank labels.
+        QCPAxis* scaleAxis = chart.scaleRect()->axis(QCPAxis::atLeft);
+        const QList<QRect> scaleTicks = tickLabelRects(scaleAxis);
+        QVERIFY(!scaleTicks.isEmpty());
+        for (const QRect& r : scaleTicks)
+            QVERIFY2(r.top() >= chart.scaleRect()->top() - 1 && r.bottom() <= chart.scaleRect()->bottom() + 1,
+                     qPrintable(describe(r) + " outside the strip " + describe(chart.scaleRect()->rect())));
+        checkApart(scaleTicks + tickLabelRects(chart.plot()->yAxis), "rank and loss-scale labels");
+        checkApart(tickLabelRects(chart.scaleRect()->axis(QCPAxis::atBottom)), "step labels");
         keepPicture(&chart);
     }
 

@@ -8,7 +8,9 @@
 #include "view/Decimate.h"
 #include "view/RankSpread.h"
 
+#include <QFontMetrics>
 #include <cmath>
+#include <optional>
 #include <qcustomplot.h>
 
 namespace rs {
@@ -18,21 +20,34 @@ namespace {
 class Log2Ticker : public QCPAxisTickerLog {
 public:
     Log2Ticker() { setLogBase(2); }
+    // The labels the axis has room for (fitScaleTicks sets it from the axis length).
+    void setMaxLabels(int n) { m_maxLabels = std::max(1, n); }
+    // Only exponents in [lo, hi] are labelled: the range around them is padded by half a label, so that
+    // no label sticks out of the strip onto the raster's rank labels above or the step labels below.
+    void setLabelledExponents(double lo, double hi) {
+        m_lo = lo;
+        m_hi = hi;
+    }
 
 protected:
-    // The scale axis is short (a strip under the raster): a label per tick would overlap, so keep at most
-    // three, on exponents that are multiples of a fixed stride so they stay put while the range grows.
+    // The scale axis is a short strip under the raster: a label per power of two would overlap, so keep at
+    // most maxLabels, on exponents that are multiples of a fixed stride so they stay put while the range
+    // grows.
     QVector<double> createTickVector(double tickStep, const QCPRange& range) override {
-        QVector<double> all = QCPAxisTickerLog::createTickVector(tickStep, range);
-        if (all.size() <= 3 || all[0] <= 0)
+        QVector<double> all;
+        for (double t : QCPAxisTickerLog::createTickVector(tickStep, range))
+            if (t > 0 && std::log2(t) >= m_lo - 1e-9 && std::log2(t) <= m_hi + 1e-9)
+                all.push_back(t);
+        if (all.size() <= m_maxLabels)
             return all;
-        const long step = std::max(1L, std::lround(std::log2(all[1]) - std::log2(all[0])));
-        const long stride = step * long(std::ceil(all.size() / 3.0));
+        const long step =
+            all.size() > 1 ? std::max(1L, std::lround(std::log2(all[1]) - std::log2(all[0]))) : 1;
+        const long stride = step * long(std::ceil(double(all.size()) / m_maxLabels));
         QVector<double> out;
         for (double t : all)
             if (t > 0 && std::lround(std::log2(t)) % stride == 0)
                 out.push_back(t);
-        return out.size() >= 2 ? out : all;
+        return out.isEmpty() ? QVector<double>{all[all.size() / 2]} : out;
     }
     QString getTickLabel(double tick, const QLocale& locale, QChar format, int precision) override {
         const double e = std::log2(tick);
@@ -40,6 +55,10 @@ protected:
             return QStringLiteral("2^%1").arg(int(std::round(e)));
         return QCPAxisTickerLog::getTickLabel(tick, locale, format, precision);
     }
+
+private:
+    int m_maxLabels = 3;
+    double m_lo = -1e9, m_hi = 1e9;
 };
 
 } // namespace
@@ -165,6 +184,11 @@ void OverflowTimeline::setupScale() {
     p->axisRect()->setMarginGroup(QCP::msLeft | QCP::msRight, group);
     m_scaleRect->setMarginGroup(QCP::msLeft | QCP::msRight, group);
     p->plotLayout()->setRowSpacing(4);
+    // QCustomPlot's default minimum of 50 px per axis rect, with the step labels' margin and the legend,
+    // asks more than the ~150 px a 1280x800 window gives the chart, and the layout then runs off the
+    // bottom and cuts the legend in half. The strips shrink instead.
+    p->axisRect()->setMinimumSize(0, 16);
+    m_scaleRect->setMinimumSize(0, 24);
     QCPAxis* x = m_scaleRect->axis(QCPAxis::atBottom);
     QCPAxis* y = m_scaleRect->axis(QCPAxis::atLeft);
     x->setLabel(tr("step"));
@@ -181,7 +205,7 @@ void OverflowTimeline::setupScale() {
     m_scale->setPen(QPen(palette::meanColor(), 1.5));
     for (int i = 0; i < LossScaleLines::kMaxRanks; ++i) {
         QCPGraph* g = addDenseLineGraph(x, y);
-        g->removeFromLegend(); // named and added when a rank stands out
+        g->removeFromLegend(); // named and added when a rank stands out (updateLegend)
         m_rankScales.push_back(g);
     }
     // The skipped steps on the scale line; the raster's "skipped update" entry names them in the legend.
@@ -193,6 +217,20 @@ void OverflowTimeline::setupScale() {
                                                palette::overflowCategoryColor(2), 7));
     m_skipped->removeFromLegend();
     m_scaleNote = addNote(m_scaleRect);
+    // A label at each line's right end, outside the strip (placeLineLabels): the last of them is the common
+    // line's.
+    for (int i = 0; i <= LossScaleLines::kMaxRanks; ++i) {
+        auto* label = new QCPItemText(p);
+        label->setClipToAxisRect(false);
+        label->position->setAxisRect(m_scaleRect);
+        label->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
+        label->position->setTypeY(QCPItemPosition::ptAbsolute);
+        label->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+        label->setPadding(QMargins(4, 0, 0, 0));
+        label->setSelectable(false);
+        label->setVisible(false);
+        m_lineLabels.push_back(label);
+    }
 }
 
 void OverflowTimeline::setupLegend() {
@@ -247,40 +285,86 @@ QString OverflowTimeline::scaleNote() const {
         .arg(QString::fromStdString(describeRun(model()->meta())));
 }
 
-// The notes, and legend entries only for what this run can show: no "clean" square where the flags were not
-// recorded, no loss-scale line where the scale was not.
 void OverflowTimeline::updateNotes() {
     setNote(m_rasterNote, rasterNote());
     setNote(m_scaleNote, scaleNote());
+    m_scaleRect->axis(QCPAxis::atLeft)
+        ->setTickLabels(!model()->hasRun() || model()->recorded(StepColumn::LossScale));
+}
+
+// Legend entries only for what this run can show: no "clean" square where the flags were not recorded, no
+// loss-scale line where the scale was not. When the entries with the scale lines' long names would not fit
+// the chart (a 1280x800 window gives it about 345 x 150 pixels, and ChartBase hides a legend taller than a
+// quarter of the chart), the legend keeps the raster's colours and the lines are named by their end labels.
+void OverflowTimeline::updateLegend() {
     const bool none = !model()->hasRun();
     const bool overflow = none || model()->recorded(StepColumn::Overflow);
     const bool skipped = none || model()->recorded(StepColumn::Skipped);
     const bool loss = none || model()->recorded(StepColumn::Loss);
     const bool scale = none || model()->recorded(StepColumn::LossScale);
-    const bool shown[] = {overflow && skipped, overflow, skipped, loss, !(overflow && skipped), scale};
-    QCPGraph* const graphs[] = {m_categoryLegend[0], m_categoryLegend[1], m_categoryLegend[2],
-                                m_categoryLegend[3], m_categoryLegend[4], m_scale};
-    bool changed = false;
-    for (size_t i = 0; i < std::size(graphs); ++i) {
-        if (shown[i] == plot()->legend->hasItemWithPlottable(graphs[i]))
-            continue;
-        changed = true;
+    const bool shown[] = {overflow && skipped, overflow, skipped, loss, !(overflow && skipped)};
+    std::vector<QCPGraph*> entries;
+    for (size_t i = 0; i < std::size(shown); ++i)
         if (shown[i])
-            graphs[i]->addToLegend();
-        else
-            graphs[i]->removeFromLegend();
+            entries.push_back(m_categoryLegend[i]);
+    std::vector<QCPGraph*> full = entries;
+    if (scale)
+        full.push_back(m_scale);
+    for (size_t i = 0; i < m_standouts.size(); ++i)
+        full.push_back(m_rankScales[i]);
+    setLegendEntries(full);
+    m_compactLegend = legendHeight() * 4 > plot()->height();
+    if (m_compactLegend)
+        setLegendEntries(entries);
+    fitLegendColumns();
+}
+
+// The legend holds exactly `graphs`, in that order (rebuilt only when they change).
+void OverflowTimeline::setLegendEntries(const std::vector<QCPGraph*>& graphs) {
+    QCPLegend* legend = plot()->legend;
+    bool same = legend->itemCount() == int(graphs.size());
+    for (size_t i = 0; same && i < graphs.size(); ++i) {
+        auto* item = qobject_cast<QCPPlottableLegendItem*>(legend->item(int(i)));
+        same = item && item->plottable() == graphs[i];
     }
-    if (changed) { // the legend in the order the graphs were made, whatever came and went
-        std::vector<QCPGraph*> inLegend;
-        for (int i = 0; i < plot()->graphCount(); ++i)
-            if (plot()->legend->hasItemWithPlottable(plot()->graph(i))) {
-                inLegend.push_back(plot()->graph(i));
-                plot()->graph(i)->removeFromLegend();
-            }
-        for (QCPGraph* g : inLegend)
-            g->addToLegend();
+    if (same)
+        return;
+    for (int i = 0; i < plot()->graphCount(); ++i)
+        plot()->graph(i)->removeFromLegend();
+    for (QCPGraph* g : graphs)
+        g->addToLegend();
+}
+
+// The height the legend's entries take at the chart's width, filled row by row into the most columns that
+// fit side by side (as ChartBase::fitLegendColumns lays them out).
+int OverflowTimeline::legendHeight() const {
+    const QCPLegend* legend = plot()->legend;
+    std::vector<QSize> sizes;
+    for (int i = 0; i < legend->itemCount(); ++i)
+        if (const QCPAbstractLegendItem* item = legend->item(i))
+            sizes.push_back(item->minimumOuterSizeHint());
+    const int n = int(sizes.size());
+    if (n == 0)
+        return 0;
+    const int room = plot()->viewport().width() - legend->margins().left() - legend->margins().right();
+    int columns = n;
+    for (; columns > 1; --columns) {
+        int total = legend->columnSpacing() * (columns - 1);
+        for (int c = 0; c < columns; ++c) {
+            int widest = 0;
+            for (int i = c; i < n; i += columns)
+                widest = std::max(widest, sizes[size_t(i)].width());
+            total += widest;
+        }
+        if (total <= room)
+            break;
     }
-    m_scaleRect->axis(QCPAxis::atLeft)->setTickLabels(scale);
+    int entry = 0;
+    for (const QSize& s : sizes)
+        entry = std::max(entry, s.height());
+    const int rows = (n + columns - 1) / columns;
+    return rows * entry + (rows - 1) * legend->rowSpacing() + legend->margins().top() +
+           legend->margins().bottom();
 }
 
 void OverflowTimeline::rebuild() {
@@ -317,7 +401,8 @@ void OverflowTimeline::rebuild() {
         scaleKnown ? view::minMaxDecimate(steps, m_skippedScale, v.begin, v.end, v.buckets) : view::XY{});
     rebuildRankScales(v);
     fitScaleAxis();
-    fitLegendColumns();
+    updateLegend();
+    placeLineLabels();
 }
 
 // A line for each rank whose loss scale differs from the others' somewhere in the run, drawn only where it
@@ -334,8 +419,6 @@ void OverflowTimeline::rebuildRankScales(const View& v) {
         QCPGraph* g = m_rankScales[i];
         if (i >= m_standouts.size()) {
             g->data()->clear();
-            if (changed)
-                g->removeFromLegend();
             continue;
         }
         const int rank = m_standouts[i];
@@ -354,9 +437,67 @@ void OverflowTimeline::rebuildRankScales(const View& v) {
             const QColor color = palette::rankColor(rank);
             g->setPen(QPen(color, 2.0));
             g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, color, 4)); // lone steps show
-            g->addToLegend();
         }
     }
+}
+
+namespace {
+
+// The value of g's last point at or before x = upper (and not before lower) that a log axis can show.
+std::optional<double> lastShownValue(const QCPGraph* g, double lower, double upper) {
+    const auto data = g->data();
+    for (auto it = data->findEnd(upper, false); it != data->constBegin();) {
+        --it;
+        if (it->key < lower)
+            break;
+        if (it->key <= upper && std::isfinite(it->value) && it->value > 0)
+            return it->value;
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
+// While ranks differ, each line is named at its right end, beside the strip: "rank 1" by rank 1's line,
+// "others" by the common one. Labels that would touch are moved apart and kept within the strip's height;
+// the strip's right margin makes room for the widest.
+void OverflowTimeline::placeLineLabels() {
+    QCPAxis* x = m_scaleRect->axis(QCPAxis::atBottom);
+    QCPAxis* y = m_scaleRect->axis(QCPAxis::atLeft);
+    std::vector<std::pair<double, QCPItemText*>> shown; // pixel y, label
+    auto place = [&](QCPItemText* label, const QCPGraph* g, const QString& text, const QColor& color) {
+        const auto v = lastShownValue(g, x->range().lower, x->range().upper);
+        if (!v)
+            return;
+        label->setText(text);
+        label->setColor(color);
+        label->setFont(y->tickLabelFont());
+        shown.emplace_back(y->coordToPixel(*v), label);
+    };
+    for (QCPItemText* label : m_lineLabels)
+        label->setVisible(false);
+    for (size_t i = 0; i < m_standouts.size(); ++i)
+        place(m_lineLabels[i], m_rankScales[i], tr("rank %1").arg(m_standouts[i]),
+              palette::rankColor(m_standouts[i]));
+    if (!shown.empty())
+        place(m_lineLabels.back(), m_scale, tr("others"), palette::meanColor());
+    std::sort(shown.begin(), shown.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    const QFontMetrics fm(y->tickLabelFont());
+    // Names may sit anywhere beside the strip and the raster above it (the margin is empty there): a strip
+    // of 25 px holds one line's name, not two.
+    const double h = fm.height(), top = plot()->axisRect()->top() + h / 2;
+    const double bottom = m_scaleRect->bottom() - h / 2; // not down among the step labels
+    for (size_t i = 1; i < shown.size(); ++i) // downwards: each at least a line below the one above
+        shown[i].first = std::max(shown[i].first, shown[i - 1].first + h);
+    for (size_t i = shown.size(); i-- > 0;) // then up from the bottom edge, keeping the gaps
+        shown[i].first = std::min(shown[i].first, i + 1 < shown.size() ? shown[i + 1].first - h : bottom);
+    int widest = 0;
+    for (auto& [pixel, label] : shown) {
+        label->position->setCoords(1.0, std::max(pixel, top));
+        label->setVisible(true);
+        widest = std::max(widest, fm.horizontalAdvance(label->text()) + 8);
+    }
+    m_scaleRect->setMinimumMargins(QMargins(0, 0, widest, 0));
 }
 
 void OverflowTimeline::fitScaleAxis() {
@@ -369,13 +510,38 @@ void OverflowTimeline::fitScaleAxis() {
             r = found ? QCPRange(std::min(r.lower, ri.lower), std::max(r.upper, ri.upper)) : ri;
         found = found || any;
     }
-    QCPAxis* y = m_scaleRect->axis(QCPAxis::atLeft);
-    if (!found) {
-        y->setRange(0.5, 2);
-        return;
-    }
     // Whole powers of two around the data, at least two apart so the log ticker labels them.
-    y->setRange(std::exp2(std::floor(std::log2(r.lower)) - 1), std::exp2(std::ceil(std::log2(r.upper)) + 1));
+    const double lo = found ? std::floor(std::log2(r.lower)) - 1 : -1;
+    const double hi = found ? std::ceil(std::log2(r.upper)) + 1 : 1;
+    fitScaleTicks(lo, hi);
+}
+
+// As many labels as the strip's height holds, none sticking out of it: the range reaches half a label
+// beyond the labelled powers of two lo and hi (exponents), and the labels are thinned to what fits between.
+void OverflowTimeline::fitScaleTicks(double lo, double hi) {
+    QCPAxis* y = m_scaleRect->axis(QCPAxis::atLeft);
+    const int pixels = m_scaleRect->height();
+    m_scaleTicksHeight = pixels;
+    const int label = QFontMetrics(y->tickLabelFont()).height();
+    const double half = 0.5 * label + 1;
+    const double usable = std::max(1.0, pixels - 2 * half);
+    const double pad = pixels > 2 * half ? (hi - lo) * half / usable : 0;
+    y->setRange(std::exp2(lo - pad), std::exp2(hi + pad));
+    auto ticker = y->ticker().dynamicCast<Log2Ticker>();
+    ticker->setLabelledExponents(lo, hi);
+    ticker->setMaxLabels(int(usable) / (label + 4) + 1);
+}
+
+std::vector<QCPItemText*> OverflowTimeline::lineLabels() const {
+    std::vector<QCPItemText*> shown;
+    for (QCPItemText* label : m_lineLabels)
+        if (label->visible())
+            shown.push_back(label);
+    return shown;
+}
+
+bool OverflowTimeline::layoutChanged() const {
+    return StepChart::layoutChanged() || std::abs(m_scaleRect->height() - m_scaleTicksHeight) > 2;
 }
 
 QString OverflowTimeline::toolTipAt(const QPointF& pos) const {

@@ -67,12 +67,17 @@ public:
     // Ranks whose loss scale differs from the others', a line each (rankScaleGraph(i) is standoutRanks()[i]).
     const std::vector<int>& standoutRanks() const { return m_standouts; }
     QCPGraph* rankScaleGraph(int i) const { return m_rankScales.at(size_t(i)); }
+    // The labels naming the scale lines at their right ends (shown while ranks differ); visible ones only.
+    std::vector<QCPItemText*> lineLabels() const;
+    // True when the legend lacked room for the scale lines' entries and holds the raster's colours only.
+    bool compactLegend() const { return m_compactLegend; }
     QString rasterNote() const; // what the raster cannot show and why; empty when it shows everything
     QString scaleNote() const;  // the same for the loss scale panel
     QString toolTipAt(const QPointF& pos) const override;
 
 protected:
     void rebuild() override;
+    bool layoutChanged() const override; // also the scale strip's height, which the scale's ticks fit
 
 private:
     void setupRaster();
@@ -81,7 +86,12 @@ private:
     void extendScale();
     void rebuildRankScales(const View& v);
     void fitScaleAxis();
+    void fitScaleTicks(double lo, double hi);
     void updateNotes();
+    void updateLegend();
+    void setLegendEntries(const std::vector<QCPGraph*>& graphs);
+    int legendHeight() const;
+    void placeLineLabels();
 
     QCPColorMap* m_map = nullptr;
     QCPAxisRect* m_scaleRect = nullptr;
@@ -93,8 +103,12 @@ private:
     std::vector<int> m_standouts;
     QCPItemText* m_rasterNote = nullptr;
     QCPItemText* m_scaleNote = nullptr;
+    // Labels at the scale lines' right ends: one per standout rank, then the common line's.
+    std::vector<QCPItemText*> m_lineLabels;
+    bool m_compactLegend = false; // the scale lines left the legend for lack of room
     OverflowRaster m_raster;
     LossScaleLines m_lines;
+    int m_scaleTicksHeight = 0; // the scale strip's height the ticks were fitted to
     std::vector<float>
         m_skippedScale; // per row: the common scale where any rank skipped the update, else NaN
 };
