@@ -8,8 +8,13 @@
 // nans, sum = mean x numel where the shape is printed), the reduced gradient -> the synced gradient (norm,
 // sum), param_origin / param_updated -> weight norms. Everything else a RankSight file holds (fingerprints,
 // sketches, sample ids, loss, timing) the monitor does not record: the file lists it in its `absent`
-// attribute and diagnosis says which checks could not run. The whole tree is read and checked before anything
-// is written; a broken tree throws ImportError with "FILE:LINE: what was wrong" and leaves no file behind.
+// attribute and diagnosis says which checks could not run. A rank the monitor was not told to watch (no rank
+// folder below the highest) stays in the run with every statistic NaN, listed in the config JSON's
+// `ranks_not_recorded` (ranksNotRecorded, RunSource.h); a folder holding only the monitor's alerts
+// (anomaly_detected/) becomes a run of events with no statistics. The whole tree is read and checked before
+// anything is written; a broken tree throws ImportError with "FILE:LINE: what was wrong" and leaves no file
+// behind. The notes (MsprobeImportResult::notes, also the config JSON's `notes`) are read by people: they say
+// what was not recorded in words, never as dataset paths.
 #pragma once
 
 #include "import/CsvTable.h"
@@ -23,8 +28,8 @@ namespace rs {
 
 struct MsprobeImportResult {
     std::string monitorDir; // the folder holding the rank folders
-    std::string layout;     // "Monitor V1" or "Monitor V2"
-    int ranks = 0;
+    std::string layout;     // "Monitor V1", "Monitor V2" or "Monitor V1 alerts" (anomaly_detected/ alone)
+    int ranks = 0; // up to the highest rank a folder or an alert names, those without a folder not recorded
     int64_t steps = 0;
     int params = 0;
     int64_t files = 0;

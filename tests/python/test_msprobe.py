@@ -395,6 +395,16 @@ class MsprobeImportTest(unittest.TestCase):
             self.assertNotIn("the ranks agree", d.stdout)
             self.assertIn("not recorded, not compared", d.stdout)
             self.assertEqual(self.diagnosis(path)["findings"], [])
+        report = self.report(path)
+        self.assertIn("found the recorded ranks in agreement (rank 1 not recorded, not compared)", report)
+        self.assertNotIn("found the ranks in agreement", report)
+
+    def report(self, path):
+        out = path + "-report"
+        p = self.cli("report", path, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(out, "report.md"), encoding="utf-8") as fh:
+            return fh.read()
 
     def test_monitor_alerts_as_written(self):
         """call_id -1, msprobe's anomaly_analyse.json beside the rank folders (the same alerts again: counted once),
@@ -420,6 +430,7 @@ class MsprobeImportTest(unittest.TestCase):
         self.assertEqual([r.split(",")[:2] for r in self.events(path)], [["7", "1"], ["7", "3"]])
         d = self.cli("diagnose", path)
         self.assertIn("no rank's statistics were recorded, so none were compared", d.stdout)
+        self.assertIn("No findings: no rank's statistics were recorded, so none were compared.", self.report(path))
         # anomaly_detected/ itself, and msprobe's analysis alone when no rank's anomaly.json is left
         root = os.path.join(self.dir.name, "alerts-only", "monitor_output", "anomaly_detected")
         p = self.cli("import-msprobe", root, "--out", os.path.join(self.dir.name, "alerts-only-2.h5"))

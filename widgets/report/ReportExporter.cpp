@@ -22,6 +22,7 @@
 #include "store/CsvExport.h"
 #include "store/RunReader.h"
 #include "store/RunSlice.h"
+#include "store/RunSource.h"
 
 #include <QDir>
 #include <QEventLoop>
@@ -133,7 +134,9 @@ struct Diagnosis {
     std::vector<Finding> findings;
     std::vector<CheckNotRun> notRun;
     std::vector<Advice> advice;
-    std::string error; // diagnosis could not read the run
+    std::vector<int> unrecorded; // ranks the source holds no record of (ranksNotRecorded)
+    bool noneRecorded = false;   // ... every rank
+    std::string error;           // diagnosis could not read the run
 };
 
 // The report's lines for the Findings section.
@@ -145,11 +148,21 @@ std::vector<std::string> findingLines(const Diagnosis& d) {
         lines.push_back(fmt::format(
             "**{}** ({}, confidence {:.2f}{}): {}. Fix: {}", f.cause, f.dimension, f.confidence,
             f.firstStep >= 0 ? fmt::format(", from step {}", f.firstStep) : "", f.evidence, f.fix));
-    if (lines.empty())
+    // Ranks with no record were compared with nothing: they are not said to agree.
+    std::string unrecorded;
+    for (int r : d.unrecorded)
+        unrecorded += (unrecorded.empty() ? "" : ", ") + std::to_string(r);
+    if (lines.empty() && d.unrecorded.empty())
         lines.emplace_back(d.notRun.empty()
                                ? "No findings: every diagnosis rule found the ranks in agreement."
                                : "No findings in what this file records: the rules that ran found "
                                  "the ranks in agreement.");
+    else if (lines.empty() && d.noneRecorded)
+        lines.emplace_back("No findings: no rank's statistics were recorded, so none were compared.");
+    else if (lines.empty())
+        lines.emplace_back(fmt::format("No findings in what this file records: the rules that ran found the "
+                                       "recorded ranks in agreement ({} {} not recorded, not compared).",
+                                       d.unrecorded.size() == 1 ? "rank" : "ranks", unrecorded));
     for (const CheckNotRun& c : d.notRun)
         lines.push_back("*Could not run:* " + checkNotRunLine(c));
     for (const Advice& a : d.advice)
@@ -202,6 +215,9 @@ private:
                 const auto reader = openRunFile(src);
                 d.findings = diagnoseRun(*reader, {}, nullptr, &d.notRun, reference.get());
                 d.advice = configAdvice(reader->meta());
+                d.unrecorded = ranksNotRecorded(reader->meta());
+                d.noneRecorded =
+                    !d.unrecorded.empty() && int(d.unrecorded.size()) == reader->meta().worldSize;
             } catch (const std::exception& e) {
                 d.error = e.what();
             }
