@@ -394,7 +394,10 @@ class MsprobeImportTest(unittest.TestCase):
             self.assertEqual(d.returncode, 0, d.stderr)
             self.assertNotIn("the ranks agree", d.stdout)
             self.assertIn("not recorded, not compared", d.stdout)
-            self.assertEqual(self.diagnosis(path)["findings"], [])
+            d = self.diagnosis(path)
+            self.assertEqual(d["findings"], [])
+            agreement = [c for c in d["not_run"] if c["check"] == "synced gradient agreement"]
+            self.assertIn("a rank the source did not record", agreement[0]["reason"])
         report = self.report(path)
         self.assertIn("found the recorded ranks in agreement (rank 1 not recorded, not compared)", report)
         self.assertNotIn("found the ranks in agreement", report)

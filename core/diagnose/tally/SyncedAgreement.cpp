@@ -129,9 +129,8 @@ std::vector<int> SyncedAgreement::leftOut(const RunExtent& run) const {
 
 std::string SyncedAgreement::notComparable(const RunExtent& run) const {
     if (run.paramSteps > 0 && comparableSteps == 0)
-        return "no step recorded synced gradients on every rank (an msprobe run with dp_group set writes "
-               "them on "
-               "data-parallel rank 0 only)";
+        return "no step recorded synced gradients on every rank (a rank the source did not record, or an "
+               "msprobe run with dp_group set, which writes them on data-parallel rank 0 only)";
     return "";
 }
 
