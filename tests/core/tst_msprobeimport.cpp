@@ -199,6 +199,10 @@ private slots:
                                          << QStringLiteral("ranks 0, 1, 2 of 4 have no folder");
         QTest::newRow("v1 ranks 0 and 1")
             << QStringList{"--only-ranks", "0,1"} << 2 << 12 << 6 << QStringLiteral("no fingerprints");
+        // An alert from a rank without a folder: that rank is in the run, its statistics not recorded.
+        QTest::newRow("v1 ranks 0 and 1, alerts from 3")
+            << QStringList{"--only-ranks", "0,1", "--anomalies"} << 4 << 12 << 6
+            << QStringLiteral("ranks 2, 3 of 4 have no folder");
         QTest::newRow("alerts alone") << QStringList{"--alerts-only", "--call-id-unknown", "--analyse"} << 4
                                       << 0 << 0 << QStringLiteral("only the monitor's alerts");
     }
