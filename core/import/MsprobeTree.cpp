@@ -216,7 +216,10 @@ void readStatCsv(Tree& t, const StatFile& file) {
             csv.fail(fmt::format("step {} is outside the file's range {}-{} (its name says which steps it "
                                  "holds: mixed steps)",
                                  step, file.first, file.last));
-        const int64_t micro = o.micro >= 0 ? integer(o.micro, "micro_step") : -1;
+        // A row without a micro step (an empty field: the writer's header came from rows that had one) is
+        // the step's only row.
+        const int64_t micro =
+            o.micro >= 0 && !f[size_t(o.micro)].empty() ? integer(o.micro, "micro_step") : -1;
         std::optional<std::vector<int64_t>> shape;
         if (o.shape >= 0 && !f[size_t(o.shape)].empty() && f[size_t(o.shape)] != "nan") {
             shape = parseShape(f[size_t(o.shape)]);

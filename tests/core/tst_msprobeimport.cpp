@@ -314,6 +314,32 @@ private slots:
         QVERIFY(message.startsWith("Rule AnomalyTurbulence reports anomaly signal in ('0:xxx"));
     }
 
+    // CSVWriterV2 leaves a field empty when a row lacks the key its file's header came from: a row without
+    // a micro step (or a cc row without a vpp_stage) is read, not refused.
+    void v2EmptyFields() {
+        const QString rank = m_dir.filePath("v2-empty/rank_0");
+        QVERIFY(QDir().mkpath(rank));
+        QFile f(rank + "/weight_grad_step0-0.csv");
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("vpp_stage,step,module_name,scope,micro_step,min,max,mean,norm,nans\r\n"
+                "-1,0,fc.weight,unreduced,,-0.5,0.25,0.0,1.2345678806304932,0.0\r\n"
+                "-1,0,fc.weight,reduced,1,-0.5,0.25,0.0,0.75,0.0\r\n");
+        f.close();
+        QFile cc(rank + "/cc_step0-0.csv");
+        QVERIFY(cc.open(QIODevice::WriteOnly));
+        cc.write(
+            "vpp_stage,step,module_name,scope,min,max,mean,norm,nans\r\n,0,all_reduce,comm,0,1,0.5,1,0\r\n");
+        cc.close();
+        const std::string out = m_dir.filePath("v2-empty.h5").toStdString();
+        const auto r = rs::importMsprobe(m_dir.filePath("v2-empty").toStdString(), out);
+        QCOMPARE(r.params, 1);
+        const auto run = rs::openRunFile(out);
+        QCOMPARE(run->meta().params[0].name, std::string("fc.weight")); // vpp_stage -1: no stage prefix
+        const auto steps = run->readSteps(0, 1, true);
+        QCOMPARE(steps[0].ranks[0].localNorm[0], 1.2345678806304932f);
+        QCOMPARE(steps[0].ranks[0].syncedNorm[0], 0.75f);
+    }
+
     void notAMonitorFolder() {
         QString error;
         try {
