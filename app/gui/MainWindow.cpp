@@ -391,7 +391,7 @@ void MainWindow::restoreLayout() {
         QTimer::singleShot(0, this, [this] {
             auto* cards = findChild<QDockWidget*>(QStringLiteral("cardsDock"));
             auto* rank = findChild<QDockWidget*>(QStringLiteral("rankHeatmapDock"));
-            resizeDocks({cards}, {height() / 4}, Qt::Vertical);
+            resizeDocks({cards}, {height() * 27 / 100}, Qt::Vertical);
             resizeDocks({rank}, {width() * 27 / 100}, Qt::Horizontal);
         });
     }

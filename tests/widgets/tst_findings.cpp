@@ -101,15 +101,12 @@ private slots:
         QCOMPARE(cursor.step(), int64_t(12));
         QVERIFY(panel.detailText().contains("synced sum / mean of local sums"));
         QVERIFY(panel.detailText().contains("gradients_mean=True"));
-        QVERIFY(panel.detailText().contains("Parameters: fc.weight"));
         panel.activate(1); // no first step: the cursor stays
         QCOMPARE(cursor.step(), int64_t(12));
         QCOMPARE(activated.count(), 2);
-        // Only what the finding names: no empty "Parameters:", no first step for a finding without one.
-        QVERIFY2(!panel.detailText().contains("Parameters") && !panel.detailText().contains("First step"),
-                 qPrintable(panel.detailText()));
-        QVERIFY(panel.detailText().contains("Ranks: 3"));
-        QVERIFY(panel.detailText().contains("read rank 3's log"));
+        // The evidence and the fix; no empty "Parameters:" (nor a repeat of the row above).
+        QVERIFY2(!panel.detailText().contains("Parameters"), qPrintable(panel.detailText()));
+        QVERIFY(panel.detailText().contains("Fix: read rank 3's log"));
     }
 
     void aCleanRunHasNoFindings() {
@@ -318,9 +315,16 @@ private slots:
         auto* detail = panel.findChild<QTextBrowser*>("detail");
         QVERIFY(detail);
         QVERIFY(detail->toPlainText().contains("within 150 steps"));
+        // Five parameters: the row shows three and a count, the pane names them all.
+        QVERIFY2(detail->toPlainText().contains("Parameters (5): layer1.0.conv1.weight, layer1.0.bn1.weight, "
+                                                "layer1.0.conv2.weight, fc.weight, fc.bias"),
+                 qPrintable(detail->toPlainText()));
         const int line = detail->fontMetrics().lineSpacing();
         QVERIFY2(detail->viewport()->height() >= 5 * line,
                  qPrintable(QString("%1 px, lines of %2 px").arg(detail->viewport()->height()).arg(line)));
+        // The evidence and the fix whole, without scrolling, and no line wider than the pane.
+        QCOMPARE(detail->verticalScrollBar()->maximum(), 0);
+        QCOMPARE(detail->horizontalScrollBar()->maximum(), 0);
 
         auto* notes = panel.findChild<QScrollArea*>("notes");
         auto* notRun = panel.findChild<QLabel*>("notRun");

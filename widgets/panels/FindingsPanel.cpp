@@ -9,6 +9,7 @@
 #include "model/StepCursor.h"
 #include "panels/FindingsModel.h"
 
+#include <QEvent>
 #include <QHeaderView>
 #include <QLabel>
 #include <QScrollArea>
@@ -19,12 +20,13 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 namespace rs {
 
 namespace {
 constexpr int kDetailLines = 6; // the evidence box's least height, in lines of text
-constexpr int kNotesLines = 2;  // the notes' least height (they scroll past it)
+constexpr int kNotesLines = 1;  // the notes' least height (they scroll past it)
 constexpr int kRanksChars = 16; // the Ranks column's widest (64 ranks would take the whole table)
 } // namespace
 
@@ -49,6 +51,10 @@ FindingsPanel::FindingsPanel(RunModel* model, StepCursor* cursor, QWidget* paren
     m_split->addWidget(m_view);
     m_split->addWidget(m_detail);
     m_split->addWidget(m_notes); // below the findings: what was found comes first
+    // Until the user drags a pane, the panes follow the dock's height (the window lays its docks out after
+    // the first findings may have arrived): otherwise a shrunk dock cuts the fix off.
+    m_split->installEventFilter(this);
+    connect(m_split, &QSplitter::splitterMoved, this, [this] { m_userSized = true; });
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
     layout->addWidget(m_status);
@@ -75,6 +81,7 @@ FindingsPanel::FindingsPanel(RunModel* model, StepCursor* cursor, QWidget* paren
     connect(model, &RunModel::runReset, this, [this] { m_diagnosedOnce = false; });
     connect(m_runner, &DiagnosisRunner::findingsChanged, this, [this] {
         m_progress = -1;
+        const int rowsBefore = m_paneRows;
         m_findings->setFindings(m_runner->findings());
         const bool opened = !m_diagnosedOnce && m_model->isComplete() && m_cursor->following();
         m_diagnosedOnce = true;
@@ -88,6 +95,8 @@ FindingsPanel::FindingsPanel(RunModel* model, StepCursor* cursor, QWidget* paren
             m_detail->clear();
         }
         update();
+        if (m_findings->rowCount() != rowsBefore) // the evidence just shown decides the panes' heights
+            fitPanes();
     });
     connect(m_runner, &DiagnosisRunner::progress, this, [this](int p) {
         m_progress = p;
@@ -159,7 +168,7 @@ void FindingsPanel::setupNotes() {
     m_notes->setWidgetResizable(true);
     m_notes->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff); // lines wrap to the width instead
     m_notes->setFrameShape(QFrame::NoFrame);
-    m_notes->setMinimumHeight(kNotesLines * m_notRun->fontMetrics().lineSpacing() + 4);
+    m_notes->setMinimumHeight(kNotesLines * m_notRun->fontMetrics().lineSpacing() + 2);
     m_notes->hide();
 }
 
@@ -177,6 +186,12 @@ QString FindingsPanel::noFindingsText() const {
     if (!m_runner->checksNotRun().empty())
         return tr("No findings in what this file records: the ranks agree.");
     return tr("No findings: the ranks agree and nothing points to a known cause.");
+}
+
+bool FindingsPanel::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == m_split && event->type() == QEvent::Resize && !m_userSized)
+        fitPanes();
+    return QWidget::eventFilter(watched, event);
 }
 
 QString FindingsPanel::statusText() const {
@@ -249,22 +264,38 @@ void FindingsPanel::update() {
 }
 
 // The panes' heights, when what they hold changes (not on every update: a height the user dragged stays):
-// the table as tall as its rows and the notes as their text, each up to a third; the evidence the rest.
-// Given as weights, which the splitter also keeps while the panel is hidden (a tab behind another).
+// the table as tall as its rows, up to a third; then the finding's evidence and fix as tall as their text,
+// before the notes, which keep at least their least height and scroll (in a short dock the fix is what
+// a user came for). Without a finding the notes take the rest. Given as weights, which the splitter also
+// keeps while the panel is hidden (a tab behind another).
 void FindingsPanel::fitPanes() {
-    const int total = std::max(m_split->height(), 300);
-    const int third = total / 3;
+    const int total = m_split->height() > 100 ? m_split->height() : 300;
     const int rows = m_view->horizontalHeader()->sizeHint().height() + 2 * m_view->frameWidth() +
                      m_findings->rowCount() * m_view->verticalHeader()->defaultSectionSize();
-    const int table = std::max(m_view->minimumHeight(), std::min(rows, third));
+    const int table = std::max(m_view->minimumHeight(), std::min(rows, total / 3));
+    const int width = std::max(m_split->width() - 12, 200);
+    const int room = total - table;
     int notes = 0;
     if (!m_notes->isHidden()) {
-        const int width = std::max(m_split->width() - 12, 200);
-        notes = std::max(m_notes->minimumHeight(), std::min(m_notes->widget()->heightForWidth(width), third));
+        const int want = m_notes->widget()->heightForWidth(width) + 4;
+        const int detailWant = m_findings->rowCount() > 0 ? detailHeight(width) : m_detail->minimumHeight();
+        notes =
+            std::clamp(room - detailWant, m_notes->minimumHeight(), std::max(want, m_notes->minimumHeight()));
+        // Whole lines: a line cut in half at the pane's edge reads as text that is missing.
+        const int line = m_notRun->fontMetrics().lineSpacing();
+        notes = std::max(m_notes->minimumHeight(), (notes - 2) / line * line + 2);
     }
-    const int detail = std::max(m_detail->minimumHeight(), total - table - notes);
+    const int detail = std::max(m_detail->minimumHeight(), room - notes);
     m_split->setSizes({table, detail, notes});
     m_paneRows = m_findings->rowCount();
+}
+
+int FindingsPanel::detailHeight(int width) const {
+    // A copy laid out at the width: the browser's own document keeps wrapping to its viewport.
+    const std::unique_ptr<QTextDocument> doc(m_detail->document()->clone());
+    const int viewport = m_detail->viewport()->width();
+    doc->setTextWidth(viewport > 100 ? viewport : width - 2 * m_detail->frameWidth());
+    return int(std::ceil(doc->size().height())) + 2 * m_detail->frameWidth() + 2;
 }
 
 void FindingsPanel::fitColumns() {
@@ -280,24 +311,19 @@ void FindingsPanel::showDetail(int row) {
         m_detail->clear();
         return;
     }
-    // Only what the finding names: no "Parameters:" without parameters, no step for a setting.
-    QStringList where;
-    if (f->firstStep >= 0)
-        where << tr("<b>First step:</b> %1").arg(f->firstStep);
-    if (!f->ranks.empty())
-        where << tr("<b>Ranks:</b> %1").arg(FindingsModel::ranksText(*f).toHtmlEscaped());
-    if (!f->parameters.empty())
-        where << tr("<b>Parameters:</b> %1").arg(FindingsModel::paramsText(*f).toHtmlEscaped());
-    QString html = tr("<h3>%1 <small>(%2, %3 %)</small></h3>")
-                       .arg(QString::fromStdString(f->cause).toHtmlEscaped(),
-                            QString::fromStdString(f->dimension).toHtmlEscaped())
-                       .arg(int(std::lround(f->confidence * 100)));
-    if (!where.isEmpty())
-        html += QStringLiteral("<p>%1</p>").arg(where.join(QStringLiteral(" &nbsp; ")));
-    html += tr("<p><b>Evidence:</b> %1</p><p><b>Fix:</b> %2</p>")
-                .arg(QString::fromStdString(f->evidence).toHtmlEscaped(),
-                     QString::fromStdString(f->fix).toHtmlEscaped());
+    // The selected row above already shows the cause, confidence, step, ranks and the first parameters: the
+    // pane keeps its lines for the evidence and the fix, and lists the parameters only where the row cut
+    // them short (in a short dock every line counts).
+    QString html = tr("<p><b>Evidence:</b> %1</p><p><b>Fix:</b> %2</p>")
+                       .arg(QString::fromStdString(f->evidence).toHtmlEscaped(),
+                            QString::fromStdString(f->fix).toHtmlEscaped());
+    if (FindingsModel::paramsText(*f) != FindingsModel::allParamsText(*f))
+        html += tr("<p><b>Parameters (%1):</b> %2</p>")
+                    .arg(f->parameters.size())
+                    .arg(FindingsModel::allParamsText(*f).toHtmlEscaped());
     m_detail->setHtml(html);
+    if (detailHeight(std::max(m_split->width() - 12, 200)) > m_detail->height())
+        fitPanes(); // the fix must not be cut off below the evidence
 }
 
 void FindingsPanel::activate(int row) {

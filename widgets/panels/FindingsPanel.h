@@ -44,6 +44,9 @@ signals:
     void findingActivated(const rs::Finding& finding);
     void referenceActivated(); // the line about the reference was clicked: the cursor is at its step
 
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
 private:
     void setupTable();
     void setupDetail();
@@ -53,6 +56,7 @@ private:
     void showDetail(int row);
     void fitColumns(); // after the findings change: Ranks as wide as its text, up to a limit
     void fitPanes();   // after the findings or the notes change: each pane's height for what it holds
+    int detailHeight(int width) const; // the evidence pane's height for its text at that width
 
     RunModel* m_model;
     StepCursor* m_cursor;
@@ -68,6 +72,7 @@ private:
     int m_paneRows = -1;          // the findings fitPanes() sized the table for
     int m_progress = -1;
     bool m_diagnosedOnce = false; // this run's findings arrived before (a jump to the first is only on open)
+    bool m_userSized = false;     // the user dragged a pane: its heights stay
 };
 
 } // namespace rs
