@@ -56,7 +56,7 @@ void ReferenceChart::setupLoss() {
     p->xAxis->setTickLabels(false); // the map below labels the shared step axis
     p->yAxis->setLabel(tr("loss"));
     p->yAxis2->setVisible(true);
-    p->yAxis2->setLabel(tr("rank − reference's rank"));
+    p->yAxis2->setLabel(tr("Δ loss per rank"));
     m_lossA = addDenseLineGraph(p->xAxis, p->yAxis);
     m_lossA->setName(tr("this run (mean over ranks)"));
     m_lossA->setPen(QPen(palette::meanColor(), 2));
@@ -132,8 +132,8 @@ void ReferenceChart::setComparison(std::shared_ptr<const RunComparison> comparis
                                         : perRank ? tr("largest |rank − reference's rank| of %1 ranks").arg(R)
                                                   : tr("this run − reference (means over ranks)"));
     }
-    plot()->yAxis2->setLabel(perRank || !m_comparison ? tr("rank − reference's rank")
-                                                      : tr("against the reference"));
+    // Short: the chart may be a hundred pixels tall; the legend says what each line is against.
+    plot()->yAxis2->setLabel(perRank || !m_comparison ? tr("Δ loss per rank") : tr("Δ loss (mean)"));
     markDirty();
 }
 
