@@ -4,6 +4,7 @@
 // for every metric, all parameters and one, and the ParamRankHeatmap's norm ratios, tooltip and click; both
 // say in a legend entry what their grey cells mean.
 #include "charts/ChartPalette.h"
+#include "charts/ColorScaleLabel.h"
 #include "charts/ParamRankHeatmap.h"
 #include "charts/RankHeatmap.h"
 #include "core/RunFileFixtures.h"
@@ -12,6 +13,7 @@
 #include "store/RunWriter.h"
 
 #include <QComboBox>
+#include <QLabel>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -131,6 +133,42 @@ void checkGreyEntry(ChartBase& chart, const QString& full) {
     QCOMPARE(swatch->scatterStyle().brush().color(), palette::nanColor());
     QCOMPARE(swatch->dataCount(), 0);
     QCOMPARE(chart.toolTipAt(QPointF(entry->outerRect().center())), full);
+}
+
+// The header's title is drawn whole, and nothing in the header runs past the chart's right edge.
+void checkHeaderFits(ChartBase& chart, int width) {
+    QLabel* title = nullptr;
+    for (QLabel* l : chart.findChildren<QLabel*>())
+        if (l->text() == chart.chartTitle())
+            title = l;
+    QVERIFY(title && title->isVisible());
+    // The header (title and boxes) asks no more width than the dock MainWindow makes (420 px), whatever the
+    // parameters are called: wider, it widened the dock or was cut at its right edge.
+    QLayout* header = chart.layout()->itemAt(0)->layout();
+    QVERIFY(header);
+    QVERIFY2(header->minimumSize().width() + 4 <= 420,
+             qPrintable(QStringLiteral("the header needs %1 px").arg(header->minimumSize().width())));
+    QVERIFY(chart.width() <= std::max(width, 420));
+    for (QWidget* w : chart.findChildren<QComboBox*>())
+        QVERIFY2(w->geometry().right() < chart.width(), qPrintable(QStringLiteral("%1 ends at %2 of %3")
+                                                                       .arg(w->objectName())
+                                                                       .arg(w->geometry().right())
+                                                                       .arg(chart.width())));
+}
+
+// A colour bar's title: whole words (no ellipsis), each line no longer than the bar, inside the chart.
+void checkScaleTitleFits(QCPColorScale* scale, QCustomPlot* plot) {
+    plot->replot();
+    const QString label = scale->axis()->label();
+    QVERIFY2(!label.isEmpty() && !label.contains(QChar(0x2026)), qPrintable(label));
+    const QFontMetrics fm(scale->axis()->labelFont());
+    const int bar = scale->axis()->axisRect()->height();
+    for (const QString& line : label.split('\n'))
+        QVERIFY2(fm.horizontalAdvance(line) <= bar, qPrintable(QStringLiteral("'%1' is %2 px, the bar %3")
+                                                                   .arg(line)
+                                                                   .arg(fm.horizontalAdvance(line))
+                                                                   .arg(bar)));
+    QVERIFY(plot->viewport().contains(scale->outerRect()));
 }
 
 } // namespace
@@ -373,6 +411,83 @@ private slots:
         params.refreshNow();
         QCOMPARE(params.greyLegendText(), QString());
         QVERIFY(!greyEntry(params.plot()));
+    }
+
+    // In the docks of a 1280x800 window (about 414 x 218 and 414 x 209 px) and of a 1600x1000 one, on a
+    // model with long parameter names: every title is whole. The colour bars' titles ran past both ends of
+    // the bar ("parameters whose synced gradient differs" on a 90 px bar).
+    void titlesFitTheWindow_data() {
+        QTest::addColumn<QSize>("rankSize");
+        QTest::addColumn<QSize>("paramSize");
+        QTest::addRow("1280x800") << QSize(414, 218) << QSize(414, 209);
+        QTest::addRow("1600x1000") << QSize(414, 297) << QSize(414, 283);
+    }
+
+    void titlesFitTheWindow() {
+        QFETCH(QSize, rankSize);
+        QFETCH(QSize, paramSize);
+        RunMeta meta = runfile_fixtures::makeMeta(4, 3, 4, 8);
+        const char* names[] = {"layer4.1.downsample.0.weight", "layer4.1.downsample.1.running_mean",
+                               "fc.bias"};
+        for (int p = 0; p < 3; ++p)
+            meta.params[size_t(p)].name = names[p];
+        const QString path = m_dir.filePath("long-names.h5");
+        runfile_fixtures::writeRun(path, meta, 5);
+        RunModel model;
+        StepCursor cursor;
+        RankHeatmap ranks(&model, &cursor);
+        ParamRankHeatmap params(&model, &cursor);
+        ranks.resize(rankSize);
+        params.resize(paramSize);
+        for (QWidget* w : {static_cast<QWidget*>(&ranks), static_cast<QWidget*>(&params)}) {
+            w->show();
+            QVERIFY(QTest::qWaitForWindowExposed(w));
+        }
+        model.open(path);
+        QTRY_COMPARE_WITH_TIMEOUT(model.stepCount(), int64_t(5), kTimeoutMs);
+        cursor.setStep(3);
+        QTRY_COMPARE_WITH_TIMEOUT(ranks.shownStep(), int64_t(3), kTimeoutMs);
+        QTRY_COMPARE_WITH_TIMEOUT(params.shownStep(), int64_t(3), kTimeoutMs);
+        for (RankMetric m : {RankMetric::SyncedMismatch, RankMetric::SyncedNormDiff, RankMetric::SketchCosine,
+                             RankMetric::WeightMismatch, RankMetric::ShardOverlap}) {
+            ranks.setMetric(m);
+            ranks.refreshNow();
+            checkScaleTitleFits(ranks.colorScale(), ranks.plot());
+            checkHeaderFits(ranks, rankSize.width());
+            // The bar's tooltip says what it measures in full.
+            QVERIFY(ranks.toolTipAt(QPointF(ranks.colorScale()->outerRect().center())).size() >=
+                    ranks.colorScale()->axis()->label().size() - 2);
+        }
+        ranks.setParam(1); // the longest name in the parameter box
+        ranks.refreshNow();
+        checkHeaderFits(ranks, rankSize.width());
+        params.refreshNow();
+        checkScaleTitleFits(params.colorScale(), params.plot());
+        checkHeaderFits(params, paramSize.width());
+    }
+
+    // A colour bar's title broken to the bar: one line when it fits, else at its marked break, else between
+    // words; what still does not fit ends in an ellipsis, and says so.
+    void scaleTitlesBreakToTheBar() {
+        const QFont font;
+        const QFontMetrics fm(font);
+        const QString marked = "norm / median\n(log2 scale)";
+        bool cut = true;
+        QCOMPARE(ColorScaleLabel::breakLines(marked, font, 1000, 3, &cut),
+                 QString("norm / median (log2 scale)"));
+        QVERIFY(!cut);
+        const int narrow = fm.horizontalAdvance("norm / median") + 2;
+        QCOMPARE(ColorScaleLabel::breakLines(marked, font, narrow, 3, &cut),
+                 QString("norm / median\n(log2 scale)"));
+        QVERIFY(!cut);
+        const QString words = "parameters whose synced gradient differs";
+        const QString two =
+            ColorScaleLabel::breakLines(words, font, fm.horizontalAdvance("parameters whose"), 2, &cut);
+        QCOMPARE(two.split('\n').size(), 2);
+        QVERIFY(two.startsWith("parameters whose\n"));
+        QVERIFY2(cut && two.endsWith(QChar(0x2026)), qPrintable(two));
+        for (const QString& line : two.split('\n'))
+            QVERIFY(fm.horizontalAdvance(line) <= fm.horizontalAdvance("parameters whose"));
     }
 
     void emptyModelShowsNothing() {

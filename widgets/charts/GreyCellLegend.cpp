@@ -43,7 +43,8 @@ bool GreyCellLegend::isShown() const {
 void GreyCellLegend::fit() {
     const QCPLegend* legend = m_plot->legend;
     const QFontMetrics fm(legend->font());
-    const int room = m_plot->width() - legend->margins().left() - legend->margins().right() -
+    // The viewport, not the widget: an export lays the plot out at its own size first.
+    const int room = m_plot->viewport().width() - legend->margins().left() - legend->margins().right() -
                      legend->iconSize().width() - legend->iconTextPadding() - 16;
     m_swatch->setName(fm.elidedText(m_text, Qt::ElideRight, std::max(room, 40)));
 }

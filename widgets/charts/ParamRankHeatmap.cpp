@@ -46,7 +46,9 @@ ParamRankHeatmap::ParamRankHeatmap(RunModel* model, StepCursor* cursor, QWidget*
                   QStringLiteral("Local gradient norm / cross-rank median"), parent) {
     setupColorMap(&m_map, &m_scale);
     m_map->setGradient(palette::divergingGradient());
-    m_scale->axis()->setLabel(tr("norm / median over ranks (log2 scale)"));
+    // Short enough for a bar about 90 px long; the bar's tooltip says it in full.
+    m_scaleTitle.setText(tr("norm / median\n(log2 scale)"));
+    m_scaleTitle.fit(m_scale);
     m_scale->axis()->setTicker(QSharedPointer<RatioTicker>::create());
     QCustomPlot* p = plot();
     p->xAxis->setLabel(tr("rank"));
@@ -71,6 +73,7 @@ QString ParamRankHeatmap::greyLegendText() const {
 }
 
 void ParamRankHeatmap::clear() {
+    m_scaleTitle.fit(m_scale);
     m_ratio = {};
     m_groups = {};
     m_pooled = {};
@@ -82,6 +85,7 @@ void ParamRankHeatmap::clear() {
 }
 
 void ParamRankHeatmap::draw(const StepDetail& detail) {
+    m_scaleTitle.fit(m_scale); // first: a large run's map may not be drawn until its matrix is ready
     m_ratio = view::paramRankNormRatio(model()->meta(), detail.record);
     const int P = m_ratio.rows, R = m_ratio.cols;
     // Symmetric around ratio 1, at least 1/2..2; past 1/1024..1024 cells saturate (one wild rank must not
@@ -167,7 +171,9 @@ bool ParamRankHeatmap::cellAt(const QPointF& pos, int* param, int* rank) const {
 QString ParamRankHeatmap::toolTipAt(const QPointF& pos) const {
     int p = 0, r = 0;
     if (!cellAt(pos, &p, &r))
-        return m_grey->toolTipAt(pos);
+        return m_scale->outerRect().contains(pos.toPoint())
+                   ? tr("each rank's local gradient norm / the median over the ranks, on a log2 scale")
+                   : m_grey->toolTipAt(pos);
     const auto& names = model()->meta().params;
     const QString name =
         p < int(names.size()) ? QString::fromStdString(names[size_t(p)].name) : QString::number(p);
@@ -192,6 +198,10 @@ QString ParamRankHeatmap::toolTipAt(const QPointF& pos) const {
         .arg(r)
         .arg(ratioText)
         .arg(QString::number(norm, 'g', 6));
+}
+
+bool ParamRankHeatmap::layoutChanged() const {
+    return m_scaleTitle.needsFit(m_scale);
 }
 
 void ParamRankHeatmap::clicked(const QPointF& pos) {

@@ -5,6 +5,7 @@
 // (a norm of 0, not finite or not recorded, or a median of 0) is grey, as the legend below the map says.
 #pragma once
 
+#include "charts/ColorScaleLabel.h"
 #include "charts/DetailChart.h"
 #include "view/RankGroups.h"
 #include "view/RankMatrix.h"
@@ -36,6 +37,7 @@ public:
     bool pooled() const { return m_groups.size() > 0; }
     const view::RankGroups& groups() const { return m_groups; }
     const view::Matrix& shownCells() const { return m_pooled; } // P x groups while pooled()
+    const ColorScaleLabel& scaleTitle() const { return m_scaleTitle; }
 
 signals:
     void paramClicked(int param);
@@ -44,12 +46,14 @@ protected:
     void draw(const StepDetail& detail) override;
     void clear() override;
     void clicked(const QPointF& pos) override;
+    bool layoutChanged() const override; // the colour bar's length, which its title is fitted to
 
 private:
     void updateParamTicks(int params);
 
     QCPColorMap* m_map = nullptr;
     QCPColorScale* m_scale = nullptr;
+    ColorScaleLabel m_scaleTitle;
     view::Matrix m_ratio;
     view::RankGroups m_groups; // empty while every rank has its column
     view::Matrix m_pooled;

@@ -6,6 +6,7 @@
 #include "model/RunModel.h"
 #include "model/StepDetail.h"
 
+#include <QAbstractItemView>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -58,6 +59,23 @@ QString scaleLabel(RankMetric m) {
     return {};
 }
 
+// The colour bar's title: the unit, short enough for a bar about 90 px long (the caption above the map names
+// the metric; scaleLabel, the bar's tooltip, says it in full).
+QString barTitle(RankMetric m) {
+    switch (m) {
+    case RankMetric::SyncedMismatch:
+    case RankMetric::WeightMismatch:
+        return QObject::tr("parameters differing");
+    case RankMetric::SyncedNormDiff:
+        return QObject::tr("relative norm difference");
+    case RankMetric::SketchCosine:
+        return QObject::tr("cosine");
+    case RankMetric::ShardOverlap:
+        return QObject::tr("share of samples");
+    }
+    return {};
+}
+
 // Why a cell is grey (NaN in view::rankMatrix), per metric.
 QString greyReason(RankMetric m) {
     switch (m) {
@@ -75,6 +93,25 @@ QString greyReason(RankMetric m) {
     return {};
 }
 
+// The parameter box may be narrower than its longest entry: a ResNet's parameter names run to 35
+// characters, and a box as wide as them made the header, and so the dock, wider than a 1280x800 window
+// gives it (the title was cut). It is as wide as "All parameters" at least, grows up to its entries' width
+// where there is room, and its open list and tooltip show the names whole.
+void makeShrinkable(QComboBox* box, QHBoxLayout* header) {
+    box->setMinimumWidth(box->sizeHint().width()); // its first entry, "All parameters", whole
+    box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    box->setMinimumContentsLength(0);
+    box->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+    header->setStretchFactor(box, 1);
+}
+
+void fitBox(QComboBox* box) {
+    const int full = box->view()->sizeHintForColumn(0) + 40; // and the arrow and frame
+    box->view()->setMinimumWidth(full);
+    box->setMaximumWidth(std::max(full, box->minimumWidth()));
+    box->setToolTip(box->currentText());
+}
+
 bool isCount(RankMetric m) {
     return m == RankMetric::SyncedMismatch || m == RankMetric::WeightMismatch;
 }
@@ -90,9 +127,13 @@ RankHeatmap::RankHeatmap(RunModel* model, StepCursor* cursor, QWidget* parent)
         m_metricBox->addItem(metricLabel(m), int(m));
     m_paramBox->setObjectName(QStringLiteral("param"));
     m_paramBox->addItem(tr("All parameters"), -1);
-    m_paramBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
     header()->addWidget(m_metricBox);
     header()->addWidget(m_paramBox);
+    m_metricBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    makeShrinkable(m_paramBox, header());
+    fitBox(m_paramBox);
+    for (QComboBox* box : {m_metricBox, m_paramBox})
+        connect(box, &QComboBox::currentIndexChanged, box, [box] { box->setToolTip(box->currentText()); });
     connect(m_metricBox, &QComboBox::currentIndexChanged, this,
             [this](int i) { setMetric(RankMetric(m_metricBox->itemData(i).toInt())); });
     connect(m_paramBox, &QComboBox::currentIndexChanged, this,
@@ -154,6 +195,7 @@ QString RankHeatmap::greyLegendText() const {
 void RankHeatmap::setMetric(RankMetric metric) {
     const QSignalBlocker block(m_metricBox);
     m_metricBox->setCurrentIndex(m_metricBox->findData(int(metric)));
+    m_metricBox->setToolTip(m_metricBox->currentText()); // signals blocked: the tooltip follows here
     if (metric == m_metric)
         return;
     m_metric = metric;
@@ -167,6 +209,7 @@ void RankHeatmap::setParam(int param) {
     syncParamBox();
     const QSignalBlocker block(m_paramBox);
     m_paramBox->setCurrentIndex(m_paramBox->findData(param));
+    m_paramBox->setToolTip(m_paramBox->currentText());
     if (param == m_param)
         return;
     m_param = param;
@@ -185,12 +228,14 @@ void RankHeatmap::syncParamBox() {
     for (size_t i = 0; i < params.size(); ++i)
         m_paramBox->addItem(QString::fromStdString(params[i].name), int(i));
     m_paramBox->setCurrentIndex(m_paramBox->findData(m_param));
+    fitBox(m_paramBox);
 }
 
 void RankHeatmap::applyMetricStyle() {
     m_map->setGradient(m_metric == RankMetric::SketchCosine ? palette::divergingGradient()
                                                             : palette::sequentialGradient());
-    m_scale->axis()->setLabel(scaleLabel(m_metric));
+    m_scaleTitle.setText(barTitle(m_metric));
+    m_scaleTitle.fit(m_scale);
     m_grey->setText(tr("grey: %1").arg(greyReason(m_metric)));
     // Counts are whole numbers of parameters: no 0.2 ticks.
     if (isCount(m_metric))
@@ -200,6 +245,7 @@ void RankHeatmap::applyMetricStyle() {
 }
 
 void RankHeatmap::clear() {
+    m_scaleTitle.fit(m_scale);
     m_matrix = {};
     m_groups = {};
     m_pooled = {};
@@ -299,6 +345,7 @@ void RankHeatmap::computeInBackground(const MatrixKey& key) {
 }
 
 void RankHeatmap::draw(const StepDetail& detail) {
+    m_scaleTitle.fit(m_scale); // first: a large run's map may not be drawn until its matrix is ready
     syncParamBox();
     const RunMeta& meta = model()->meta();
     if (meta.worldSize > kMaxCellRanks) {
@@ -366,6 +413,10 @@ void RankHeatmap::draw(const StepDetail& detail) {
     setCaption(caption + poolNote());
 }
 
+bool RankHeatmap::layoutChanged() const {
+    return m_scaleTitle.needsFit(m_scale);
+}
+
 QString RankHeatmap::cellText(double v) const {
     if (!std::isfinite(v))
         return QStringLiteral("–");
@@ -410,7 +461,7 @@ bool RankHeatmap::cellAt(const QPointF& pos, int* row, int* col) const {
 QString RankHeatmap::toolTipAt(const QPointF& pos) const {
     int i = 0, j = 0;
     if (!cellAt(pos, &i, &j))
-        return m_grey->toolTipAt(pos);
+        return m_scale->outerRect().contains(pos.toPoint()) ? scaleLabel(m_metric) : m_grey->toolTipAt(pos);
     if (pooled()) {
         const int gi = m_groups.groupOf(i), gj = m_groups.groupOf(j);
         return tr("%1 vs %2\n%3, worst pair: %4\n(the wheel zooms to single ranks)")

@@ -10,6 +10,7 @@
 // worker thread, so that a cursor move does not stall the window; the last map stays until it is ready.
 #pragma once
 
+#include "charts/ColorScaleLabel.h"
 #include "charts/DetailChart.h"
 #include "view/RankGroups.h"
 #include "view/RankMatrix.h"
@@ -47,6 +48,7 @@ public:
     const view::RankGroups& groups() const { return m_groups; }
     const view::Matrix& shownCells() const { return m_pooled; } // groups x groups while pooled()
     QString worstPairText() const; // "worst: rank 517 vs rank 3 (1)" while pooled; "" otherwise
+    const ColorScaleLabel& scaleTitle() const { return m_scaleTitle; }
 
 public slots:
     void setMetric(rs::view::RankMetric metric);
@@ -55,6 +57,7 @@ public slots:
 protected:
     void draw(const StepDetail& detail) override;
     void clear() override;
+    bool layoutChanged() const override; // the colour bar's length, which its title is fitted to
 
 private:
     void syncParamBox();
@@ -70,6 +73,7 @@ private:
     QComboBox* m_paramBox;
     QCPColorMap* m_map = nullptr;
     QCPColorScale* m_scale = nullptr;
+    ColorScaleLabel m_scaleTitle;
     std::vector<QCPItemText*> m_texts;
     std::unique_ptr<GreyCellLegend> m_grey;
     view::RankMetric m_metric = view::RankMetric::SyncedMismatch;
