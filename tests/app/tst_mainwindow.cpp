@@ -709,6 +709,38 @@ private slots:
         QCOMPARE(QDir(dir.filePath("runs")).entryList(QDir::Files), QStringList{"job-msprobe.h5"});
     }
 
+    // Flight-recorder dumps of another job (of 2025, against a run recorded now) are not joined with the open
+    // run: the window says why, and writes nothing; imported alone they open.
+    void flightDumpsOfAnotherJobAreNotJoined() {
+        QTemporaryDir dir;
+        QProcess gen;
+        gen.start("/usr/bin/python3",
+                  QStringList{QStringLiteral(RANKSIGHT_SOURCE_DIR "/tests/flight/make_fr_dumps.py"),
+                              dir.filePath("fr"), "--ranks", "2", "--scenario", "hang"});
+        QVERIFY(gen.waitForFinished(60000) && gen.exitCode() == 0);
+        QProcess train;
+        train.start(RANKSIGHT_CLI, QStringList{"train", "--model", "mlp", "--ranks", "4", "--steps", "5",
+                                               "--quiet", "--out", dir.filePath("run.h5")});
+        QVERIFY(train.waitForFinished(120000) && train.exitCode() == 0);
+        MainWindow w;
+        w.show();
+        w.openRun(dir.filePath("run.h5"));
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->hasRun() && !w.model()->isLoading(), 10000);
+        QVERIFY(!w.importFlightRecorder(dir.filePath("fr"), dir.filePath("joined.h5"), /*joinOpenRun=*/true));
+        QVERIFY(w.errorBox() && w.errorBox()->isVisible());
+        QCOMPARE(w.errorBox()->windowTitle(), QString("The dumps were not joined with run"));
+        QVERIFY2(w.lastError().contains("cannot belong to the open run") &&
+                     w.lastError().contains("rank 0's collectives were enqueued 2025-12-03") &&
+                     w.lastError().contains("outside the run"),
+                 qPrintable(w.lastError()));
+        QVERIFY(!QFile::exists(dir.filePath("joined.h5")));
+        w.errorBox()->close();
+        QVERIFY2(w.importFlightRecorder(dir.filePath("fr"), dir.filePath("alone.h5"), /*joinOpenRun=*/false),
+                 qPrintable(w.lastError()));
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->hasRun() && !w.model()->collectives().empty(), 10000);
+        QCOMPARE(w.model()->worldSize(), 2);
+    }
+
     void watchesAFileAnotherWriterIsStillWriting() {
         QTemporaryDir dir;
         const QString path = dir.filePath("growing.h5");
