@@ -31,9 +31,13 @@ int importMsprobeCommand(const Args& argv) {
         const bool dump = r.layout.rfind("dump", 0) == 0;
         const std::string params =
             r.params > 0 ? fmt::format("{} parameters", r.params) : std::string("parameters not recorded");
-        std::printf("%s: %d ranks, %lld steps, %s from %lld %s of msprobe %s in %s\n", out->c_str(), r.ranks,
-                    static_cast<long long>(r.steps), params.c_str(), static_cast<long long>(r.files),
-                    dump ? "dump.json files" : "csv files", r.layout.c_str(), r.monitorDir.c_str());
+        // A folder of the monitor's alerts alone has no statistics files: say what it was read from.
+        const std::string from = r.files > 0
+                                     ? fmt::format("{} {}", r.files, dump ? "dump.json files" : "csv files")
+                                     : fmt::format("{} alert(s) and no statistics files", r.events);
+        std::printf("%s: %d ranks, %lld steps, %s from %s of msprobe %s in %s\n", out->c_str(), r.ranks,
+                    static_cast<long long>(r.steps), params.c_str(), from.c_str(), r.layout.c_str(),
+                    r.monitorDir.c_str());
         for (const std::string& n : r.notes)
             std::printf("note: %s\n", n.c_str());
     }

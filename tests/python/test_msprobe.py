@@ -423,7 +423,7 @@ class MsprobeImportTest(unittest.TestCase):
         path, out = self.imported("alerts-only", "--alerts-only")
         self.assertEqual(sorted(os.listdir(os.path.join(self.dir.name, "alerts-only", "monitor_output"))),
                          ["anomaly_detected"])
-        self.assertIn("4 ranks, 0 steps, parameters not recorded", out)
+        self.assertIn("4 ranks, 0 steps, parameters not recorded from 2 alert(s) and no statistics files", out)
         self.assertIn("note: only the monitor's alerts (anomaly_detected/): no gradient or weight statistics were "
                       "recorded", out)
         j = json.loads(self.cli("inspect", path, "--json").stdout)

@@ -233,6 +233,35 @@ private slots:
         w->close();
     }
 
+    // A monitor that watched ranks 3 and 1 only: no finding, and the panel says only those agree; with no
+    // rank recorded at all it says nothing was compared.
+    void ranksNotRecordedAreNotSaidToAgree() {
+        QTemporaryDir dir;
+        for (const auto& [missing, expected] : std::vector<std::pair<std::string, QString>>{
+                 {"[0, 2]", "No findings: the recorded ranks agree (ranks 0, 2 not recorded, not compared)."},
+                 {"[0, 1, 2, 3]",
+                  "No findings: no rank's statistics were recorded, so none were compared."}}) {
+            const std::string path = dir.filePath(QString::fromStdString(missing) + ".h5").toStdString();
+            RunMeta meta = runfile_fixtures::makeMeta(4, 3, 2, 4);
+            meta.source = "msprobe";
+            meta.configJson = R"({"ranks_not_recorded": )" + missing + "}";
+            auto w = RunWriter::create(path, meta);
+            for (int s = 0; s < 5; ++s) {
+                StepRecord rec = runfile_fixtures::makeStep(meta, s);
+                runfile_fixtures::makeHealthy(rec);
+                w->appendStep(rec);
+            }
+            w->close();
+            RunModel model;
+            StepCursor cursor;
+            FindingsPanel panel(&model, &cursor);
+            model.open(QString::fromStdString(path));
+            QTRY_VERIFY_WITH_TIMEOUT(panel.runner()->hasResult() && !panel.runner()->isRunning(), 30000);
+            QCOMPARE(panel.findingsModel()->rowCount(), 0);
+            QCOMPARE(panel.statusText(), expected);
+        }
+    }
+
     void checksThatCouldNotRunAreListed() {
         QTemporaryDir dir;
         const std::string path = dir.filePath("partial.h5").toStdString();

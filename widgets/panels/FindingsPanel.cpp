@@ -8,6 +8,7 @@
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
 #include "panels/FindingsModel.h"
+#include "store/RunSource.h"
 
 #include <QEvent>
 #include <QHeaderView>
@@ -181,6 +182,16 @@ QString FindingsPanel::noFindingsText() const {
         return tr("No known cause named yet for %1 at step %2 (see Events).")
             .arg(QString::fromStdString(it->code))
             .arg(it->step);
+    // Ranks the source never recorded (a monitor watching some ranks) are not among those that agree.
+    if (const auto missing = ranksNotRecorded(m_model->meta()); !missing.empty()) {
+        if (int(missing.size()) >= m_model->worldSize())
+            return tr("No findings: no rank's statistics were recorded, so none were compared.");
+        QStringList r;
+        for (int x : missing)
+            r << QString::number(x);
+        return tr("No findings: the recorded ranks agree (ranks %1 not recorded, not compared).")
+            .arg(r.join(QStringLiteral(", ")));
+    }
     if (m_model->isLive())
         return tr("No findings so far: the ranks agree.");
     if (!m_runner->checksNotRun().empty())
