@@ -10,6 +10,7 @@
 #include "model/DiagnosisRunner.h"
 #include "model/RunModel.h"
 #include "panels/ComparisonPanel.h"
+#include "panels/FileDialogs.h"
 #include "panels/FindingsPanel.h"
 #include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
@@ -17,7 +18,6 @@
 
 #include <QDir>
 #include <QEventLoop>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QFutureWatcher>
 #include <QMessageBox>
@@ -48,7 +48,7 @@ QString MainWindow::importTarget(const QString& monitorDir, const QString& suffi
 
 void MainWindow::importMsprobeDialog() {
     QSettings s;
-    const QString dir = QFileDialog::getExistingDirectory(
+    const QString dir = filedialogs::existingDirectory(
         this,
         tr("Import msprobe Monitor Folder (V1: monitor_output or the folder holding it; V2: the folder "
            "holding rank_<N>)"),
@@ -56,8 +56,8 @@ void MainWindow::importMsprobeDialog() {
     if (dir.isEmpty())
         return;
     s.setValue(QStringLiteral("lastImportDir"), dir);
-    const QString out = QFileDialog::getSaveFileName(this, tr("Save the Imported Run As"), importTarget(dir),
-                                                     tr("RankSight runs (*.h5)"));
+    const QString out = filedialogs::saveFile(this, tr("Save the Imported Run As"), importTarget(dir),
+                                              tr("RankSight runs (*.h5)"));
     if (!out.isEmpty())
         importMsprobe(dir, out);
 }
@@ -122,7 +122,7 @@ bool MainWindow::importMsprobe(const QString& monitorDir, const QString& out) {
 
 void MainWindow::importFlightRecorderDialog() {
     QSettings s;
-    const QString dir = QFileDialog::getExistingDirectory(
+    const QString dir = filedialogs::existingDirectory(
         this, tr("Import Flight Recorder Dumps (the folder holding <prefix><rank> files)"),
         s.value(QStringLiteral("lastFlightDir"), QDir::homePath()).toString());
     if (dir.isEmpty())
@@ -137,9 +137,9 @@ void MainWindow::importFlightRecorderDialog() {
                                         "ranks are ranks of the run and their times fall within its "
                                         "recorded time.")
                                          .arg(m_model->runName())) == QMessageBox::Yes;
-    const QString out = QFileDialog::getSaveFileName(this, tr("Save the Imported Run As"),
-                                                     importTarget(dir, QStringLiteral("flight")),
-                                                     tr("RankSight runs (*.h5)"));
+    const QString out =
+        filedialogs::saveFile(this, tr("Save the Imported Run As"),
+                              importTarget(dir, QStringLiteral("flight")), tr("RankSight runs (*.h5)"));
     if (!out.isEmpty())
         importFlightRecorder(dir, out, join);
 }
