@@ -16,11 +16,11 @@ int schemaCommand(const Args& args);
 int lintRankTableCommand(const Args& args);
 int benchCommand(const Args& args);
 int benchNodesCommand(const Args& args);
-int reportCommand(const Args& args);    // needs the GUI build (RANKSIGHT_HAVE_WIDGETS)
-int benchOpenCommand(const Args& args); // needs the GUI build (RANKSIGHT_HAVE_WIDGETS)
+int reportCommand(const Args& args);       // needs the GUI build (RANKSIGHT_HAVE_WIDGETS)
+int benchOpenCommand(const Args& args);    // needs the GUI build (RANKSIGHT_HAVE_WIDGETS)
 int benchLatencyCommand(const Args& args); // needs the GUI build (RANKSIGHT_HAVE_WIDGETS)
-int diagnoseCommand(const Args& args);  // 0 no findings, 3 findings, 2 unreadable
-int compareCommand(const Args& args);   // 0 the runs agree, 3 they part, 2 unreadable
+int diagnoseCommand(const Args& args);     // 0 no findings, 3 findings, 2 unreadable
+int compareCommand(const Args& args);      // 0 the runs agree, 3 they part, 2 unreadable
 int importMsprobeCommand(const Args& args);
 int importFlightRecorderCommand(const Args& args);
 

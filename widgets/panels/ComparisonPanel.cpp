@@ -140,8 +140,8 @@ void ComparisonPanel::updateSummary() {
     m_summary->setText(html);
     QString why;
     for (const NotCompared& n : c.notCompared)
-        why += QStringLiteral("%1: %2\n")
-                   .arg(QString::fromStdString(n.words), QString::fromStdString(n.reason));
+        why +=
+            QStringLiteral("%1: %2\n").arg(QString::fromStdString(n.words), QString::fromStdString(n.reason));
     m_summary->setToolTip(why.trimmed());
 }
 
