@@ -221,10 +221,11 @@ std::string toTable(const std::vector<LatencyResult>& results) {
         if (r.rows.empty())
             out += fmt::format("| {} | (no finding) | | | {:.0f} | |\n", name, r.stepMs);
         for (const LatencyRow& row : r.rows) {
-            std::string latency = row.shownS < 0 ? "never named while live (MISS)"
-                                  : row.atEnd
-                                      ? fmt::format("{:.2f} s, only at the end (MISS)", row.latencyS())
-                                      : fmt::format("{:.2f} s", row.latencyS());
+            std::string latency =
+                row.shownS < 0     ? "never named while live (MISS)"
+                : row.writtenS < 0 ? "named once the run ended, before its step was written (MISS)"
+                : row.atEnd        ? fmt::format("{:.2f} s, only at the end (MISS)", row.latencyS())
+                                   : fmt::format("{:.2f} s", row.latencyS());
             out += fmt::format("| {} | {} | {} | {} | {:.0f} | {} |\n", name, row.cause,
                                row.firstStep >= 0 ? std::to_string(row.firstStep) : "—",
                                row.shownAfterStep >= 0 ? std::to_string(row.shownAfterStep) : "—", r.stepMs,
