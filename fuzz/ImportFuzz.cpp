@@ -35,6 +35,14 @@ constexpr const char* kMonitorNames[] = {
     "monitor_v2_out/rank_{r}/optimizer_step{s}-{t}.csv",
     "monitor_output/Dec03_10-00-00-rankx{r}-0123abcd/grad_unreduced_{s}-{t}.csv",
     "monitor_v2_out/rank_{r}/weight_grad_step{s}.csv",
+    // Added later (appended, so that older inputs keep their names): what real writers leave besides.
+    "monitor_output/Dec03_10-00-00-0123abcd/grad_unreduced_{s}-{t}.csv", // <= 1.2 single process
+    "monitor_output/Dec03_10-00-00-rank{r}-0123abcd/grad_unreduced_{s}-{t}_part_1.csv",
+    "monitor_output/Dec03_10-00-00-rank{r}-0123abcd/param_{s}-{t}.csv",
+    "monitor_output/Dec03_10-00-00-rank{r}-0123abcd/linear_hook_{s}-{t}.csv",
+    "monitor_output/Dec03_10-00-00-rank{r}-0123abcd/exp_avg_{s}-{t}.csv",
+    "monitor_output/anomaly_detected/anomaly_analyse.json",
+    "monitor_v2_out/rank_{r}/cc_step{s}-{t}.csv",
 };
 constexpr const char* kDumpNames[] = {
     "step{s}/rank{r}/dump.json",  "step{s}/rank{r}/stack.json",         "step{s}/rank{r}/construct.json",
@@ -42,8 +50,17 @@ constexpr const char* kDumpNames[] = {
     "step{s}/rank{r}x/dump.json", "pynative/step{s}/rank{r}/dump.json",
 };
 constexpr const char* kFlightNames[] = {
-    "nccl_trace_rank_{r}",  "hccl_trace_rank_{r}", "nccl_trace_rank_{r}.pipe",
-    "nccl_trace_rank_x{r}", "other_{r}",
+    "nccl_trace_rank_{r}",
+    "hccl_trace_rank_{r}",
+    "nccl_trace_rank_{r}.pipe",
+    "nccl_trace_rank_x{r}",
+    "other_{r}",
+    // Added later: torch_npu's and the analyser tests' names, tracebacks beside, bare numbers, host names.
+    "trace_{r}",
+    "trace_{r}_py_traceback",
+    "{r}",
+    "node0.nccl_trace_rank_{r}",
+    "comm_lib_trace_rank_{r}",
 };
 
 std::string expand(std::string name, int rank, int step) {

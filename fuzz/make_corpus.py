@@ -99,9 +99,21 @@ TEMPLATES = {
         "monitor_output/anomaly_detected/rank{r}/anomaly.json",
         "monitor_v2_out/rank_{r}/weight_grad_step{s}-{t}.csv",
         "monitor_v2_out/rank_{r}/param_step{s}-{t}.csv",
-        "monitor_v2_out/rank_{r}/optimizer_step{s}-{t}.csv"],
-    1: ["step{s}/rank{r}/dump.json", "step{s}/rank{r}/stack.json", "step{s}/rank{r}/construct.json"],
-    2: ["nccl_trace_rank_{r}", "hccl_trace_rank_{r}"],
+        "monitor_v2_out/rank_{r}/optimizer_step{s}-{t}.csv",
+        "monitor_output/Dec03_10-00-00-rankx{r}-0123abcd/grad_unreduced_{s}-{t}.csv",
+        "monitor_v2_out/rank_{r}/weight_grad_step{s}.csv",
+        "monitor_output/Dec03_10-00-00-0123abcd/grad_unreduced_{s}-{t}.csv",
+        "monitor_output/Dec03_10-00-00-rank{r}-0123abcd/grad_unreduced_{s}-{t}_part_1.csv",
+        "monitor_output/Dec03_10-00-00-rank{r}-0123abcd/param_{s}-{t}.csv",
+        "monitor_output/Dec03_10-00-00-rank{r}-0123abcd/linear_hook_{s}-{t}.csv",
+        "monitor_output/Dec03_10-00-00-rank{r}-0123abcd/exp_avg_{s}-{t}.csv",
+        "monitor_output/anomaly_detected/anomaly_analyse.json",
+        "monitor_v2_out/rank_{r}/cc_step{s}-{t}.csv"],
+    1: ["step{s}/rank{r}/dump.json", "step{s}/rank{r}/stack.json", "step{s}/rank{r}/construct.json",
+        "step{s}/rank/dump.json", "step{s}/proc{r}/dump.json"],
+    2: ["nccl_trace_rank_{r}", "hccl_trace_rank_{r}", "nccl_trace_rank_{r}.pipe", "nccl_trace_rank_x{r}",
+        "other_{r}", "trace_{r}", "trace_{r}_py_traceback", "{r}", "node0.nccl_trace_rank_{r}",
+        "comm_lib_trace_rank_{r}"],
 }
 
 
@@ -109,6 +121,7 @@ def template_of(mode, rel):
     """The template index, rank and step a generated file's path fits (the monitor's time and hex parts are
     the fuzzer's fixed ones)."""
     rel = re.sub(r"[A-Z][a-z]{2}\d{2}_\d{2}-\d{2}-\d{2}-rank(\d+)-[0-9a-f]{8}", r"Dec03_10-00-00-rank\1-0123abcd", rel)
+    rel = re.sub(r"[A-Z][a-z]{2}\d{2}_\d{2}-\d{2}-\d{2}-[0-9a-f]{8}/", "Dec03_10-00-00-0123abcd/", rel)
     for i, t in enumerate(TEMPLATES[mode]):
         pattern = re.escape(t).replace(r"\{r\}", r"(?P<r>\d+)").replace(r"\{s\}", r"(?P<s>\d+)")
         pattern = pattern.replace(r"\{t\}", r"(?P<t>\d+)")
@@ -127,6 +140,7 @@ def tree_program(mode, root):
             if fit is None:
                 continue
             i, r, s = fit
+            r %= 8  # the program's rank byte is 0-7 (a proc<pid> folder's pid is not)
             data = read(path)
             out += bytes([i, r, s]) + len(data).to_bytes(3, "big") + data
     return bytes(out)
@@ -143,6 +157,19 @@ GENERATORS = [
     (2, "flight-json", ["tests/flight/make_fr_dumps.py", "--ranks", "2", "--steps", "3", "--format", "json",
                         "--scenario", "size-mismatch"]),
     (2, "flight-python", ["tests/flight/make_fr_dumps.py", "--ranks", "2", "--steps", "3", "--encoder", "python"]),
+    # What real writers leave besides the documented layouts.
+    (0, "monitor-v1-1.2.0-single", ["tests/msprobe/make_msprobe_tree.py", "--ranks", "1", "--steps", "5",
+                                    "--version", "1.2.0", "--single-process", "--nan-grad"]),
+    (0, "monitor-v1-parts", ["tests/msprobe/make_msprobe_tree.py", "--ranks", "2", "--steps", "5", "--part-rows",
+                             "3", "--l2-hooks", "--anomalies", "--call-id-unknown", "--analyse"]),
+    (0, "monitor-v2-subset", ["tests/msprobe/make_msprobe_tree.py", "--ranks", "4", "--steps", "5", "--layout",
+                              "v2", "--only-ranks", "1,3"]),
+    (1, "dump-proc", ["tests/msprobe/make_msprobe_dump.py", "--ranks", "1", "--steps", "2", "--level", "L0",
+                      "--rank-folder", "proc"]),
+    (2, "flight-npu-tracebacks", ["tests/flight/make_fr_dumps.py", "--ranks", "2", "--steps", "3", "--npu",
+                                  "--prefix", "trace_", "--py-traceback", "--unnamed"]),
+    (2, "flight-analyser", ["tests/flight/make_fr_dumps.py", "--ranks", "2", "--steps", "3", "--analyser-style",
+                            "--p2p", "--hosts"]),
 ]
 for mode, name, cmd in GENERATORS:
     with tempfile.TemporaryDirectory() as tmp:
