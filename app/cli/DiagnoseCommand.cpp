@@ -60,10 +60,7 @@ int diagnoseCommand(const Args& argv) {
         findings = diagnoseRun(*reader, {}, &figures, &notRun, comparison ? &*comparison : nullptr);
         advice = configAdvice(reader->meta());
         const auto missing = ranksNotRecorded(reader->meta());
-        for (int r : missing)
-            unrecorded += fmt::format("{}{}", unrecorded.empty() ? "" : ", ", r);
-        if (!missing.empty())
-            unrecorded = (missing.size() == 1 ? "rank " : "ranks ") + unrecorded;
+        unrecorded = ranksNotRecordedText(missing);
         noRankRecorded = !missing.empty() && int(missing.size()) == reader->meta().worldSize;
         header = fmt::format("{}: {}, {} steps\n", args.positionals().front(), describeRun(reader->meta()),
                              reader->stepCount());

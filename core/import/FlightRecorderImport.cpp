@@ -13,6 +13,7 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <limits>
 #include <map>
@@ -177,12 +178,7 @@ RunMeta joinedMeta(const RunReader& run, const nlohmann::json& fr) {
 }
 
 std::string utc(int64_t ns) {
-    const std::time_t t = std::time_t(ns / 1'000'000'000);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-    return buf;
+    return fmt::format("{:%Y-%m-%d %H:%M:%S}", fmt::gmtime(std::time_t(ns / 1'000'000'000)));
 }
 
 // The run's recorded time: each step's end, and when its first step started.

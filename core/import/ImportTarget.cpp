@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <functional>
+#include <limits>
 #include <unistd.h>
 
 namespace rs {
@@ -31,6 +32,19 @@ std::vector<CardInfo> unknownCards(int ranks) {
         cards[size_t(r)].deviceId = -1;
     }
     return cards;
+}
+
+RankStep unrecordedRankStep(size_t params) {
+    constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+    RankStep x;
+    x.loss = x.accuracy = x.lossScale = x.stepMs = x.computeMs = x.commMs = kNaN;
+    x.localNorm.assign(params, kNaN);
+    x.localMax.assign(params, kNaN);
+    x.localSum.assign(params, std::numeric_limits<double>::quiet_NaN());
+    x.nonfinite.assign(params, 0);
+    x.syncedNorm.assign(params, kNaN);
+    x.syncedSum.assign(params, std::numeric_limits<double>::quiet_NaN());
+    return x;
 }
 
 void checkImportTarget(const std::string& out, bool overwrite) {

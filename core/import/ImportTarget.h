@@ -21,6 +21,11 @@ std::string columnText(const std::string& s, size_t limit);
 // device, address or server.
 std::vector<CardInfo> unknownCards(int ranks);
 
+// A rank's step as another tool's records leave it before anything is filled in: every scalar and every
+// per-parameter statistic of `params` tensors not recorded (NaN), the non-finite counts 0 (a count has no
+// "not recorded"; the norms say the rest). Importers overwrite what their source recorded.
+RankStep unrecordedRankStep(size_t params);
+
 // Throws ImportError when `out` exists and may not be replaced.
 void checkImportTarget(const std::string& out, bool overwrite);
 

@@ -420,21 +420,12 @@ std::vector<std::string> absentOf(const ParamSet& ps) {
 
 // A rank with no dump at a step: every value NaN, every per-parameter vector empty (the writer stores NaN).
 RankStep notRecorded() {
-    RankStep x;
-    x.loss = x.accuracy = x.lossScale = x.stepMs = x.computeMs = x.commMs = kNaN;
-    return x;
+    return unrecordedRankStep(0);
 }
 
 RankStep rankStepOf(const DumpFile& f, const ParamSet& ps, const fs::path& file) {
     const size_t P = ps.names.size();
-    RankStep x;
-    x.loss = x.accuracy = x.lossScale = x.stepMs = x.computeMs = x.commMs = kNaN;
-    x.localNorm.assign(P, kNaN);
-    x.localMax.assign(P, kNaN);
-    x.localSum.assign(P, std::nan(""));
-    x.nonfinite.assign(P, 0);
-    x.syncedNorm.assign(P, kNaN);
-    x.syncedSum.assign(P, std::nan(""));
+    RankStep x = unrecordedRankStep(P);
     for (const auto& [name, d] : f.grads) {
         const auto at = ps.at(name, file);
         if (!at)

@@ -291,14 +291,7 @@ std::vector<std::string> notesOf(const msprobe::MonitorTree& layout, const Tree&
 // included. A non-finite count has no "not recorded": 0 there, the norms saying the rest.
 RankStep rankStepOf(const Tree& t, const Tree& win, int r, int64_t step, bool localSum, bool syncedSum) {
     const size_t P = t.names.size();
-    RankStep x;
-    x.loss = x.accuracy = x.lossScale = x.stepMs = x.computeMs = x.commMs = kNaN;
-    x.localNorm.assign(P, kNaN);
-    x.localMax.assign(P, kNaN);
-    x.localSum.assign(P, std::nan(""));
-    x.nonfinite.assign(P, 0);
-    x.syncedNorm.assign(P, kNaN);
-    x.syncedSum.assign(P, std::nan(""));
+    RankStep x = unrecordedRankStep(P);
     if (size_t(r) >= win.tables.size())
         return x;
     const auto& tables = win.tables[size_t(r)];

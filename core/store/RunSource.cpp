@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -105,10 +106,7 @@ std::string describeRun(const RunMeta& meta) {
         if (const auto missing = ranksNotRecorded(meta); int(missing.size()) == R && R > 0) {
             text += " (no rank's statistics recorded)";
         } else if (!missing.empty()) {
-            std::string list;
-            for (int r : missing)
-                list += (list.empty() ? "" : ", ") + std::to_string(r);
-            text += fmt::format(" ({} {} not recorded)", missing.size() == 1 ? "rank" : "ranks", list);
+            text += " (" + ranksNotRecordedText(missing) + " not recorded)";
         }
         return text;
     }
@@ -155,6 +153,12 @@ std::vector<int> ranksNotRecorded(const RunMeta& meta) {
         if (r.is_number_integer() && r.get<int64_t>() >= 0 && r.get<int64_t>() < meta.worldSize)
             ranks.push_back(int(r.get<int64_t>()));
     return ranks;
+}
+
+std::string ranksNotRecordedText(const std::vector<int>& ranks) {
+    if (ranks.empty())
+        return {};
+    return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ", "));
 }
 
 std::string rankNoun(const RunMeta& meta) {

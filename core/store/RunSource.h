@@ -29,6 +29,9 @@ std::vector<std::string> importNotes(const RunMeta& meta);
 // statistics are not recorded (NaN), and nothing may call them in agreement. The config JSON's
 // `ranks_not_recorded`; empty when every rank was recorded.
 std::vector<int> ranksNotRecorded(const RunMeta& meta);
+// Those ranks in words, for every line that must not call them in agreement: "rank 2", "ranks 0, 1, 3";
+// "" when every rank was recorded.
+std::string ranksNotRecordedText(const std::vector<int>& ranks);
 // The model's parameter count (elements), or nullopt when a tensor's size was not recorded (an msprobe tree
 // that printed no shapes, an L1 dump): a sum over unknown sizes would read as a model of 0 parameters.
 std::optional<int64_t> parameterCount(const RunMeta& meta);

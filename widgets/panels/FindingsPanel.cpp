@@ -186,11 +186,8 @@ QString FindingsPanel::noFindingsText() const {
     if (const auto missing = ranksNotRecorded(m_model->meta()); !missing.empty()) {
         if (int(missing.size()) >= m_model->worldSize())
             return tr("No findings: no rank's statistics were recorded, so none were compared.");
-        QStringList r;
-        for (int x : missing)
-            r << QString::number(x);
-        return tr("No findings: the recorded ranks agree (ranks %1 not recorded, not compared).")
-            .arg(r.join(QStringLiteral(", ")));
+        return tr("No findings: the recorded ranks agree (%1 not recorded, not compared).")
+            .arg(QString::fromStdString(ranksNotRecordedText(missing)));
     }
     if (m_model->isLive())
         return tr("No findings so far: the ranks agree.");

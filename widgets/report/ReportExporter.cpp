@@ -149,9 +149,6 @@ std::vector<std::string> findingLines(const Diagnosis& d) {
             "**{}** ({}, confidence {:.2f}{}): {}. Fix: {}", f.cause, f.dimension, f.confidence,
             f.firstStep >= 0 ? fmt::format(", from step {}", f.firstStep) : "", f.evidence, f.fix));
     // Ranks with no record were compared with nothing: they are not said to agree.
-    std::string unrecorded;
-    for (int r : d.unrecorded)
-        unrecorded += (unrecorded.empty() ? "" : ", ") + std::to_string(r);
     if (lines.empty() && d.unrecorded.empty())
         lines.emplace_back(d.notRun.empty()
                                ? "No findings: every diagnosis rule found the ranks in agreement."
@@ -161,8 +158,8 @@ std::vector<std::string> findingLines(const Diagnosis& d) {
         lines.emplace_back("No findings: no rank's statistics were recorded, so none were compared.");
     else if (lines.empty())
         lines.emplace_back(fmt::format("No findings in what this file records: the rules that ran found the "
-                                       "recorded ranks in agreement ({} {} not recorded, not compared).",
-                                       d.unrecorded.size() == 1 ? "rank" : "ranks", unrecorded));
+                                       "recorded ranks in agreement ({} not recorded, not compared).",
+                                       ranksNotRecordedText(d.unrecorded)));
     for (const CheckNotRun& c : d.notRun)
         lines.push_back("*Could not run:* " + checkNotRunLine(c));
     for (const Advice& a : d.advice)
