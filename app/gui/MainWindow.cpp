@@ -16,6 +16,7 @@
 #include "model/DiagnosisRunner.h"
 #include "model/RunModel.h"
 #include "model/StepCursor.h"
+#include "notify/FindingNotifier.h"
 #include "panels/CardsModel.h"
 #include "panels/CardsPanel.h"
 #include "panels/CollectivesPanel.h"
@@ -172,6 +173,17 @@ void MainWindow::createDocks() {
             tensors->raise();
     });
     connect(m_findings, &FindingsPanel::findingActivated, this, &MainWindow::showFinding);
+    // A new finding on a live run, announced outside the window (the user may be elsewhere for hours).
+    m_notifier = new FindingNotifier(m_model, m_findings->runner(), this, this);
+    connect(m_notifier, &FindingNotifier::noticed, this, [this](const QString& summary) {
+        statusBar()->showMessage(tr("Finding: %1").arg(summary), 30000);
+    });
+    connect(m_notifier, &FindingNotifier::activated, this, [this, findings] {
+        showNormal();
+        raise();
+        activateWindow();
+        findings->raise();
+    });
     connect(m_findings, &FindingsPanel::referenceActivated, this,
             [this] { m_centralTabs->setCurrentWidget(m_comparison); });
     // Findings are the answer a user came for: bring them to the front when there are some.
@@ -255,6 +267,8 @@ void MainWindow::createMenus() {
                                     &StepCursor::followLatest);
     run->addAction(tr("First Step"), QKeySequence(Qt::Key_Home), this,
                    [this] { m_cursor->setStep(m_model->firstStep()); });
+    run->addSeparator();
+    createNotifyAction(run);
 
     auto* toolbar = addToolBar(tr("Main"));
     toolbar->setObjectName(QStringLiteral("mainToolBar"));
@@ -277,6 +291,25 @@ void MainWindow::createMenus() {
                               "data-parallel training drifted apart.</p><pre>%2</pre>")
                                .arg(QApplication::applicationVersion(), versionText().toHtmlEscaped()));
     });
+}
+
+// Run › Notify on Findings: on by default and remembered; its tooltip names how this desktop shows notices
+// (asked again each time the menu opens: a notification daemon may start after the window).
+void MainWindow::createNotifyAction(QMenu* menu) {
+    m_notifyAction = menu->addAction(tr("&Notify on Findings During a Live Run"));
+    m_notifyAction->setObjectName(QStringLiteral("notifyAction"));
+    m_notifyAction->setCheckable(true);
+    m_notifyAction->setChecked(m_notifier->isEnabled());
+    menu->setToolTipsVisible(true);
+    auto describe = [this] {
+        m_notifyAction->setToolTip(
+            tr("A desktop notice and the task bar mark when diagnosis names a new cause while a run is "
+               "written. %1")
+                .arg(m_notifier->backendText()));
+    };
+    describe();
+    connect(menu, &QMenu::aboutToShow, this, describe);
+    connect(m_notifyAction, &QAction::toggled, m_notifier, &FindingNotifier::setEnabled);
 }
 
 void MainWindow::createStatusBar() {

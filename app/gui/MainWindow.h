@@ -26,6 +26,7 @@ class ReplayControl;
 class CardsPanel;
 class EventLogPanel;
 class FindingsPanel;
+class FindingNotifier;
 class CollectivesPanel;
 class TensorsPanel;
 class ComparisonPanel;
@@ -48,6 +49,7 @@ public:
     TrainController* trainController() const { return m_train; }
     RunPanel* runPanel() const { return m_runPanel; }
     FindingsPanel* findingsPanel() const { return m_findings; }
+    FindingNotifier* findingNotifier() const { return m_notifier; }
     CollectivesPanel* collectivesPanel() const { return m_collectives; }
     TensorsPanel* tensorsPanel() const { return m_tensors; }
     QList<ChartWidget*> charts() const;
@@ -91,6 +93,7 @@ private:
     void createCharts();
     void createDocks();
     void createMenus();
+    void createNotifyAction(QMenu* menu);
     void createStatusBar();
     void wireModel();
     void restoreLayout();
@@ -125,6 +128,8 @@ private:
     CardsPanel* m_cards = nullptr;
     EventLogPanel* m_events = nullptr;
     FindingsPanel* m_findings = nullptr;
+    FindingNotifier* m_notifier = nullptr;
+    QAction* m_notifyAction = nullptr;
     CollectivesPanel* m_collectives = nullptr;
     TensorsPanel* m_tensors = nullptr;
     ComparisonPanel* m_comparison = nullptr;
