@@ -302,10 +302,14 @@ void MainWindow::createNotifyAction(QMenu* menu) {
     m_notifyAction->setChecked(m_notifier->isEnabled());
     menu->setToolTipsVisible(true);
     auto describe = [this] {
+        // Rich text, so the tooltip wraps instead of running off the screen.
         m_notifyAction->setToolTip(
-            tr("A desktop notice and the task bar mark when diagnosis names a new cause while a run is "
-               "written. %1")
-                .arg(m_notifier->backendText()));
+            QStringLiteral("<p>%1</p>")
+                .arg(
+                    tr("A desktop notice and a mark on the window in the task bar when diagnosis names a new "
+                       "cause while a run is written. %1")
+                        .arg(m_notifier->backendText())
+                        .toHtmlEscaped()));
     };
     describe();
     connect(menu, &QMenu::aboutToShow, this, describe);
