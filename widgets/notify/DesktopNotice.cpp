@@ -114,8 +114,13 @@ void DesktopNotice::sendTray(const QString& summary, const QString& body) {
             icon = QIcon(QStringLiteral(":/desktop/org.ranksight.RankSight.svg"));
         m_tray = new QSystemTrayIcon(icon, this);
         m_tray->setToolTip(QApplication::applicationDisplayName());
-        connect(m_tray, &QSystemTrayIcon::messageClicked, this, &DesktopNotice::clicked);
-        connect(m_tray, &QSystemTrayIcon::activated, this, &DesktopNotice::clicked);
+        // Seen: the icon goes until the next notice (a tray keeps no clutter from a finding already read).
+        auto seen = [this] {
+            m_tray->hide();
+            emit clicked();
+        };
+        connect(m_tray, &QSystemTrayIcon::messageClicked, this, seen);
+        connect(m_tray, &QSystemTrayIcon::activated, this, seen);
     }
     m_tray->show();
     m_tray->showMessage(summary, body, QSystemTrayIcon::Warning, kTrayMs);

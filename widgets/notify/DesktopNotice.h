@@ -34,7 +34,7 @@ private:
     bool sendFreedesktop(const QString& summary, const QString& body);
     void sendTray(const QString& summary, const QString& body);
 
-    QSystemTrayIcon* m_tray = nullptr; // made at the first tray notice: an icon only while there is news
+    QSystemTrayIcon* m_tray = nullptr; // made at the first tray notice, shown until it is clicked
     QSet<uint> m_ids;                  // the notifications this process sent (ActionInvoked names any)
     bool m_listening = false;          // connected to ActionInvoked
 };
