@@ -354,6 +354,7 @@ std::vector<std::string> msprobeNeverRecorded() {
             "/steps/sample_fp",
             "/steps/sample_ids",
             "/steps/buffer_fp",
+            "/steps/cpu_wait_ms",
             "/grads/overflow_count",
             "/grads/underflow_count",
             "/grads/sketch",

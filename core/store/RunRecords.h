@@ -74,6 +74,10 @@ struct RankStep {
     // Fingerprint of the rank's BatchNorm running statistics after this step's forward (all buffers
     // together, as /weights/buffer_fp): in training mode every forward moves them, in eval mode none does.
     uint64_t bufferFp = 0;
+    // Of computeMs, the time the card's thread was ready to run and waited for a free CPU core (the kernel's
+    // run-queue delay): emulated cards share the host's cores, and that wait is the host's, not the card's.
+    // NaN where it was not measured.
+    float cpuWaitMs = 0;
 
     // Local gradient, before the all-reduce, unscaled (divided by lossScale).
     std::vector<float> localNorm;         // L2 norm

@@ -6,6 +6,7 @@
 #include "train/SgdMomentum.h"
 #include "train/TrainerImpl.h"
 #include "util/HalfConvert.h"
+#include "util/RunQueueDelay.h"
 
 #include <chrono>
 #include <cmath>
@@ -234,11 +235,13 @@ void Trainer::Impl::computeGradients(Card& card, StepWork& w, const std::vector<
         ComputingGuard computing(*comm, card.local);
         ComputeSlotGuard slot(*slots);
         const auto tc = Clock::now();
+        const double waitedBefore = runQueueDelayMs();
         res = card.replica->forwardBackward(images.data(), labels.data(), cfg.batchPerRank, w.scale);
         if (const int slower = faults->slowdown(card.rank, w.step); slower > 1) // a slow card, still busy
             std::this_thread::sleep_for(
                 std::chrono::duration<double, std::milli>((slower - 1) * msSince(tc)));
         w.rs.computeMs = static_cast<float>(msSince(tc));
+        w.rs.cpuWaitMs = static_cast<float>(runQueueDelayMs() - waitedBefore);
     }
     w.rs.loss = res.loss;
     w.rs.accuracy = res.accuracy;

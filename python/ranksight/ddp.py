@@ -432,6 +432,8 @@ class Recorder:
         absent = ["data"]  # the job's data set is the user's; the recorder is not told which
         # A fingerprint of each local gradient would be one more pass per step on rank 0's critical path.
         absent += ["/grads/local_fp"]
+        # How long a rank waited for a CPU core is not measured (a GPU job's compute has no such wait).
+        absent += ["/steps/cpu_wait_ms"]
         if self.scaler is None:
             # Without a GradScaler nothing scales the loss or skips an update: the recorder sees neither.
             absent += ["/steps/overflow", "/steps/loss_scale", "/steps/skipped", "/grads/overflow_count",

@@ -110,6 +110,14 @@ void TestDiagnoseRuns::cleanRealRuns() {
         });
         QVERIFY2(f.empty(), qPrintable(args.join(' ') + "\n" + describe(f)));
         QVERIFY(monotonic);
+        // The wait for a free core is part of the compute time, measured on every card and step.
+        for (const auto& st : reader->readSteps(0, reader->stepCount(), true))
+            for (const auto& x : st.ranks)
+                QVERIFY2(x.cpuWaitMs >= 0 && x.cpuWaitMs <= x.computeMs + 0.5f,
+                         qPrintable(QStringLiteral("step %1: wait %2 ms of compute %3 ms")
+                                        .arg(st.step)
+                                        .arg(double(x.cpuWaitMs))
+                                        .arg(double(x.computeMs))));
         QCOMPARE(last, 100);
         m_cleanFile = path;
     }

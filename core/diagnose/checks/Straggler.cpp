@@ -3,14 +3,15 @@
 // count. On a step, a card is slow at 2x (3x, 4x, 6x) when its compute time is at least that many times the
 // median of the others' (the slowest card left out of the median). A card is named when either
 //   - steady: it is the slowest card, at 2x, on most steps of the run (60 %), or on most steps since it
-//   turned
-//     slow (80 %, at least 8 steps), and over the whole run the others' collective time exceeds its own by at
-//     least half of its extra compute; or
+//     turned slow (80 %, at least 8 steps), and over the whole run the others' collective time exceeds its
+//     own by at least half of its extra compute; or
 //   - beyond chance: at some slowness (2x, 3x, 4x or 6x) it is slow on at least 4 steps, and on more steps
 //     than chance explains: were every card slow as often as the other cards of this run are at that slowness
 //     (taken as at least 1 step in 50), the chance that any card of the run, at any of the four slownesses,
 //     would be slow on as many steps is below 1 in 1,000; and on those steps the others' collective time
 //     exceeds its own by at least a quarter of its extra compute.
+// A card's compute time here is its own: the time it waited for a free core (/steps/cpu_wait_ms, which the
+// engine records because its emulated cards share the host's cores) is taken off.
 // Why the second rule: on 64 emulated cards sharing two cores, scheduling makes a card 2x slow on about one
 // card-step in eight, 3x on one in twenty-two, 4x on one in fifty, at random; some card of a clean run is
 // then 2x slow on 9 or 10 of 28 steps, as many as a card 6x slow on 9 of them, which is never the slowest on
@@ -50,15 +51,29 @@ int64_t slowSince(const std::vector<int64_t>& dated) {
     return dated.empty() ? kNoStep : dated.front();
 }
 
+// ln n!: summed up to 20, Stirling's series beyond (its error there is below 1e-12). Not std::lgamma, which
+// sets the global signgam and so is not safe while the window and a live diagnosis run checks at once.
+double logFactorial(int64_t n) {
+    if (n <= 20) {
+        double s = 0;
+        for (int64_t i = 2; i <= n; ++i)
+            s += std::log(double(i));
+        return s;
+    }
+    const double x = double(n), x2 = x * x;
+    constexpr double kHalfLog2Pi = 0.91893853320467274178;
+    return x * std::log(x) - x + 0.5 * std::log(x) + kHalfLog2Pi + 1 / (12 * x) - 1 / (360 * x * x2) +
+           1 / (1260 * x * x2 * x2);
+}
+
 // log P(X >= k) for X ~ Binomial(n, q); 0 (certain) when k is no more than the mean. Past the mean each
 // term is smaller than the one before, so the sum stops once the terms no longer count.
 double logTail(int64_t n, int64_t k, double q) {
     if (double(k) <= double(n) * q)
         return 0;
-    const double lq = std::log(q), lp = std::log1p(-q), ln = std::lgamma(double(n) + 1);
+    const double lq = std::log(q), lp = std::log1p(-q), ln = logFactorial(n);
     auto term = [&](int64_t j) {
-        return ln - std::lgamma(double(j) + 1) - std::lgamma(double(n - j) + 1) + double(j) * lq +
-               double(n - j) * lp;
+        return ln - logFactorial(j) - logFactorial(n - j) + double(j) * lq + double(n - j) * lp;
     };
     const double first = term(k);
     double sum = 1;
@@ -75,6 +90,14 @@ double logTail(int64_t n, int64_t k, double q) {
 double finiteMedian(std::vector<double> v) {
     std::erase_if(v, [](double x) { return !std::isfinite(x); });
     return median(std::move(v));
+}
+
+// The time a card computed: its compute time less what it waited for a free CPU core (recorded by the engine,
+// whose emulated cards share the host's cores). Without that part a card that the scheduler keeps waiting,
+// step after step, looks like a slow card: 4 cards on 2 cores compute two at a time, and the two that start
+// second share the cores with the first two's statistics and all-reduce.
+double busyMs(const RankStep& x) {
+    return std::isfinite(x.cpuWaitMs) && x.cpuWaitMs > 0 ? x.computeMs - x.cpuWaitMs : x.computeMs;
 }
 
 // One rank's steps at one slowness: how many, the figures on them, and the first of them.
@@ -136,22 +159,22 @@ void Straggler::addStep(const StepRecord& st, const RunExtent& before) {
     int slow = 0;
     for (int r = 0; r < m_R; ++r) {
         if (timed) {
-            m_computeSum[size_t(r)] += std::isfinite(rk[size_t(r)].computeMs) ? rk[size_t(r)].computeMs : 0;
+            m_computeSum[size_t(r)] += std::isfinite(rk[size_t(r)].computeMs) ? busyMs(rk[size_t(r)]) : 0;
             m_commSum[size_t(r)] += std::isfinite(rk[size_t(r)].commMs) ? rk[size_t(r)].commMs : 0;
         }
-        if (rk[size_t(r)].computeMs > rk[size_t(slow)].computeMs)
+        if (busyMs(rk[size_t(r)]) > busyMs(rk[size_t(slow)]))
             slow = r;
     }
     std::vector<double> others;
     for (int r = 0; r < m_R; ++r)
         if (r != slow)
-            others.push_back(rk[size_t(r)].computeMs);
+            others.push_back(busyMs(rk[size_t(r)]));
     const double med = finiteMedian(std::move(others));
     if (!(med > 0))
         return;
     if (timed)
         tallySlow(st, slow, med);
-    if (!(rk[size_t(slow)].computeMs >= kSlowRatio * med))
+    if (!(busyMs(rk[size_t(slow)]) >= kSlowRatio * med))
         return;
     m_slowest[size_t(slow)] += timed;
     if (auto& dated = m_dated[size_t(slow)]; dated.size() < kSlowDated)
@@ -171,11 +194,11 @@ void Straggler::tallySlow(const StepRecord& st, int slowest, double med) {
         if (!std::isfinite(x.computeMs))
             continue;
         ++m_timedCells[size_t(r)];
-        for (size_t i = 0; i < kRatios.size() && x.computeMs >= kRatios[i] * med; ++i) {
+        for (size_t i = 0; i < kRatios.size() && busyMs(x) >= kRatios[i] * med; ++i) {
             SlowSteps& s = m_slow[i][size_t(r)];
             ++s.steps;
             ++m_slowCells[i];
-            s.mine += x.computeMs;
+            s.mine += busyMs(x);
             s.median += med;
             s.wait += std::isfinite(x.commMs) && std::isfinite(othersComm) ? othersComm - x.commMs : 0;
             if (s.listed.size() < kSlowListed)
