@@ -215,7 +215,7 @@ std::string overviewUsage() {
         if (c.name.size() + 2 < column)
             text.replace(0, c.name.size() + 2, "  " + c.name);
         else
-            text = "  " + c.name + "\n" + text;
+            text = fmt::format("  {}\n{}", c.name, text);
         out += text;
     }
     out += "\nranksight-cli COMMAND --help: the command's operands and options, one line each\n"

@@ -24,13 +24,13 @@ std::string missingData(const RunFacts& f, const Needs& n) {
     std::vector<std::string> missing;
     for (const Need& d : n.all)
         if (!f.meta.recorded(d.path))
-            missing.push_back(d.what);
+            missing.emplace_back(d.what);
     bool anyRecorded = n.any.empty();
     for (const Need& d : n.any)
         anyRecorded = anyRecorded || f.meta.recorded(d.path);
     if (!anyRecorded)
         for (const Need& d : n.any)
-            missing.push_back(d.what);
+            missing.emplace_back(d.what);
     if (missing.empty())
         return "";
     std::string list;

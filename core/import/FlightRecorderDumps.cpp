@@ -79,7 +79,7 @@ std::string commonTail(const std::vector<std::string>& prefixes) {
         tail = tail.substr(tail.size() - n);
     }
     for (size_t k = 0; k < tail.size(); ++k) {
-        const std::string t = tail.substr(k);
+        std::string t = tail.substr(k);
         if (isSeparator(t.front()) || std::none_of(t.begin(), t.end(), [](char c) {
                 return std::isalpha(static_cast<unsigned char>(c));
             }))
@@ -474,10 +474,11 @@ std::string detectPrefix(const fs::path& dir, const std::vector<fs::path>& files
     if (prefixes.size() == 1)
         return prefixes.begin()->first;
     std::vector<std::string> names;
+    names.reserve(prefixes.size());
     for (const auto& [p, n] : prefixes)
         names.push_back(p);
     // Host names in front of one prefix, as long as that gives each rank one file.
-    if (const std::string tail = commonTail(names); !tail.empty()) {
+    if (std::string tail = commonTail(names); !tail.empty()) {
         std::set<int> ranks;
         bool unique = true;
         for (const fs::path& f : files) {

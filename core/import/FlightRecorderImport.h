@@ -35,7 +35,7 @@ class RunReader;
 // time on both sides when the join asks whether the dumps' entries fall within it.
 inline constexpr int64_t kJoinClockToleranceNs = 10'000'000'000;
 // A rank's Python traceback kept in the run file (the rest is left in the file the import names).
-inline constexpr size_t kMaxTracebackBytes = 64 * 1024;
+inline constexpr size_t kMaxTracebackBytes = size_t{64} * 1024;
 
 // The dumps cannot belong to the run they were to be joined with: the message says why (ranks or times).
 class JoinRefused : public ImportError {

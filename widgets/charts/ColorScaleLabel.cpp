@@ -39,7 +39,7 @@ QString ColorScaleLabel::breakLines(const QString& text, const QFont& font, int 
     int used = 0;
     bool cut = false;
     auto elide = [&](const QString& l) {
-        const QString e = fm.elidedText(l, Qt::ElideRight, std::max(length, 1));
+        QString e = fm.elidedText(l, Qt::ElideRight, std::max(length, 1));
         cut = cut || e != l;
         return e;
     };
