@@ -75,7 +75,8 @@ class DdpRecorderTest(unittest.TestCase):
         # diagnosis lists the checks that need them instead of passing them silently. No job records the
         # local gradients' fingerprints (a pass per step on the critical path).
         self.assertEqual(set(j["absent"]), {"/steps/overflow", "/steps/loss_scale", "/steps/skipped", "data",
-                                            "/grads/overflow_count", "/grads/underflow_count", "/grads/local_fp"})
+                                            "/grads/overflow_count", "/grads/underflow_count", "/grads/local_fp",
+                                            "/steps/cpu_wait_ms"})
         d = self.diagnosis(path)
         self.assertEqual(d["findings"], [])
         self.assertEqual(sorted(c["check"] for c in d["not_run"]), ["fp16 underflow", "loss scaling"])
