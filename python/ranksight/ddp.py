@@ -14,6 +14,25 @@ parameter's local gradient statistics from the bucket, in the future's .then() t
 that never reach a bucket (left out of DDP, unused) are recorded from p.grad at step(): their "synced"
 gradient is whatever p.grad holds, which is exactly the bug to see. Rank 0 gathers each step's statistics
 (one dist.gather of one packed tensor) and appends one row to a SWMR run file that RankSight follows live.
+
+The job can also act on RankSight's verdict while it runs:
+
+    rec = Recorder(ddp, "runs/job.h5", on_finding="raise", check_every=10)
+    try:
+        for batch in loader: ...; rec.step(loss=loss.item())
+    except RankSightAlert as alert:        # every rank, at the same step
+        print(alert.cause, alert.step, alert.ranks, alert.finding["evidence"])
+
+Rank 0 runs `ranksight-cli watch RUN --stdin-sync --json` as a child (found from watch_cli=, $RANKSIGHT_CLI or
+PATH). Every check_every steps, in step(), rank 0 finishes the step's gather (the file then holds every step up to
+this one), asks the child for its verdict, and all ranks meet in a one-element all-reduce of the answer: every
+rank learns it at the same step, so none is left waiting in a collective. A finding the diagnosis can name from
+the rows written reaches the job at the first check after its row: at most check_every - 1 steps later.
+on_finding="raise": every rank closes the recorder (the file is complete, its stop reason "alert: CAUSE at step
+N") and raises RankSightAlert; "warn": a RankSightWarning, once; a callable: called on every rank with the
+finding (a dict, as `watch --json` prints it, plus at_step). After "warn" or a callable the job goes on and the
+checks stop. A watch that fails (an unreadable file, no answer within check_timeout seconds) ends the checks with
+a warning; it never stops or hangs the job.
 """
 
 import atexit
@@ -22,6 +41,7 @@ import os
 import platform
 import socket
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -30,8 +50,12 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
 from .gradstats import GradStats, fingerprint
 from .runfile import RunFileWriter
+from .watch import RankSightAlert, RankSightWarning, WatchChild, find_cli, finding_line
 
 _MASK = (1 << 64) - 1
+
+# The one-element verdict every rank all-reduces (MAX) at a check: rank 0's answer reaches them all at once.
+_GO_ON, _CHECKS_END, _FOUND = 0, 1, 2
 
 def _signed64(u):
     return u - (1 << 64) if u >= (1 << 63) else u
@@ -53,12 +77,26 @@ def _hook_info(hook):
 
 
 class Recorder:
-    """Records a DDP job (see the module's doc). Every rank builds one; rank 0 writes `path`."""
+    """Records a DDP job (see the module's doc). Every rank builds one, with the same arguments; rank 0 writes
+    `path`.
+
+    on_finding: None (record only), "raise", "warn" or a callable taking the finding dict; with it every
+    check_every steps the job learns RankSight's verdict over the steps written (see the module's doc).
+    fail_on: which findings count, as `ranksight-cli watch --fail-on`: "any", causes ("grad-sum,eval-mode" or a
+    list) or a dimension (numerics, parallel, data, environment). watch_cli: the ranksight-cli to run (default
+    $RANKSIGHT_CLI, then PATH). check_timeout: seconds rank 0 waits for one verdict before the checks end."""
 
     def __init__(self, ddp, path, weight_every=10, sketch_dim=16, hook=None, scaler=None, state=None,
-                 batch_size=0, model_name=None, config=None, planned_steps=0):
+                 batch_size=0, model_name=None, config=None, planned_steps=0, on_finding=None, check_every=10,
+                 fail_on="any", watch_cli=None, check_timeout=60.0):
         if not dist.is_initialized():
             raise RuntimeError("ranksight.ddp.Recorder: torch.distributed is not initialised")
+        if on_finding not in (None, "raise", "warn") and not callable(on_finding):
+            raise ValueError("ranksight.ddp.Recorder: on_finding must be None, \"raise\", \"warn\" or a callable, "
+                             "not %r" % (on_finding,))
+        self.on_finding = on_finding
+        self.check_every = max(int(check_every), 1)
+        self._watch = None  # rank 0's WatchChild while checks go on
         self.ddp = ddp
         self.module = ddp.module
         self.rank = dist.get_rank()
@@ -107,14 +145,44 @@ class Recorder:
         # A job that ends without close() still gets its last step's row (its gather completed long ago), and
         # no rank leaves a gloo thread that still needs the GIL as the interpreter finalizes (_drain_works).
         atexit.register(self._finish_pending_at_exit)
-        if self.rank == 0:
-            self.writer = RunFileWriter(path, self._meta(model_name, config), overwrite=True)
-        dist.barrier()
+        self._start(path, model_name, config, fail_on, watch_cli, check_timeout)
         # The weights before any update, as DDP's broadcast at construction left them (or a checkpoint loaded
         # since on one rank): weight row 0. A row labelled s holds the weights step s starts from, as the
         # engine's do, so ranks that part after an update (optimizer-mismatch) are told from ranks that
         # started apart (init-mismatch).
         self._write_weights(0, self._gather(self._weights_packed()))
+
+    def _start(self, path, model_name, config, fail_on, watch_cli, check_timeout):
+        """Rank 0 creates the file and starts its watch child; every rank learns whether that worked (and
+        rank 0's check schedule) from one broadcast, so a failure on rank 0 is an error on every rank, not a
+        hang in the next collective."""
+        failure, error = None, None
+        if self.rank == 0:
+            try:
+                self.writer = RunFileWriter(path, self._meta(model_name, config), overwrite=True)
+                if self.on_finding is not None:
+                    fail_on = fail_on if isinstance(fail_on, str) else ",".join(fail_on)
+                    self._watch = WatchChild(find_cli(watch_cli), path, fail_on, check_timeout)
+            except Exception as e:  # noqa: BLE001 (re-raised below, after the other ranks are told)
+                failure, error = "%s" % e, e
+        told = [failure, self.on_finding is not None, self.check_every]
+        dist.broadcast_object_list(told, src=0)
+        failure, checking, self.check_every = told
+        # Whether a rank takes part in the checks' collective is rank 0's choice: a rank whose own on_finding
+        # differs still meets the others (and warns at a finding) rather than leaving them waiting.
+        self._checking = bool(checking)
+        if self._checking and self.on_finding is None:
+            self.on_finding = "warn"
+        if self._checking:
+            self.cost_s["check"] = 0.0
+        if failure is not None:
+            self._end_watch()
+            if self.writer is not None:
+                self.writer.close("error: %s" % failure)
+                self.writer = None
+            if error is not None:
+                raise error
+            raise RuntimeError("ranksight.ddp.Recorder: rank 0 could not start recording: %s" % failure)
 
     # --- per forward -----------------------------------------------------------------------------------------
 
@@ -236,7 +304,8 @@ class Recorder:
     def cost_ms(self):
         """The recorder's own time on this rank per recorded step, in ms, by part: local and synced gradient
         statistics (in DDP's backward), BatchNorm buffer fingerprints (around the forward), step() without
-        the gather, the gather of the statistics to rank 0 (waiting for it included), rank 0's file write."""
+        the gather, the gather of the statistics to rank 0 (waiting for it included), rank 0's file write, and
+        with on_finding the checks (rank 0's wait for its watch child's verdict, every rank's for the flag)."""
         n = max(self.steps, 1)
         return {k: v * 1000.0 / n for k, v in self.cost_s.items()}
 
@@ -270,6 +339,7 @@ class Recorder:
                 self._finish_gather()
             except Exception:  # noqa: BLE001 (the process group may be gone; nothing left to save then)
                 pass
+        self._end_watch()  # it would exit at its stdin's EOF anyway; ended here, it is no orphan for a moment
         # gloo's thread drops its reference to the last gather's tensors just after wait() returns; were the
         # interpreter's finalization to free them first, that thread would take the GIL to free them and abort
         # the process (see _drain_works). They stay for the process's last moments.
@@ -327,7 +397,53 @@ class Recorder:
         self.cost_s["step"] += time.perf_counter() - now
         self.steps += 1
         self._reset()
+        if self._checking and self.steps % self.check_every == 0:
+            self._finish_gather()  # this step's row too: the verdict covers every step up to this one
+            self._check(self.steps - 1)
         self._last = time.perf_counter()  # the recorder's own time is not the next step's
+
+    # --- the verdict, every check_every steps (on_finding) ---------------------------------------------------
+
+    def _check(self, step):
+        """Every rank: rank 0 asks its watch child about the rows written (0..step), and one all-reduce tells
+        every rank the answer at this same step. A finding then reaches all of them by broadcast."""
+        t = time.perf_counter()
+        code, finding = _GO_ON, None
+        if self.rank == 0:
+            kind, answer = self._watch.check(self.writer.steps_written)
+            if kind == "finding":
+                code, finding = _FOUND, answer
+            elif kind == "gone":
+                code = _CHECKS_END
+                warnings.warn("RankSight: the run is no longer checked from step %d: %s" % (step, answer),
+                              RankSightWarning, stacklevel=3)
+        flag = torch.tensor([code], dtype=torch.int32)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        code = int(flag.item())
+        if code != _GO_ON:
+            self._checking = False  # on every rank at once: no rank waits in a check the others skip
+            self._end_watch()
+        if code == _FOUND:
+            shared = [finding]
+            dist.broadcast_object_list(shared, src=0)
+            finding = dict(shared[0], at_step=step)
+        self.cost_s["check"] += time.perf_counter() - t
+        if finding is not None:
+            self._act(finding, step)
+
+    def _act(self, finding, step):
+        if self.on_finding == "raise":
+            self.close("alert: %s at step %d" % (finding.get("cause", "finding"), step))
+            raise RankSightAlert(finding, step)
+        if self.on_finding == "warn":
+            warnings.warn(finding_line(finding, step), RankSightWarning, stacklevel=4)
+        else:
+            self.on_finding(finding)
+
+    def _end_watch(self):
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
 
     def _weights(self):
         """This rank's weight norms and fingerprints (numpy arrays), the BatchNorm buffers' norm and the buffer
@@ -408,6 +524,8 @@ class Recorder:
         if not self._closed and dist.is_initialized():
             self._drain_works()
             self._finish_gather()
+        self._checking = False
+        self._end_watch()  # closing its stdin ends it; a file closed under a reader is no verdict
         if self.writer is not None:
             self.writer.close(reason)
             self.writer = None
@@ -458,4 +576,4 @@ class Recorder:
             cards=[dict(rank=r, device_id=-1, device_ip="", server_id=host) for r in range(self.world)])
 
 
-__all__ = ["Recorder", "fingerprint"]
+__all__ = ["Recorder", "RankSightAlert", "RankSightWarning", "fingerprint"]
