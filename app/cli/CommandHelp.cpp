@@ -120,6 +120,20 @@ std::vector<CommandHelp> makeCommandHelps() {
           json,
           {"--verbose", "also the figures each check measured"}},
          "exit 3: findings"},
+        {"watch",
+         "RUN.h5",
+         "Follow a run file another process is writing (it may not exist yet) and raise an alert on the "
+         "first "
+         "finding that matches: for a shell loop, a scheduler or a job that should stop.",
+         {{"--fail-on WHAT",
+           "any (default), CAUSE[,CAUSE...] or a dimension: numerics, parallel, data, environment"},
+          {"--stall S", "alert (exit 4) when no step is written for S seconds: the job hung or died"},
+          {"--flight-dumps DIR", "on a stall, name the flight-recorder dumps in DIR"},
+          {"--exec CMD", "run CMD once at the alert, with RANKSIGHT_CAUSE, _STEP, _RANKS, _PARAMETER, _RUN"},
+          {"--json", "the alert as one JSON line"},
+          {"--stdin-sync", "for a parent process: answer each line on stdin with 'checked N'"},
+          {"--poll-ms MS", "how often the file is read (default 250)"}},
+         "exit 3: a matching finding; exit 4: a stall; exit 0: the run completed without one"},
         {"compare",
          "RUN.h5 REF.h5",
          "A run against a reference run: the first step, parameter and rank where they part beyond what the "

@@ -21,6 +21,7 @@ int benchOpenCommand(const Args& args);    // needs the GUI build (RANKSIGHT_HAV
 int benchLatencyCommand(const Args& args); // needs the GUI build (RANKSIGHT_HAVE_WIDGETS)
 int diagnoseCommand(const Args& args);     // 0 no findings, 3 findings, 2 unreadable
 int compareCommand(const Args& args);      // 0 the runs agree, 3 they part, 2 unreadable
+int watchCommand(const Args& args);        // 3 an alert, 4 a stall, 0 completed, 2 unreadable
 int importMsprobeCommand(const Args& args);
 int importFlightRecorderCommand(const Args& args);
 

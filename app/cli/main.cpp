@@ -58,6 +58,8 @@ int main(int argc, char** argv) {
             return rs::cli::importFlightRecorderCommand(args);
         if (cmd == "diagnose")
             return rs::cli::diagnoseCommand(args);
+        if (cmd == "watch")
+            return rs::cli::watchCommand(args);
         if (cmd == "compare")
             return rs::cli::compareCommand(args);
         if (cmd == "report")

@@ -282,8 +282,8 @@ namespace {
 const QStringList kCommands = {"train",       "inspect",        "export-csv",
                                "schema",      "lint-ranktable", "bench",
                                "bench-nodes", "import-msprobe", "import-flight-recorder",
-                               "diagnose",    "compare",        "report",
-                               "bench-open",  "bench-latency"};
+                               "diagnose",    "watch",          "compare",
+                               "report",      "bench-open",     "bench-latency"};
 
 // The option names a --help text lists, one per line ("  --out RUN.h5   the run file to write").
 QSet<QString> helpOptions(const QString& help) {
