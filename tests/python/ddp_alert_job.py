@@ -11,7 +11,6 @@ pid (to tell that it is gone), or the error that stopped the recorder from start
 """
 
 import argparse
-import functools
 import json
 import os
 import sys
