@@ -23,7 +23,7 @@ SETTLE = 2
 JOB_TIMEOUT_S = 120
 
 try:
-    import torch  # noqa: F401
+    import torch  # noqa: F401 (the jobs need it)
     HAVE_TORCH = True
 except ImportError:
     HAVE_TORCH = False
