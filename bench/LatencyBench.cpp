@@ -1,6 +1,7 @@
 // runLatencyBench: see LatencyBench.h.
 #include "LatencyBench.h"
 
+#include "WatchProcesses.h"
 #include "diagnose/Diagnoser.h"
 #include "model/DiagnosisRunner.h"
 #include "model/RunModel.h"
@@ -69,7 +70,7 @@ double recordedStepMs(const Records& x) {
 // Writes x into path step by step at stepMs a step, each step with its weight rows, evaluations and events;
 // writtenS[i] is when step row i (and its rows) had been flushed.
 void replay(const Records& x, const std::string& path, double stepMs, Clock::time_point t0,
-            std::vector<double>& writtenS, std::atomic<int64_t>& written, std::mutex& m) {
+            std::vector<double>& writtenS, std::atomic<int64_t>& written, std::mutex& m, double& closedS) {
     auto w = RunWriter::create(path, x.meta);
     size_t wi = 0, ei = 0, vi = 0;
     for (size_t i = 0; i < x.steps.size(); ++i) {
@@ -94,6 +95,8 @@ void replay(const Records& x, const std::string& path, double stepMs, Clock::tim
     for (; ei < x.events.size(); ++ei)
         w->appendEvent(x.events[ei]);
     w->close(x.stopReason.empty() ? "completed" : x.stopReason);
+    const std::lock_guard lock(m);
+    closedS = secondsSince(t0);
 }
 
 } // namespace
@@ -125,10 +128,18 @@ LatencyResult runLatencyBench(const std::string& file, const LatencyOptions& o,
     std::atomic<bool> done{false};
     std::mutex m;
     std::exception_ptr failed;
+    std::vector<std::string> causes;
+    for (const Finding& f : truth)
+        if (std::find(causes.begin(), causes.end(), f.cause) == causes.end())
+            causes.push_back(f.cause);
+    std::unique_ptr<WatchProcesses> watchers;
+    if (!o.watchCli.empty())
+        watchers = std::make_unique<WatchProcesses>(o.watchCli, live, causes, dir.path().toStdString());
+    res.watched = watchers != nullptr;
     const auto t0 = Clock::now() + std::chrono::milliseconds(200);
     std::thread writer([&] {
         try {
-            replay(x, live, res.stepMs, t0, writtenS, written, m);
+            replay(x, live, res.stepMs, t0, writtenS, written, m, res.closedS);
         } catch (...) {
             failed = std::current_exception();
         }
@@ -160,8 +171,9 @@ LatencyResult runLatencyBench(const std::string& file, const LatencyOptions& o,
     while (Clock::now() < deadline) {
         QCoreApplication::processEvents(QEventLoop::AllEvents, 5);
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        const bool watching = watchers && watchers->poll(secondsSince(t0));
         const bool settled = done && model.isComplete() && model.stepCount() == res.steps &&
-                             runner.hasResult() && !runner.isRunning();
+                             runner.hasResult() && !runner.isRunning() && !watching;
         if (!settled)
             completeAt = {};
         else if (completeAt == Clock::time_point{})
@@ -170,6 +182,8 @@ LatencyResult runLatencyBench(const std::string& file, const LatencyOptions& o,
             break;
     }
     writer.join();
+    if (watchers)
+        watchers->finish();
     if (failed)
         std::rethrow_exception(failed);
     res.writeS = writtenS.back();
@@ -180,6 +194,14 @@ LatencyResult runLatencyBench(const std::string& file, const LatencyOptions& o,
             row = it->second;
         row.cause = f.cause;
         row.firstStep = f.firstStep;
+        if (watchers)
+            for (const WatchProcess& w : watchers->processes())
+                if (w.cause == f.cause) {
+                    row.watchExit = w.exitCode;
+                    row.watchS = w.exitCode == 3 ? w.exitedS : -1;
+                    row.watchAfterStep = w.lastStep;
+                    row.watchAtEnd = w.exitCode == 3 && w.exitedS >= res.closedS;
+                }
         // The evidence's step: the first row at or after the finding's first step (a slice may start later).
         for (size_t i = 0; i < x.steps.size(); ++i)
             if (x.steps[i].step >= f.firstStep) {
@@ -202,34 +224,63 @@ std::string toJson(const std::vector<LatencyResult>& results) {
                             {"shown_s", row.shownS},
                             {"latency_s", row.latencyS()},
                             {"shown_after_step", row.shownAfterStep},
-                            {"at_end", row.atEnd}});
+                            {"at_end", row.atEnd},
+                            {"watch_exit", row.watchExit},
+                            {"watch_s", row.watchS},
+                            {"watch_latency_s", row.watchLatencyS()},
+                            {"watch_after_step", row.watchAfterStep},
+                            {"watch_at_end", row.watchAtEnd}});
         all.push_back({{"file", r.file},
                        {"steps", r.steps},
                        {"ranks", r.ranks},
                        {"step_ms", r.stepMs},
                        {"write_s", r.writeS},
+                       {"closed_s", r.closedS},
+                       {"watched", r.watched},
                        {"findings", rows}});
     }
     return all.dump(2);
 }
 
+namespace {
+
+// `watch --fail-on CAUSE`'s alert: steps and seconds after the evidence, or the miss.
+std::string watchCell(const LatencyResult& r, const LatencyRow& row) {
+    if (!r.watched)
+        return "not run";
+    if (row.watchExit == 0)
+        return "no alert: the run completed without it (MISS)";
+    if (row.watchExit != 3)
+        return "no alert (MISS)";
+    if (row.writtenS < 0)
+        return "alert once the run ended, before its step was written (MISS)";
+    const std::string steps = row.firstStep >= 0 && row.watchAfterStep >= 0
+                                  ? fmt::format("{} steps, ", row.watchAfterStep - row.firstStep)
+                                  : "";
+    return fmt::format("{}{:.2f} s{}", steps, row.watchLatencyS(),
+                       row.watchAtEnd ? ", only at the end (MISS)" : "");
+}
+
+} // namespace
+
 std::string toTable(const std::vector<LatencyResult>& results) {
-    std::string out = "| run | cause | first step | steps written by then | step ms | evidence to finding |\n"
-                      "|---|---|---:|---:|---:|---|\n";
+    std::string out = "| run | cause | first step | steps written by then | step ms | evidence to finding | "
+                      "evidence to watch's alert |\n"
+                      "|---|---|---:|---:|---:|---|---|\n";
     for (const LatencyResult& r : results) {
         const std::string name = std::filesystem::path(r.file).filename().string();
         if (r.rows.empty())
-            out += fmt::format("| {} | (no finding) | | | {:.0f} | |\n", name, r.stepMs);
+            out += fmt::format("| {} | (no finding) | | | {:.0f} | | |\n", name, r.stepMs);
         for (const LatencyRow& row : r.rows) {
             std::string latency =
                 row.shownS < 0     ? "never named while live (MISS)"
                 : row.writtenS < 0 ? "named once the run ended, before its step was written (MISS)"
                 : row.atEnd        ? fmt::format("{:.2f} s, only at the end (MISS)", row.latencyS())
                                    : fmt::format("{:.2f} s", row.latencyS());
-            out += fmt::format("| {} | {} | {} | {} | {:.0f} | {} |\n", name, row.cause,
+            out += fmt::format("| {} | {} | {} | {} | {:.0f} | {} | {} |\n", name, row.cause,
                                row.firstStep >= 0 ? std::to_string(row.firstStep) : "—",
                                row.shownAfterStep >= 0 ? std::to_string(row.shownAfterStep) : "—", r.stepMs,
-                               latency);
+                               latency, watchCell(r, row));
         }
     }
     return out;

@@ -1,10 +1,13 @@
 // `bench-latency RUN.h5... [--step-ms MS] [--json]`: how long after a run writes a cause's evidence the
-// window's Findings panel names it (bench/LatencyBench.h). Needs the GUI build.
+// window's Findings panel names it, and a `ranksight-cli watch --fail-on CAUSE` alerts on it
+// (bench/LatencyBench.h;
+// --window-only: not watch). Needs the GUI build.
 #include "CliArgs.h"
 #include "Commands.h"
 #include "HeadlessApp.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fmt/format.h>
 
 #ifdef RANKSIGHT_HAVE_WIDGETS
@@ -16,7 +19,7 @@ namespace rs::cli {
 #ifdef RANKSIGHT_HAVE_WIDGETS
 
 int benchLatencyCommand(const Args& argv) {
-    const CliArgs args(argv, {"step-ms"}, {"json"});
+    const CliArgs args(argv, {"step-ms"}, {"json", "window-only"});
     if (args.positionals().empty())
         throw UsageError("name at least one run file to replay");
     bench::LatencyOptions o;
@@ -30,6 +33,9 @@ int benchLatencyCommand(const Args& argv) {
             throw UsageError(fmt::format("--step-ms '{}' is not a time in (0, 60000] ms", *v));
         }
     }
+    // watch runs as this program: the ranksight-cli being measured.
+    if (!args.flag("window-only"))
+        o.watchCli = std::filesystem::read_symlink("/proc/self/exe").string();
     const auto app = makeHeadlessApp();
     std::vector<bench::LatencyResult> results;
     for (const std::string& file : args.positionals()) {

@@ -161,10 +161,11 @@ std::vector<CommandHelp> makeCommandHelps() {
          ""},
         {"bench-latency",
          "RUN.h5...",
-         "How long after a run writes a cause's evidence the window names it: each run is written again at "
-         "its "
-         "recorded pace while the window's diagnosis follows (GUI build).",
-         {{"--step-ms MS", "write a step every MS milliseconds instead of the recorded pace"}, json},
+         "How long after a run writes a cause's evidence the window names it and `watch` alerts on it: each "
+         "run is written again at its recorded pace while both follow (GUI build).",
+         {{"--step-ms MS", "write a step every MS milliseconds instead of the recorded pace"},
+          {"--window-only", "time the window alone, not `watch --fail-on CAUSE` as well"},
+          json},
          ""},
     };
 }
