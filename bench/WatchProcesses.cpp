@@ -3,7 +3,6 @@
 
 #include <cerrno>
 #include <csignal>
-#include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <fstream>
@@ -11,6 +10,7 @@
 #include <spawn.h>
 #include <stdexcept>
 #include <sys/wait.h>
+#include <system_error>
 
 extern char** environ; // NOLINT(readability-redundant-declaration): POSIX declares it nowhere in C++
 
@@ -32,13 +32,24 @@ WatchProcesses::WatchProcesses(const std::string& cli, const std::string& live,
         const int err = posix_spawn(&w.pid, cli.c_str(), &io, nullptr, argv, environ);
         posix_spawn_file_actions_destroy(&io);
         if (err != 0)
-            throw std::runtime_error(fmt::format("cannot start {} watch: {}", cli, std::strerror(err)));
+            throw std::runtime_error(fmt::format("cannot start {} watch: {}", cli,
+                                                 std::error_code(err, std::generic_category()).message()));
         m_children.push_back(std::move(w));
     }
 }
 
 WatchProcesses::~WatchProcesses() {
-    finish();
+    killRunning();
+}
+
+void WatchProcesses::killRunning() noexcept {
+    for (WatchProcess& w : m_children)
+        if (w.pid >= 0) {
+            kill(w.pid, SIGTERM);
+            while (waitpid(w.pid, nullptr, 0) < 0 && errno == EINTR) {
+            }
+            w.pid = -1;
+        }
 }
 
 bool WatchProcesses::poll(double now) {
@@ -60,13 +71,8 @@ bool WatchProcesses::poll(double now) {
 }
 
 void WatchProcesses::finish() {
+    killRunning();
     for (WatchProcess& w : m_children) {
-        if (w.pid >= 0) {
-            kill(w.pid, SIGTERM);
-            while (waitpid(w.pid, nullptr, 0) < 0 && errno == EINTR) {
-            }
-            w.pid = -1;
-        }
         std::ifstream in(w.outFile);
         std::string line;
         if (w.exitCode == 3 && std::getline(in, line)) {

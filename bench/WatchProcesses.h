@@ -36,6 +36,7 @@ public:
     const std::vector<WatchProcess>& processes() const { return m_children; }
 
 private:
+    void killRunning() noexcept;
     std::vector<WatchProcess> m_children;
 };
 

@@ -14,13 +14,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <poll.h>
 #include <spawn.h>
 #include <stdexcept>
 #include <sys/wait.h>
+#include <system_error>
 #include <thread>
 #include <unistd.h>
 
@@ -106,7 +106,8 @@ void runExec(const std::string& command, const std::vector<std::string>& vars) {
     char* argv[] = {sh.data(), dashC.data(), cmd.data(), nullptr};
     pid_t pid = 0;
     if (const int err = posix_spawn(&pid, "/bin/sh", nullptr, nullptr, argv, env.data()); err != 0) {
-        printError(fmt::format("watch: --exec could not start /bin/sh: {}", std::strerror(err)));
+        printError(fmt::format("watch: --exec could not start /bin/sh: {}",
+                               std::error_code(err, std::generic_category()).message()));
         return;
     }
     int status = 0;
