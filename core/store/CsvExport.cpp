@@ -99,6 +99,71 @@ void check(std::ofstream& out, const fs::path& path) {
         throw std::runtime_error(fmt::format("{}: write failed (disk full?)", path.string()));
 }
 
+using GradRecorded = std::array<bool, std::size(kGradientsCsvColumns)>;
+
+GradRecorded gradientsRecorded(const RunMeta& meta) {
+    GradRecorded out{};
+    for (size_t k = 0; k < out.size(); ++k)
+        out[k] = meta.recorded(rsc::kStepColumns[kGradientsCsvColumns[k]].path);
+    return out;
+}
+
+// Rank r's row of steps.csv.
+void stepsRow(std::string& row, const StepRecord& s, size_t r, const StepsCsvRecorded& recorded) {
+    StepsCsvRow csv{s.step, int(r), {}};
+    for (size_t i = 0; i < kStepsCsvValues; ++i)
+        visitRankValue(s.ranks[r], kStepsCsvColumns[i].column, [&](const auto& v) {
+            if constexpr (std::is_arithmetic_v<std::remove_cvref_t<decltype(v)>>)
+                csv.values[i] = static_cast<float>(v);
+        });
+    row.clear();
+    appendCsvRow(row, csv, recorded);
+}
+
+// Rank r's row of gradients.csv for parameter p.
+void gradientsRow(std::string& row, const RunMeta& meta, const StepRecord& s, size_t r, size_t p,
+                  const GradRecorded& gradRecorded) {
+    const RankStep& rs = s.ranks[r];
+    row.clear();
+    fmt::format_to(std::back_inserter(row), "{},{},{}", s.step, r, csvField(meta.params[p].name));
+    // A NaN norm always has a non-finite element, so a count of 0 beside one is a count nobody took (an
+    // msprobe rank the monitor did not watch): empty, not "0".
+    const bool countless = p < rs.localNorm.size() && std::isnan(rs.localNorm[p]) &&
+                           p < rs.nonfinite.size() && rs.nonfinite[p] == 0;
+    for (size_t k = 0; k < gradRecorded.size(); ++k) {
+        row += ',';
+        if (countless && kGradientsCsvColumns[k] == rsc::kNonfinite)
+            continue;
+        visitRankValue(rs, kGradientsCsvColumns[k], [&](const auto& v) {
+            if constexpr (fields::kIsVector<std::remove_cvref_t<decltype(v)>>)
+                if (gradRecorded[k] && p < v.size())
+                    fmt::format_to(std::back_inserter(row), "{}", v[p]);
+        });
+    }
+    row += '\n';
+}
+
+void writeStepRows(const RunReader& reader, std::ofstream& steps, std::ofstream& grads) {
+    const auto& meta = reader.meta();
+    const StepsCsvRecorded recorded = stepsCsvRecorded(meta);
+    const GradRecorded gradRecorded = gradientsRecorded(meta);
+    const int64_t n = reader.stepCount();
+    const int64_t block = stepsPerRead(meta, 1024);
+    std::string row;
+    for (int64_t b = 0; b < n; b += block) {
+        for (const auto& s : reader.readSteps(b, std::min(n, b + block), true)) {
+            for (size_t r = 0; r < s.ranks.size(); ++r) {
+                stepsRow(row, s, r, recorded);
+                steps << row;
+                for (size_t p = 0; p < meta.params.size(); ++p) {
+                    gradientsRow(row, meta, s, r, p, gradRecorded);
+                    grads << row;
+                }
+            }
+        }
+    }
+}
+
 } // namespace
 
 std::vector<std::string> exportCsv(const RunReader& reader, const std::string& dir, bool overwrite) {
@@ -106,7 +171,6 @@ std::vector<std::string> exportCsv(const RunReader& reader, const std::string& d
     fs::create_directories(dir, ec);
     if (ec)
         throw std::runtime_error(fmt::format("{}: cannot create the folder: {}", dir, ec.message()));
-    const auto& meta = reader.meta();
     const fs::path stepsPath = fs::path(dir) / "steps.csv";
     const fs::path gradsPath = fs::path(dir) / "gradients.csv";
     const fs::path eventsPath = fs::path(dir) / "events.csv";
@@ -119,50 +183,9 @@ std::vector<std::string> exportCsv(const RunReader& reader, const std::string& d
     for (rsc::StepCol c : kGradientsCsvColumns)
         grads << ',' << datasetName(c);
     grads << '\n';
-    const StepsCsvRecorded recorded = stepsCsvRecorded(meta);
-    std::array<bool, std::size(kGradientsCsvColumns)> gradRecorded{};
-    for (size_t k = 0; k < gradRecorded.size(); ++k)
-        gradRecorded[k] = meta.recorded(rsc::kStepColumns[kGradientsCsvColumns[k]].path);
-    const int64_t n = reader.stepCount();
-    const int64_t block = stepsPerRead(meta, 1024);
-    std::string row;
-    for (int64_t b = 0; b < n; b += block) {
-        for (const auto& s : reader.readSteps(b, std::min(n, b + block), true)) {
-            for (size_t r = 0; r < s.ranks.size(); ++r) {
-                const RankStep& rs = s.ranks[r];
-                StepsCsvRow csv{s.step, int(r), {}};
-                for (size_t i = 0; i < kStepsCsvValues; ++i)
-                    visitRankValue(rs, kStepsCsvColumns[i].column, [&](const auto& v) {
-                        if constexpr (std::is_arithmetic_v<std::remove_cvref_t<decltype(v)>>)
-                            csv.values[i] = static_cast<float>(v);
-                    });
-                row.clear();
-                appendCsvRow(row, csv, recorded);
-                steps << row;
-                for (size_t p = 0; p < meta.params.size(); ++p) {
-                    row.clear();
-                    fmt::format_to(std::back_inserter(row), "{},{},{}", s.step, r,
-                                   csvField(meta.params[p].name));
-                    // A NaN norm always has a non-finite element, so a count of 0 beside one is a count
-                    // nobody took (an msprobe rank the monitor did not watch): empty, not "0".
-                    const bool countless = p < rs.localNorm.size() && std::isnan(rs.localNorm[p]) &&
-                                           p < rs.nonfinite.size() && rs.nonfinite[p] == 0;
-                    for (size_t k = 0; k < gradRecorded.size(); ++k) {
-                        row += ',';
-                        if (countless && kGradientsCsvColumns[k] == rsc::kNonfinite)
-                            continue;
-                        visitRankValue(rs, kGradientsCsvColumns[k], [&](const auto& v) {
-                            if constexpr (fields::kIsVector<std::remove_cvref_t<decltype(v)>>)
-                                if (gradRecorded[k] && p < v.size())
-                                    fmt::format_to(std::back_inserter(row), "{}", v[p]);
-                        });
-                    }
-                    grads << row << '\n';
-                }
-            }
-        }
-    }
+    writeStepRows(reader, steps, grads);
     events << kEventsCsvHeader;
+    std::string row;
     for (const auto& e : reader.readEvents()) {
         row.clear();
         appendCsvRow(row, e);

@@ -70,14 +70,74 @@ template <class E> E load(fields::Stored<E> v) {
         return v;
 }
 
+// A row's values into a member of the record itself: one element, the whole row, or [rank][element].
+template <class V, class S> void loadOwn(V& dst, const S* row, size_t rowElems, size_t R) {
+    constexpr int depth = fields::kDepth<V>;
+    if constexpr (depth == 0) {
+        dst = load<V>(row[0]);
+    } else if constexpr (depth == 1) {
+        dst.assign(row, row + rowElems);
+    } else {
+        const size_t len = R ? rowElems / R : 0; // a rank's part of the row
+        dst.resize(R);
+        for (size_t r = 0; r < R; ++r)
+            dst[r].assign(row + r * len, row + (r + 1) * len);
+    }
+}
+
+// A row's values into a member of the record's per-rank records (RankStep in StepRecord).
+template <class Rank, class V, class S>
+void loadRanks(std::vector<Rank>& ranks, V Rank::*field, const S* row, size_t rowElems, size_t R) {
+    const size_t len = R ? rowElems / R : 0;
+    ranks.resize(R);
+    for (size_t r = 0; r < R; ++r) {
+        if constexpr (fields::kDepth<V> == 0)
+            ranks[r].*field = load<V>(row[r]);
+        else
+            (ranks[r].*field).assign(row + r * len, row + (r + 1) * len);
+    }
+}
+
 } // namespace
+
+template <class Record, class Field>
+void Hdf5RunReader::Impl::readField(const rsc::TableColumn<Field>& col, const RColumn& c, hsize_t b,
+                                    std::vector<Record>& out) const {
+    using V = fields::ValueOf<Field>;
+    const size_t n = out.size();
+    if constexpr (fields::kIsString<V>) {
+        const size_t width = size_t(rsc::dtypeBytes(c.spec->dtype));
+        const std::vector<char> v = readStringColumn(c, b, n);
+        for (size_t i = 0; i < n; ++i)
+            out[i].*col.field = getFixedString(v.data() + i * width, width);
+        return;
+    } else if constexpr (rsc::wholeRowVector<Record, Field>()) {
+        if (col.layout.row == rsc::Row::T) { // big rows (flight tensors): into each record, a row at a time
+            for (size_t i = 0; i < n; ++i) {
+                V& v = out[i].*col.field;
+                v.resize(c.rowElems);
+                readRows(c, b + i, 1, v.data(), memType(c.spec->dtype));
+            }
+            return;
+        }
+    }
+    if constexpr (!fields::kIsString<V>) {
+        const auto v = readColumn<fields::Stored<fields::Element<V>>>(c, b, n);
+        for (size_t i = 0; i < n; ++i) {
+            const auto* row = v.data() + i * c.rowElems;
+            if constexpr (rsc::ownField<Record, Field>())
+                loadOwn(out[i].*col.field, row, c.rowElems, dims.R);
+            else
+                loadRanks(rsc::perRank<Field>(out[i]), col.field, row, c.rowElems, dims.R);
+        }
+    }
+}
 
 template <class Record, class Table>
 std::vector<Record> Hdf5RunReader::Impl::readRecords(const RTable& table, const Table& columns, hsize_t b,
                                                      hsize_t n, bool vectors,
                                                      std::vector<int64_t>* parentRows) const {
     std::vector<Record> out(n);
-    const size_t R = dims.R;
     // One column at a time, so only one column's buffer is alive besides the records.
     rsc::forEachColumn(columns, [&](const auto& col) {
         using Field = std::remove_cvref_t<decltype(col.field)>;
@@ -85,57 +145,8 @@ std::vector<Record> Hdf5RunReader::Impl::readRecords(const RTable& table, const 
         if constexpr (std::is_same_v<Field, rsc::ParentRow>) {
             if (parentRows)
                 *parentRows = readColumn<int64_t>(c, b, n);
-        } else {
-            using V = fields::ValueOf<Field>;
-            using E = fields::Element<V>;
-            constexpr int depth = fields::kDepth<V>;
-            if (depth > 0 && !vectors)
-                return;
-            if constexpr (fields::kIsString<V>) {
-                const size_t width = size_t(rsc::dtypeBytes(c.spec->dtype));
-                const std::vector<char> v = readStringColumn(c, b, n);
-                for (size_t i = 0; i < n; ++i)
-                    out[i].*col.field = getFixedString(v.data() + i * width, width);
-            } else if constexpr (rsc::wholeRowVector<Record, Field>()) {
-                // Big rows (flight tensors): straight into each record, one row at a time.
-                if (col.layout.row == rsc::Row::T) {
-                    for (size_t i = 0; i < n; ++i) {
-                        V& v = out[i].*col.field;
-                        v.resize(c.rowElems);
-                        readRows(c, b + i, 1, v.data(), memType(c.spec->dtype));
-                    }
-                    return;
-                }
-            }
-            if constexpr (!fields::kIsString<V>) {
-                const auto v = readColumn<fields::Stored<E>>(c, b, n);
-                const size_t len = R ? c.rowElems / R : 0; // a rank's part of a row
-                for (size_t i = 0; i < n; ++i) {
-                    const auto* row = v.data() + i * c.rowElems;
-                    Record& rec = out[i];
-                    if constexpr (rsc::ownField<Record, Field>()) {
-                        V& dst = rec.*col.field;
-                        if constexpr (depth == 0) {
-                            dst = load<E>(row[0]);
-                        } else if constexpr (depth == 1) {
-                            dst.assign(row, row + c.rowElems);
-                        } else {
-                            dst.resize(R);
-                            for (size_t r = 0; r < R; ++r)
-                                dst[r].assign(row + r * len, row + (r + 1) * len);
-                        }
-                    } else {
-                        auto& ranks = rsc::perRank<Field>(rec);
-                        ranks.resize(R);
-                        for (size_t r = 0; r < R; ++r) {
-                            if constexpr (depth == 0)
-                                ranks[r].*col.field = load<E>(row[r]);
-                            else
-                                (ranks[r].*col.field).assign(row + r * len, row + (r + 1) * len);
-                        }
-                    }
-                }
-            }
+        } else if (vectors || fields::kDepth<fields::ValueOf<Field>> == 0) {
+            readField(col, c, b, out);
         }
     });
     return out;
@@ -157,30 +168,35 @@ Hdf5RunReader::~Hdf5RunReader() {
     }
 }
 
-std::unique_ptr<Hdf5RunReader> Hdf5RunReader::open(const std::string& path) {
+// A plain message for what is not an HDF5 file at all (missing, a directory, empty, another format).
+void Hdf5RunReader::Impl::checkIsHdf5() {
     namespace fs = std::filesystem;
-    auto d = std::make_unique<Impl>();
-    d->path = path;
     std::error_code ec;
     const fs::file_status st = fs::status(path, ec);
     if (!fs::exists(st))
-        d->fail("no such file");
+        fail("no such file");
     if (fs::is_directory(st))
-        d->fail("is a directory, not a run file");
-    d->fileBytes = fs::file_size(path, ec);
+        fail("is a directory, not a run file");
+    fileBytes = fs::file_size(path, ec);
     if (ec)
-        d->fail(fmt::format("cannot read the file size: {}", ec.message()));
-    if (d->fileBytes == 0)
+        fail(fmt::format("cannot read the file size: {}", ec.message()));
+    if (fileBytes == 0)
         throw RunFileError(fmt::format("{} is not an HDF5 file (the file is empty)", path));
-
     Hdf5Guard guard;
     readtrace::atFile("the file's HDF5 signature");
     const htri_t isHdf5 = H5Fis_hdf5(path.c_str());
     if (isHdf5 == 0)
         throw RunFileError(
-            fmt::format("{} is not an HDF5 file (no HDF5 signature in its {} bytes)", path, d->fileBytes));
+            fmt::format("{} is not an HDF5 file (no HDF5 signature in its {} bytes)", path, fileBytes));
     if (isHdf5 < 0)
-        d->fail(fmt::format("cannot read the file: {}", hdf5LastError()));
+        fail(fmt::format("cannot read the file: {}", hdf5LastError()));
+}
+
+std::unique_ptr<Hdf5RunReader> Hdf5RunReader::open(const std::string& path) {
+    auto d = std::make_unique<Impl>();
+    d->path = path;
+    Hdf5Guard guard;
+    d->checkIsHdf5();
     try {
         d->openFile();
         d->readRoot();

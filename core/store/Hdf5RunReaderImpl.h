@@ -1,6 +1,6 @@
-// Internal to core/store: the state of Hdf5RunReader (Hdf5RunReader.h), shared by
-// Hdf5RunReaderValidation.cpp (opening and checking) and Hdf5RunReader.cpp (reading rows). Not a public
-// header.
+// Internal to core/store: the state of Hdf5RunReader (Hdf5RunReader.h), shared by Hdf5RunReaderRoot.cpp
+// (opening the file, its root attributes), Hdf5RunReaderValidation.cpp (checking its datasets) and
+// Hdf5RunReader.cpp (reading rows). Not a public header.
 #pragma once
 
 #include "store/Hdf5RunReader.h"
@@ -60,14 +60,36 @@ struct Hdf5RunReader::Impl {
         fail(fmt::format("{}: {}", where, h5detail::hdf5Detail(e)));
     }
 
-    // --- opening and validation (Hdf5RunReaderValidation.cpp) ---------------------------------------------
+    // --- opening and root attributes (Hdf5RunReaderRoot.cpp) ---------------------------------------------
+    void checkIsHdf5();
     void openFile();
+    [[noreturn]] void failToOpen(const std::string& swmrError) const;
     void readRoot();
+    void readFormat();
+    template <class Field> void readAttribute(const runschema::RootAttribute<Field>& a);
+    void readValue(const runschema::Attribute& a, std::string& v) const;
+    void readValue(const runschema::Attribute& a, std::vector<std::string>& v) const;
+    void readValue(const runschema::Attribute& a, int32_t& v) const;
+    void readValue(const runschema::Attribute& a, int64_t& v) const;
+    void readValue(const runschema::Attribute& a, uint64_t& v) const;
+    int64_t versionAttr() const;
+    std::string stringAttr(const char* name) const;
+    int64_t intAttr(const char* name, int64_t lo, int64_t hi) const;
+    uint64_t u64Attr(const char* name) const;
+    H5::Attribute attr(const char* name, H5T_class_t expected) const;
+    void checkIntegerSize(const H5::Attribute& a, const char* name) const;
+
+    // --- validation (Hdf5RunReaderValidation.cpp) ---------------------------------------------------------
     void readFixed();
+    void readParams();
+    void readCards();
     void openTables();
     void readStatus();
     void updateExtents(bool refreshFirst);
+    hsize_t claimedRows(const RTable& t, const RColumn& c, bool refreshFirst) const;
+    void checkKeyLead(const RTable& t) const;
     void checkLastChunks() const;
+    void checkLastChunk(const RColumn& c) const;
     hsize_t writtenRows(const RColumn& c, hsize_t claimed) const;
     bool chunkWritten(const RColumn& c, hsize_t row) const;
     bool superblockSaysClosed() const;
@@ -78,20 +100,16 @@ struct Hdf5RunReader::Impl {
     void checkClass(const H5::DataSet& ds, const char* objPath, H5T_class_t expected) const;
     // Class, element size and (integers) sign exactly as the schema's dtype: nothing to convert on read.
     void checkNumeric(const H5::DataSet& ds, const char* objPath, runschema::Dtype t) const;
-    void checkIntegerSize(const H5::Attribute& a, const char* name) const;
     std::vector<hsize_t> datasetDims(const H5::DataSet& ds) const;
     void checkBytes(const char* objPath, uint64_t logicalBytes, const std::string& claim) const;
-
-    std::string stringAttr(const char* name) const;
-    int64_t intAttr(const char* name, int64_t lo, int64_t hi) const;
-    uint64_t u64Attr(const char* name) const;
-    H5::Attribute attr(const char* name, H5T_class_t expected) const;
 
     template <class T>
     std::vector<T> readFixedNumeric(const char* objPath, runschema::Dtype t, hsize_t n) const;
     std::vector<std::string> readFixedStrings(const char* objPath, hsize_t n) const;
     hsize_t fixedExtent(const char* objPath) const;
     void openTable(RTable& table, std::span<const runschema::Column> columns);
+    RColumn openColumn(const runschema::Column& spec) const;
+    std::vector<hsize_t> chunkDims(const H5::DataSet& ds, size_t rank) const;
 
     // --- reading rows (Hdf5RunReader.cpp) -----------------------------------------------------------------
     void readRows(const RColumn& c, hsize_t begin, hsize_t n, void* out, const H5::DataType& mem) const;
@@ -103,6 +121,10 @@ struct Hdf5RunReader::Impl {
     template <class Record, class Table>
     std::vector<Record> readRecords(const RTable& table, const Table& columns, hsize_t begin, hsize_t n,
                                     bool vectors = true, std::vector<int64_t>* parentRows = nullptr) const;
+    // Rows [begin, begin + out.size()) of one column into its member of the records.
+    template <class Record, class Field>
+    void readField(const runschema::TableColumn<Field>& col, const RColumn& c, hsize_t begin,
+                   std::vector<Record>& out) const;
 };
 
 } // namespace rs

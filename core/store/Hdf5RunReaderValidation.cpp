@@ -1,14 +1,13 @@
-// RunReader, opening and validation: checks a run file against RunSchema.h (root attributes, fixed datasets,
-// every table column's class and dims, sizes against the file's size, a truncated tail) before anything a
-// file claims is allocated or read. Row reading and the public API are in RunReader.cpp.
+// RunReader, validation: checks a run file against RunSchema.h (fixed datasets, every table column's class
+// and dims, sizes against the file's size, a truncated tail) before anything a file claims is allocated or
+// read. Opening the file and its root attributes are in Hdf5RunReaderRoot.cpp; row reading and the public
+// API in Hdf5RunReader.cpp.
 #include "store/Hdf5Lock.h"
 #include "store/Hdf5RunReaderImpl.h"
 #include "store/ReadTrace.h"
-#include "store/RunSource.h"
 
 #include <H5Cpp.h>
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -18,6 +17,7 @@
 namespace rs {
 
 namespace rsc = runschema;
+using h5detail::className;
 using h5detail::dimsString;
 using h5detail::elementCount;
 using h5detail::fixedString;
@@ -51,37 +51,6 @@ const char* rowLegend(Row row) {
     return "";
 }
 
-const char* className(H5T_class_t c) {
-    switch (c) {
-    case H5T_INTEGER:
-        return "integer";
-    case H5T_FLOAT:
-        return "float";
-    case H5T_STRING:
-        return "string";
-    case H5T_COMPOUND:
-        return "compound";
-    case H5T_ENUM:
-        return "enum";
-    case H5T_ARRAY:
-        return "array";
-    case H5T_VLEN:
-        return "vlen";
-    case H5T_OPAQUE:
-        return "opaque";
-    case H5T_BITFIELD:
-        return "bitfield";
-    case H5T_REFERENCE:
-        return "reference";
-    case H5T_TIME:
-        return "time";
-    default:
-        return "unknown";
-    }
-}
-
-constexpr unsigned kSwmrReadAttempts = 28;
-
 std::string humanBytes(double bytes) {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     int u = 0;
@@ -93,158 +62,6 @@ std::string humanBytes(double bytes) {
 }
 
 } // namespace
-
-void Hdf5RunReader::Impl::openFile() {
-    readtrace::atFile("the superblock and the root group");
-    hdf5ClearLastError();
-    // A SWMR reader retries a metadata read whose checksum fails (a writer may be mid-way through writing
-    // it), sleeping twice as long after each of its default 100 attempts past the first ~20: on a file whose
-    // metadata is really corrupt, H5Fopen then never returns (one flipped superblock byte took > 10 minutes).
-    // 28 attempts bound the retries to ~0.3 s, still far longer than a writer needs to finish a write.
-    const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    H5Pset_metadata_read_attempts(fapl, kSwmrReadAttempts);
-    hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl);
-    H5Pclose(fapl);
-    swmr = id >= 0;
-    const std::string swmrError = hdf5LastError();
-    if (id < 0) {
-        // Files without SWMR support (written by other tools) only open the plain way; we still want to
-        // tell the user what they are.
-        hdf5ClearLastError();
-        id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-    }
-    if (id < 0) {
-        std::string err = hdf5LastError();
-        if (err.empty())
-            err = swmrError;
-        if (err.find("truncated file") != std::string::npos)
-            fail(fmt::format("the file is truncated ({} bytes on disk; HDF5 says: {}); was it copied or "
-                             "downloaded incompletely?",
-                             fileBytes, err));
-        if (err.find("already open for write") != std::string::npos ||
-            err.find("unable to lock") != std::string::npos)
-            fail(fmt::format("the file is open for writing by a process that is not in SWMR mode ({}); if "
-                             "that writer died, `h5clear -s --increment=0 FILE` clears the flag without "
-                             "losing data",
-                             err));
-        fail(fmt::format("cannot open the HDF5 file: {}", err.empty() ? swmrError : err));
-    }
-    file = H5::H5File(id); // takes its own reference
-    H5Fclose(id);
-    unsigned intent = 0;
-    if (H5Fget_intent(file.getId(), &intent) >= 0)
-        sharedWrite = (intent & H5F_ACC_RDWR) != 0;
-}
-
-H5::Attribute Hdf5RunReader::Impl::attr(const char* name, H5T_class_t expected) const {
-    readtrace::atAttribute(name);
-    if (!file.attrExists(name))
-        fail(fmt::format("root attribute '{}' is missing", name));
-    H5::Attribute a = file.openAttribute(name);
-    const H5T_class_t cls = a.getTypeClass();
-    if (cls != expected)
-        fail(fmt::format("root attribute '{}' is a {}, expected a {}", name, className(cls),
-                         className(expected)));
-    if (a.getSpace().getSimpleExtentNpoints() != 1)
-        fail(fmt::format("root attribute '{}' holds {} values, expected 1", name,
-                         a.getSpace().getSimpleExtentNpoints()));
-    return a;
-}
-
-std::string Hdf5RunReader::Impl::stringAttr(const char* name) const {
-    H5::Attribute a = attr(name, H5T_STRING);
-    H5::StrType type = a.getStrType();
-    // Reading a variable-length string goes through HDF5's global heap, where a damaged file can make libhdf5
-    // itself write out of bounds (issue 10). Files of format_version 2 and later hold none, so one is refused
-    // before it is read; older files still have them and are read (in the reader process).
-    if (type.isVariableStr() && formatVersion >= 2)
-        fail(fmt::format("root attribute '{}' is a variable-length string; format_version {} files hold "
-                         "fixed-length strings only: the file is damaged or forged",
-                         name, formatVersion));
-    if (!type.isVariableStr() && type.getSize() > size_t(rsc::kMaxStringBytes))
-        fail(fmt::format("root attribute '{}' is a {}-byte string, at most {} supported", name,
-                         type.getSize(), rsc::kMaxStringBytes));
-    std::string value;
-    a.read(type, value);
-    if (!type.isVariableStr())
-        value.resize(strnlen(value.c_str(), value.size()));
-    return value;
-}
-
-int64_t Hdf5RunReader::Impl::intAttr(const char* name, int64_t lo, int64_t hi) const {
-    H5::Attribute a = attr(name, H5T_INTEGER);
-    checkIntegerSize(a, name);
-    int64_t v = 0;
-    a.read(H5::PredType::NATIVE_INT64, &v);
-    if (v < lo || v > hi)
-        fail(fmt::format("root attribute '{}' is {}, expected {}..{}", name, v, lo, hi));
-    return v;
-}
-
-void Hdf5RunReader::Impl::checkIntegerSize(const H5::Attribute& a, const char* name) const {
-    const size_t bytes = a.getIntType().getSize();
-    if (bytes > 8)
-        fail(fmt::format("root attribute '{}' is a {}-byte integer, expected at most 8 bytes", name, bytes));
-}
-
-uint64_t Hdf5RunReader::Impl::u64Attr(const char* name) const {
-    H5::Attribute a = attr(name, H5T_INTEGER);
-    checkIntegerSize(a, name);
-    uint64_t v = 0;
-    a.read(H5::PredType::NATIVE_UINT64, &v);
-    return v;
-}
-
-void Hdf5RunReader::Impl::readRoot() {
-    try {
-        readtrace::atAttribute(rsc::kAttrFormat);
-        if (!file.attrExists(rsc::kAttrFormat))
-            fail(fmt::format("not a RankSight run file (format attribute missing; expected format='{}')",
-                             rsc::kFormatName));
-        H5::Attribute a = file.openAttribute(rsc::kAttrFormat);
-        if (a.getTypeClass() != H5T_STRING)
-            fail(fmt::format(
-                "not a RankSight run file (format attribute is of class {}, expected the string '{}')",
-                className(a.getTypeClass()), rsc::kFormatName));
-        // The version first (an integer, safe to read): it decides which string types the rest may have.
-        const bool hasVersion = file.attrExists(rsc::kAttrFormatVersion);
-        if (hasVersion)
-            formatVersion = int(intAttr(rsc::kAttrFormatVersion, INT32_MIN, INT32_MAX));
-        const std::string format = stringAttr(rsc::kAttrFormat);
-        if (format != rsc::kFormatName)
-            fail(fmt::format("not a RankSight run file (found format '{}', expected '{}')", format,
-                             rsc::kFormatName));
-        const int64_t version =
-            hasVersion ? formatVersion : intAttr(rsc::kAttrFormatVersion, INT32_MIN, INT32_MAX);
-        if (version > rsc::kFormatVersion)
-            fail(fmt::format("written by a newer RankSight: format_version {}, this build reads up to {}",
-                             version, rsc::kFormatVersion));
-        if (version < 1)
-            fail(fmt::format("format_version {} is invalid (expected 1..{})", version, rsc::kFormatVersion));
-        formatVersion = int(version);
-
-        meta.createdUtc = stringAttr(rsc::kAttrCreated);
-        meta.model = stringAttr(rsc::kAttrModel);
-        meta.worldSize = int(intAttr(rsc::kAttrWorldSize, 1, rsc::kMaxWorldSize));
-        meta.batchPerRank = int(intAttr(rsc::kAttrBatchPerRank, 0, rsc::kMaxBatch));
-        meta.precision = stringAttr(rsc::kAttrPrecision);
-        meta.lossScale = stringAttr(rsc::kAttrLossScale);
-        meta.data = stringAttr(rsc::kAttrData);
-        meta.seed = u64Attr(rsc::kAttrSeed);
-        meta.sketchDim = int(intAttr(rsc::kAttrSketchDim, 0, rsc::kMaxSketchDim));
-        meta.weightEvery = int(intAttr(rsc::kAttrWeightEvery, INT32_MIN, INT32_MAX));
-        meta.plannedSteps = intAttr(rsc::kAttrPlannedSteps, INT64_MIN, INT64_MAX);
-        meta.configJson = stringAttr(rsc::kAttrConfig);
-        meta.rankTableJson = stringAttr(rsc::kAttrRankTable);
-        meta.environment = stringAttr(rsc::kAttrEnvironment);
-        meta.source = file.attrExists(rsc::kAttrSource) ? stringAttr(rsc::kAttrSource) : rsc::kDefaultSource;
-        if (file.attrExists(rsc::kAttrAbsent))
-            meta.absent = rsc::splitAbsent(stringAttr(rsc::kAttrAbsent));
-        addImpliedAbsences(meta);
-    } catch (const H5::Exception& e) {
-        fail("reading the root attributes", e);
-    }
-}
 
 bool Hdf5RunReader::Impl::linkExists(const std::string& objPath) const {
     // H5Lexists fails (rather than returning false) when an intermediate group is missing: walk the path.
@@ -370,6 +187,17 @@ std::vector<std::string> Hdf5RunReader::Impl::readFixedStrings(const char* objPa
 }
 
 void Hdf5RunReader::Impl::readFixed() {
+    readParams();
+    const hsize_t nb = fixedExtent(rsc::kBufferNames);
+    if (nb > hsize_t(rsc::kMaxParams))
+        fail(fmt::format("dataset {} lists {} buffers, at most {} supported", rsc::kBufferNames, nb,
+                         rsc::kMaxParams));
+    meta.bufferNames = readFixedStrings(rsc::kBufferNames, nb);
+    readCards();
+    dims = runDims(meta);
+}
+
+void Hdf5RunReader::Impl::readParams() {
     const hsize_t P = fixedExtent(rsc::kParamNumel);
     if (P > hsize_t(rsc::kMaxParams))
         fail(fmt::format("dataset {} lists {} parameters, at most {} supported", rsc::kParamNumel, P,
@@ -392,12 +220,9 @@ void Hdf5RunReader::Impl::readFixed() {
             fail(fmt::format("{}[{}] is '{}', expected dims like 64x3x3x3", rsc::kParamShape, i, shapes[i]));
         p.shape = std::move(*shape);
     }
-    const hsize_t nb = fixedExtent(rsc::kBufferNames);
-    if (nb > hsize_t(rsc::kMaxParams))
-        fail(fmt::format("dataset {} lists {} buffers, at most {} supported", rsc::kBufferNames, nb,
-                         rsc::kMaxParams));
-    meta.bufferNames = readFixedStrings(rsc::kBufferNames, nb);
+}
 
+void Hdf5RunReader::Impl::readCards() {
     const hsize_t C = fixedExtent(rsc::kCardRank);
     if (C != 0 && C != hsize_t(meta.worldSize))
         fail(fmt::format("dataset {} has dims ({}), expected (0) or ({}) (world_size)", rsc::kCardRank, C,
@@ -411,8 +236,6 @@ void Hdf5RunReader::Impl::readFixed() {
     meta.cards.resize(C);
     for (size_t i = 0; i < C; ++i)
         meta.cards[i] = CardInfo{rank[i], deviceId[i], ip[i], server[i], hbmTotal[i], hbmUsed[i]};
-
-    dims = runDims(meta);
 }
 
 void Hdf5RunReader::Impl::openTable(RTable& table, std::span<const rsc::Column> columns) {
@@ -422,36 +245,50 @@ void Hdf5RunReader::Impl::openTable(RTable& table, std::span<const rsc::Column> 
         return c.addedLater && !linkExists(c.path);
     });
     for (const rsc::Column& spec : columns) {
-        RColumn c;
-        c.spec = &spec;
-        if (spec.addedLater && !linkExists(spec.path)) {
-            c.missing = true; // the file predates the column: absent, never read, reads as zeros
-            c.row = rowDims(spec.row, dims);
-            c.rowElems = size_t(elementCount(c.row));
-            if (!tableLater && meta.recorded(spec.path))
-                meta.absent.emplace_back(spec.path);
-            table.cols.push_back(std::move(c));
+        if (!spec.addedLater || linkExists(spec.path)) {
+            table.cols.push_back(openColumn(spec));
             continue;
         }
-        c.ds = openDataset(spec.path);
-        if (h5detail::isString(spec.dtype))
-            checkClass(c.ds, spec.path, H5T_STRING);
-        else
-            checkNumeric(c.ds, spec.path, spec.dtype);
+        RColumn c;
+        c.spec = &spec;
+        c.missing = true; // the file predates the column: absent, never read, reads as zeros
         c.row = rowDims(spec.row, dims);
         c.rowElems = size_t(elementCount(c.row));
-        c.fileElemBytes = c.ds.getDataType().getSize();
-        const hid_t dcpl = H5Dget_create_plist(c.ds.getId());
-        if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED) {
-            c.chunk.assign(c.row.size() + 1, 0);
-            if (H5Pget_chunk(dcpl, int(c.chunk.size()), c.chunk.data()) != int(c.chunk.size()) ||
-                std::count(c.chunk.begin(), c.chunk.end(), hsize_t(0)))
-                c.chunk.clear(); // a rank we refuse below, when the dims are checked
-        }
-        if (dcpl >= 0)
-            H5Pclose(dcpl);
+        if (!tableLater && meta.recorded(spec.path))
+            meta.absent.emplace_back(spec.path);
         table.cols.push_back(std::move(c));
     }
+}
+
+Hdf5RunReader::Impl::RColumn Hdf5RunReader::Impl::openColumn(const rsc::Column& spec) const {
+    RColumn c;
+    c.spec = &spec;
+    c.ds = openDataset(spec.path);
+    if (h5detail::isString(spec.dtype))
+        checkClass(c.ds, spec.path, H5T_STRING);
+    else
+        checkNumeric(c.ds, spec.path, spec.dtype);
+    c.row = rowDims(spec.row, dims);
+    c.rowElems = size_t(elementCount(c.row));
+    c.fileElemBytes = c.ds.getDataType().getSize();
+    c.chunk = chunkDims(c.ds, c.row.size() + 1);
+    return c;
+}
+
+// Empty when the dataset is not chunked, or its chunks are not of `rank` non-zero dims (refused when the dims
+// are checked).
+std::vector<hsize_t> Hdf5RunReader::Impl::chunkDims(const H5::DataSet& ds, size_t rank) const {
+    std::vector<hsize_t> chunk;
+    const hid_t dcpl = H5Dget_create_plist(ds.getId());
+    if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED) {
+        chunk.assign(rank, 0);
+        if (H5Pget_chunk(dcpl, int(chunk.size()), chunk.data()) != int(chunk.size()) ||
+            std::count(chunk.begin(), chunk.end(), hsize_t(0)))
+            chunk.clear();
+    }
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    return chunk;
 }
 
 void Hdf5RunReader::Impl::openTables() {
@@ -495,40 +332,11 @@ void Hdf5RunReader::Impl::updateExtents(bool refreshFirst) {
     if (!ec)
         fileBytes = size;
     for (RTable* t : tables()) {
+        for (RColumn& c : t->cols)
+            if (!c.missing)
+                c.claimed = claimedRows(*t, c, refreshFirst);
+        checkKeyLead(*t);
         hsize_t rows = std::numeric_limits<hsize_t>::max();
-        for (RColumn& c : t->cols) {
-            if (c.missing)
-                continue;
-            readtrace::atDataset(c.spec->path);
-            if (refreshFirst && H5Drefresh(c.ds.getId()) < 0)
-                fail(fmt::format("refreshing {}: {}", c.spec->path, hdf5LastError()));
-            const std::vector<hsize_t> d = datasetDims(c.ds);
-            bool ok = d.size() == c.row.size() + 1;
-            for (size_t i = 0; ok && i < c.row.size(); ++i)
-                ok = d[i + 1] == c.row[i];
-            if (!ok) {
-                std::string expected = fmt::format("({}", t->symbol);
-                for (hsize_t x : c.row)
-                    expected += fmt::format(",{}", x);
-                fail(fmt::format("dataset {} has dims {}, expected {}){}", c.spec->path, dimsString(d),
-                                 expected, rowLegend(c.spec->row)));
-            }
-            checkBytes(c.spec->path, satMul(satMul(d[0], c.rowElems), c.fileElemBytes),
-                       fmt::format("{} rows", d[0]));
-            c.claimed = d[0];
-        }
-        // The writer adds one row to every column, then to the key column (last), so no column is more than
-        // one row ahead of its key. Flight entries are added a whole dump at a time, so they are exempt. (A
-        // SWMR reader sees each column's extent when it reads that column's header, key last, so a live file
-        // can only show the key further ahead, never a column.)
-        const RColumn& key = t->cols.back();
-        if (t != &entries)
-            for (const RColumn& c : t->cols)
-                if (c.claimed > key.claimed + 1)
-                    fail(
-                        fmt::format("dataset {} has {} rows but {} has {}: a column is at most one row ahead "
-                                    "of its table's key column; the file is corrupt",
-                                    c.spec->path, c.claimed, key.spec->path, key.claimed));
         for (RColumn& c : t->cols) {
             if (c.missing)
                 continue;
@@ -537,6 +345,41 @@ void Hdf5RunReader::Impl::updateExtents(bool refreshFirst) {
         }
         t->rows = rows == std::numeric_limits<hsize_t>::max() ? 0 : rows; // every column missing: none
     }
+}
+
+// The rows a column's dataspace claims, once its row dims are the schema's and its size fits the file.
+hsize_t Hdf5RunReader::Impl::claimedRows(const RTable& t, const RColumn& c, bool refreshFirst) const {
+    readtrace::atDataset(c.spec->path);
+    if (refreshFirst && H5Drefresh(c.ds.getId()) < 0)
+        fail(fmt::format("refreshing {}: {}", c.spec->path, hdf5LastError()));
+    const std::vector<hsize_t> d = datasetDims(c.ds);
+    bool ok = d.size() == c.row.size() + 1;
+    for (size_t i = 0; ok && i < c.row.size(); ++i)
+        ok = d[i + 1] == c.row[i];
+    if (!ok) {
+        std::string expected = fmt::format("({}", t.symbol);
+        for (hsize_t x : c.row)
+            expected += fmt::format(",{}", x);
+        fail(fmt::format("dataset {} has dims {}, expected {}){}", c.spec->path, dimsString(d), expected,
+                         rowLegend(c.spec->row)));
+    }
+    checkBytes(c.spec->path, satMul(satMul(d[0], c.rowElems), c.fileElemBytes), fmt::format("{} rows", d[0]));
+    return d[0];
+}
+
+// The writer adds one row to every column, then to the key column (last), so no column is more than one row
+// ahead of its key. Flight entries are added a whole dump at a time, so they are exempt. (A SWMR reader sees
+// each column's extent when it reads that column's header, key last, so a live file can only show the key
+// further ahead, never a column.)
+void Hdf5RunReader::Impl::checkKeyLead(const RTable& t) const {
+    const RColumn& key = t.cols.back();
+    if (&t == &entries)
+        return;
+    for (const RColumn& c : t.cols)
+        if (c.claimed > key.claimed + 1)
+            fail(fmt::format("dataset {} has {} rows but {} has {}: a column is at most one row ahead of its "
+                             "table's key column; the file is corrupt",
+                             c.spec->path, c.claimed, key.spec->path, key.claimed));
 }
 
 // Whether the chunks holding row `row` were written: the first and the last chunk of the row (a big row
@@ -624,41 +467,42 @@ void Hdf5RunReader::Impl::checkLastChunks() const {
     // files still being written or left by a killed writer, whose superblock end of allocation is stale.
     if (superblockSaysClosed())
         return;
-    for (const RTable* t : {&steps, &weights, &evals, &events, &dumps, &entries}) {
-        for (const RColumn& c : t->cols) {
-            if (c.missing || c.extent == 0 || c.rowElems == 0)
-                continue;
-            readtrace::atChunkIndex(c.spec->path);
-            hid_t dcpl = H5Dget_create_plist(c.ds.getId());
-            std::vector<hsize_t> chunk(c.row.size() + 1, 0);
-            const bool chunked = H5Pget_layout(dcpl) == H5D_CHUNKED &&
-                                 H5Pget_chunk(dcpl, int(chunk.size()), chunk.data()) == int(chunk.size());
-            H5Pclose(dcpl);
-            if (!chunked || chunk[0] == 0)
-                continue;
-            std::vector<hsize_t> offset(chunk.size(), 0);
-            offset[0] = (c.extent - 1) / chunk[0] * chunk[0];
-            unsigned filterMask = 0;
-            haddr_t addr = HADDR_UNDEF;
-            hsize_t size = 0;
-            if (H5Dget_chunk_info_by_coord(c.ds.getId(), offset.data(), &filterMask, &addr, &size) < 0)
-                continue;
-            // addr and size come from the file: compare without adding them (a forged address near 2^64
-            // would wrap around and look like it lies inside the file).
-            auto inside = [&](uint64_t bytes) { return size <= bytes && addr <= bytes - size; };
-            if (addr == HADDR_UNDEF || inside(fileBytes))
-                continue;
-            // A live writer may have appended since fileBytes was taken; its chunks reach the disk before the
-            // index that points to them, so the file's size now must cover them.
-            std::error_code ec;
-            const uint64_t now = std::filesystem::file_size(path, ec);
-            if (!ec && inside(now))
-                continue;
-            fail(fmt::format("the file is truncated: the last row of {} lies at bytes {}..{}, the file has "
-                             "{} bytes; was it copied or downloaded incompletely?",
-                             c.spec->path, addr, h5detail::satAdd(addr, size), ec ? fileBytes : now));
-        }
-    }
+    for (const RTable* t : {&steps, &weights, &evals, &events, &dumps, &entries})
+        for (const RColumn& c : t->cols)
+            if (!c.missing && c.extent != 0 && c.rowElems != 0)
+                checkLastChunk(c);
+}
+
+void Hdf5RunReader::Impl::checkLastChunk(const RColumn& c) const {
+    readtrace::atChunkIndex(c.spec->path);
+    hid_t dcpl = H5Dget_create_plist(c.ds.getId());
+    std::vector<hsize_t> chunk(c.row.size() + 1, 0);
+    const bool chunked = H5Pget_layout(dcpl) == H5D_CHUNKED &&
+                         H5Pget_chunk(dcpl, int(chunk.size()), chunk.data()) == int(chunk.size());
+    H5Pclose(dcpl);
+    if (!chunked || chunk[0] == 0)
+        return;
+    std::vector<hsize_t> offset(chunk.size(), 0);
+    offset[0] = (c.extent - 1) / chunk[0] * chunk[0];
+    unsigned filterMask = 0;
+    haddr_t addr = HADDR_UNDEF;
+    hsize_t size = 0;
+    if (H5Dget_chunk_info_by_coord(c.ds.getId(), offset.data(), &filterMask, &addr, &size) < 0)
+        return;
+    // addr and size come from the file: compare without adding them (a forged address near 2^64 would wrap
+    // around and look like it lies inside the file).
+    auto inside = [&](uint64_t bytes) { return size <= bytes && addr <= bytes - size; };
+    if (addr == HADDR_UNDEF || inside(fileBytes))
+        return;
+    // A live writer may have appended since fileBytes was taken; its chunks reach the disk before the index
+    // that points to them, so the file's size now must cover them.
+    std::error_code ec;
+    const uint64_t now = std::filesystem::file_size(path, ec);
+    if (!ec && inside(now))
+        return;
+    fail(fmt::format("the file is truncated: the last row of {} lies at bytes {}..{}, the file has {} bytes; "
+                     "was it copied or downloaded incompletely?",
+                     c.spec->path, addr, h5detail::satAdd(addr, size), ec ? fileBytes : now));
 }
 
 } // namespace rs

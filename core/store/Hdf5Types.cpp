@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cstring>
 #include <fmt/format.h>
+#include <stdexcept>
 
 namespace rs::h5detail {
 
@@ -132,6 +133,49 @@ H5::DataType memType(Dtype t) {
 
 H5T_class_t typeClass(Dtype t) {
     return numericTypes(t).cls;
+}
+
+Dtype numericDtype(rsc::AttrType t) {
+    switch (t) {
+    case rsc::AttrType::I32:
+        return Dtype::I32;
+    case rsc::AttrType::I64:
+        return Dtype::I64;
+    case rsc::AttrType::U64:
+        return Dtype::U64;
+    case rsc::AttrType::Str:
+        break;
+    }
+    throw std::logic_error("numericDtype: a string attribute has no numeric dtype");
+}
+
+const char* className(H5T_class_t c) {
+    switch (c) {
+    case H5T_INTEGER:
+        return "integer";
+    case H5T_FLOAT:
+        return "float";
+    case H5T_STRING:
+        return "string";
+    case H5T_COMPOUND:
+        return "compound";
+    case H5T_ENUM:
+        return "enum";
+    case H5T_ARRAY:
+        return "array";
+    case H5T_VLEN:
+        return "vlen";
+    case H5T_OPAQUE:
+        return "opaque";
+    case H5T_BITFIELD:
+        return "bitfield";
+    case H5T_REFERENCE:
+        return "reference";
+    case H5T_TIME:
+        return "time";
+    default:
+        return "unknown";
+    }
 }
 
 H5::StrType fixedString(size_t bytes) {

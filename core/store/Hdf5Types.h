@@ -36,6 +36,11 @@ bool isString(runschema::Dtype t);
 H5::DataType fileType(runschema::Dtype t); // little-endian on disk
 H5::DataType memType(runschema::Dtype t);  // native numbers; strings as in the file
 H5T_class_t typeClass(runschema::Dtype t);
+// A numeric root attribute's type as the column dtype with the same HDF5 types (a string attribute has
+// none: it is a fixedString as long as its value).
+runschema::Dtype numericDtype(runschema::AttrType t);
+// An HDF5 type class as messages name it ("integer", "vlen").
+const char* className(H5T_class_t c);
 // A NUL-terminated UTF-8 string type of `bytes` bytes (at least 1).
 H5::StrType fixedString(size_t bytes);
 

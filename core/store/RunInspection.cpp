@@ -17,9 +17,63 @@ float meanLoss(const StepRecord& s) {
     return finiteMean(s.ranks.size(), [&](size_t r) { return s.ranks[r].loss; });
 }
 
-} // namespace
+void countStep(const StepRecord& s, RunInspection& in);
 
-RunInspection inspectRun(const RunReader& reader) {
+// Loss, overflow, skipped updates and the first gradient mismatch, over every step. Read in blocks so a
+// 100k-step run never sits in memory whole.
+void scanSteps(const RunReader& reader, RunInspection& in) {
+    const int64_t block = stepsPerRead(reader.meta(), 2048);
+    for (int64_t b = 0; b < in.stepsRecorded; b += block) {
+        const auto steps = reader.readSteps(b, std::min(in.stepsRecorded, b + block), true);
+        for (const auto& s : steps) {
+            if (s.step == 0 || (&s == &steps.front() && b == 0))
+                in.lossFirst = meanLoss(s);
+            in.lossLast = meanLoss(s);
+            countStep(s, in);
+        }
+    }
+}
+
+void countStep(const StepRecord& s, RunInspection& in) {
+    bool overflow = false, skipped = false;
+    for (const auto& r : s.ranks) {
+        overflow = overflow || r.overflow;
+        skipped = skipped || r.skipped;
+    }
+    in.overflowSteps += overflow;
+    in.skippedSteps += skipped;
+    if (in.firstGradMismatchStep)
+        return;
+    for (const auto& r : s.ranks)
+        if (r.syncedFp != s.ranks[0].syncedFp) {
+            in.firstGradMismatchStep = s.step;
+            break;
+        }
+}
+
+void scanWeights(const RunReader& reader, RunInspection& in) {
+    for (const auto& w : reader.readWeights()) {
+        bool same = true;
+        for (const auto& fp : w.fp)
+            same = same && fp == w.fp[0];
+        if (!same && !in.firstWeightMismatchStep)
+            in.firstWeightMismatchStep = w.step;
+        in.weightsIdentical = same;
+    }
+}
+
+// The last evaluation's accuracy, mean over ranks.
+void lastEval(const RunReader& reader, RunInspection& in) {
+    const auto evals = reader.readEvals();
+    if (evals.empty())
+        return;
+    double sum = 0;
+    for (float a : evals.back().accuracy)
+        sum += a;
+    in.evalAccuracy = static_cast<float>(sum / std::max<size_t>(1, evals.back().accuracy.size()));
+}
+
+RunInspection fromMeta(const RunReader& reader) {
     const RunMeta& m = reader.meta();
     RunInspection in;
     in.format = std::string(runschema::kFormatName);
@@ -38,47 +92,16 @@ RunInspection inspectRun(const RunReader& reader) {
     in.parameters = parameterCount(m);
     in.complete = reader.complete();
     in.stopReason = reader.stopReason();
+    return in;
+}
 
-    // Read in blocks so a 100k-step run never sits in memory whole.
-    const int64_t block = stepsPerRead(reader.meta(), 2048);
-    for (int64_t b = 0; b < in.stepsRecorded; b += block) {
-        const auto steps = reader.readSteps(b, std::min(in.stepsRecorded, b + block), true);
-        for (const auto& s : steps) {
-            if (s.step == 0 || (&s == &steps.front() && b == 0))
-                in.lossFirst = meanLoss(s);
-            in.lossLast = meanLoss(s);
-            bool overflow = false, skipped = false;
-            for (const auto& r : s.ranks) {
-                overflow = overflow || r.overflow;
-                skipped = skipped || r.skipped;
-            }
-            in.overflowSteps += overflow;
-            in.skippedSteps += skipped;
-            if (!in.firstGradMismatchStep) {
-                for (const auto& r : s.ranks)
-                    if (r.syncedFp != s.ranks[0].syncedFp) {
-                        in.firstGradMismatchStep = s.step;
-                        break;
-                    }
-            }
-        }
-    }
-    const auto weights = reader.readWeights();
-    for (const auto& w : weights) {
-        bool same = true;
-        for (const auto& fp : w.fp)
-            same = same && fp == w.fp[0];
-        if (!same && !in.firstWeightMismatchStep)
-            in.firstWeightMismatchStep = w.step;
-        in.weightsIdentical = same;
-    }
-    const auto evals = reader.readEvals();
-    if (!evals.empty()) {
-        double sum = 0;
-        for (float a : evals.back().accuracy)
-            sum += a;
-        in.evalAccuracy = static_cast<float>(sum / std::max<size_t>(1, evals.back().accuracy.size()));
-    }
+} // namespace
+
+RunInspection inspectRun(const RunReader& reader) {
+    RunInspection in = fromMeta(reader);
+    scanSteps(reader, in);
+    scanWeights(reader, in);
+    lastEval(reader, in);
     in.events = static_cast<int64_t>(reader.readEvents().size());
     return in;
 }

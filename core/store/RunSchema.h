@@ -1,17 +1,21 @@
 // The layout of a RankSight run file (HDF5), in one place so the writer, the reader and
-// docs/run-file.md agree. Every name, dtype and shape of the file is here; docs/run-file.md explains them.
-// A table column is one row below, naming the record member it holds: RunWriter, Hdf5RunReader, the wire
-// (RecordWire.h: the reader process, the node exchange), CSV export and `ranksight-cli schema` (which
-// python/ranksight/runfile.py is checked against) iterate the rows. Adding a column: docs/run-file.md,
-// "Adding a column". No HDF5 types in this header: Hdf5Types.h maps Dtype and Row to HDF5.
+// docs/run-file.md agree. Every name, dtype and shape of the file is here or in the two headers of rows it
+// includes; docs/run-file.md explains them. A table column is one row below (ColumnTable.h), naming the
+// record member it holds, and a root attribute is one row of RootAttributes.h, naming the RunMeta member it
+// holds: RunWriter, Hdf5RunReader, the wire (RecordWire.h: the reader process, the node exchange), CSV export
+// and `ranksight-cli schema` (which python/ranksight/runfile.py is checked against) iterate the rows. Adding
+// a column or a root attribute: docs/run-file.md. No HDF5 types in this header: Hdf5Types.h maps them to
+// HDF5.
 #pragma once
 
+#include "store/ColumnTable.h"
 #include "store/RecordFields.h"
+#include "store/RootAttributes.h"
+#include "store/RunLimits.h"
 #include "store/RunRecords.h"
 
 #include <algorithm>
 #include <array>
-#include <concepts>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -33,39 +37,6 @@ public:
 
 namespace runschema {
 
-inline constexpr std::string_view kFormatName = "ranksight-run";
-// Bump when a reader of the previous version would misread a new file, or when the new layout lets a reader
-// refuse what it had to accept before. Adding groups, datasets or attributes that old readers can ignore does
-// not bump it (see docs/run-file.md, "Versioning").
-// 2: root string attributes are fixed-length (1 had variable-length ones, which a reader of 2 still reads,
-// and refuses in a file that says 2).
-inline constexpr int kFormatVersion = 2;
-
-// Root attributes.
-inline constexpr const char* kAttrFormat = "format";                // string, kFormatName
-inline constexpr const char* kAttrFormatVersion = "format_version"; // int32
-inline constexpr const char* kAttrCreated = "created";              // string, ISO 8601 UTC
-inline constexpr const char* kAttrModel = "model";
-inline constexpr const char* kAttrWorldSize = "world_size";        // int32, R
-inline constexpr const char* kAttrBatchPerRank = "batch_per_rank"; // int32, B
-inline constexpr const char* kAttrPrecision = "precision";
-inline constexpr const char* kAttrLossScale = "loss_scale";
-inline constexpr const char* kAttrData = "data";
-inline constexpr const char* kAttrSeed = "seed";                  // uint64
-inline constexpr const char* kAttrSketchDim = "sketch_dim";       // int32, K
-inline constexpr const char* kAttrWeightEvery = "weight_every";   // int32
-inline constexpr const char* kAttrPlannedSteps = "planned_steps"; // int64
-inline constexpr const char* kAttrConfig = "config";              // string, JSON
-inline constexpr const char* kAttrRankTable = "rank_table";       // string, JSON (hccl.json)
-inline constexpr const char* kAttrEnvironment = "environment";    // string, JSON
-// Optional (files without it were written by the engine): ranksight-engine | pytorch-ddp | msprobe.
-inline constexpr const char* kAttrSource = "source";
-inline constexpr const char* kDefaultSource = "ranksight-engine";
-// Optional: the datasets the source could not record, comma-separated paths of step and weight columns
-// (e.g. "/grads/sketch,/grads/synced_fp"). Their rows hold the "missing" fill (NaN, 0, -1) and diagnosis
-// does not read them. Files without the attribute recorded everything.
-inline constexpr const char* kAttrAbsent = "absent";
-
 // Fixed-size datasets, written once at creation.
 inline constexpr const char* kParamName = "/params/name";     // [P] fixed string
 inline constexpr const char* kParamShape = "/params/shape";   // [P] fixed string, "64x3x3x3"; "" for 0-d
@@ -82,60 +53,6 @@ inline constexpr const char* kCardHbmUsed = "/cards/hbm_used_bytes";   // [C] in
 // Status, created up front (attributes cannot be added once SWMR writing started), written at close.
 inline constexpr const char* kStatusComplete = "/status/complete";      // scalar uint8
 inline constexpr const char* kStatusStopReason = "/status/stop_reason"; // scalar fixed string
-
-inline constexpr int kEventCodeLen = 32;     // bytes incl. the terminating NUL
-inline constexpr int kEventMessageLen = 256; // bytes incl. the terminating NUL
-inline constexpr int kReasonLen = 256;       // stop reason, flight dump reason
-
-enum class Dtype : uint8_t { I32, I64, U8, U32, U64, F32, F64, Str32, Str256 };
-
-// Dims of one row of a table (after the leading, extendible row dimension).
-// R world size, B batch per rank, P parameter tensors, K sketch dim, T total parameter elements.
-enum class Row : uint8_t { Scalar, R, RB, RP, RPK, T };
-
-// deflate: shuffle + deflate(1). Off for per-rank float columns whose mantissas are noise (gradient
-// statistics, sketches, flight tensors): zlib saves ~10-15% there but costs ~4 ms per ResNet-50 step on 8
-// ranks. On for everything that repeats across ranks (synced values, fingerprints), counts (mostly 0), and
-// small rows.
-struct Column {
-    const char* path;
-    Dtype dtype;
-    Row row;
-    bool deflate = true;
-    // Added to format 2 after its first files were written: a file without it opens, and the column reads
-    // as absent (RunMeta::absent names it, its values are zeros). Old readers ignore it in new files.
-    bool addedLater = false;
-    // A rank's vector may be shorter than its part of the row; the rest is -1 (sample ids, up to B). Any
-    // other vector is all there or empty: not recorded, stored as NaN (floats) or 0 (integers).
-    bool padded = false;
-};
-
-// A table row's flags beyond its path, dtype and dims (see Column).
-struct ColumnOptions {
-    bool deflate = true;
-    bool addedLater = false;
-    bool padded = false;
-};
-
-// The flight entries' `dump` column: the row of the /flight/dumps record an entry belongs to. The entry does
-// not hold it: the writer knows it, the reader groups entries by it.
-struct ParentRow {};
-
-// One row of a table: its id (the row's index, an enum value below), its layout in the file, and where its
-// values are in the table's record: a member of the record, a member of the per-rank records in its `ranks`
-// (RankStep in StepRecord), or ParentRow. Everything that reads or writes a table iterates these rows:
-// RunWriter, Hdf5RunReader, the wire (RecordWire.h), CSV export, `ranksight-cli schema`.
-template <class Field> struct TableColumn {
-    int id;
-    Column layout;
-    Field field;
-};
-
-template <class Field>
-constexpr TableColumn<Field> col(int id, const char* path, Dtype dtype, Row row, Field field,
-                                 ColumnOptions o = {}) {
-    return {id, Column{path, dtype, row, o.deflate, o.addedLater, o.padded}, field};
-}
 
 // Per-step table: one row per appendStep. Every column is extendible along dim 0 (steps). The key column
 // (/steps/step) is the last entry and is written last, so a reader that takes the minimum extent never
@@ -371,111 +288,6 @@ template <> constexpr Severity fromStored<Severity>(uint8_t v) {
     return Severity(std::min<uint8_t>(v, uint8_t(Severity::Error)));
 }
 
-// Calls f(row) for each row of a table, in order.
-template <class Table, class F> constexpr void forEachColumn(const Table& table, F&& f) {
-    std::apply([&](const auto&... c) { (f(c), ...); }, table);
-}
-
-// Whether a row's value is a member of the table's record itself (else of its per-rank records).
-template <class Record, class Field> constexpr bool ownField() {
-    if constexpr (std::is_same_v<Field, ParentRow>)
-        return true;
-    else
-        return std::is_same_v<fields::RecordOf<Field>, Record>;
-}
-
-// A record's per-rank records (StepRecord::ranks) for a row whose member is in them. Depends on the row's
-// field, so that generic code also compiles for records without `ranks` (the branch that uses it is
-// discarded only once the field is known).
-template <class Field, class Record> constexpr auto& perRank(Record& rec) {
-    return rec.ranks;
-}
-
-// Whether a row's value is a vector of the record itself that is the whole row (Row::R or Row::T).
-template <class Record, class Field> constexpr bool wholeRowVector() {
-    if constexpr (std::is_same_v<Field, ParentRow> || !ownField<Record, Field>())
-        return false;
-    else
-        return fields::kDepth<fields::ValueOf<Field>> == 1;
-}
-
-// Whether elements of C++ type T are stored as dtype t exactly (nothing is converted on the way).
-template <class T> constexpr bool holds(Dtype t) {
-    using S = fields::Stored<T>;
-    switch (t) {
-    case Dtype::I32:
-        return std::is_same_v<S, int32_t>;
-    case Dtype::I64:
-        return std::is_same_v<S, int64_t>;
-    case Dtype::U8:
-        return std::is_same_v<S, uint8_t>;
-    case Dtype::U32:
-        return std::is_same_v<S, uint32_t>;
-    case Dtype::U64:
-        return std::is_same_v<S, uint64_t>;
-    case Dtype::F32:
-        return std::is_same_v<S, float>;
-    case Dtype::F64:
-        return std::is_same_v<S, double>;
-    case Dtype::Str32:
-    case Dtype::Str256:
-        return fields::kIsString<T>;
-    }
-    return false;
-}
-
-// A row that breaks a rule below calls one of these while the table is checked at compile time: they are not
-// constexpr, so the build fails with an error that names the rule and shows the row's member type.
-namespace rowerror {
-inline void notAtItsEnumPosition() {}
-inline void dtypeIsNotTheMembersType() {}
-inline void dimsDoNotFitTheMember() {}
-inline void memberIsNotInTheTablesRecords() {}
-inline void onlyPerRankIntegerVectorsArePadded() {}
-inline void keyIsNotAnInt64Scalar() {}
-} // namespace rowerror
-
-// Where a value sits decides the row's dims: an element per row is Scalar; a vector that is the whole row is
-// R or T; a vector per rank ([rank][param]) is RP; a per-rank record's element is R, its vector RB, RP or
-// RPK.
-template <class Record, class Field> constexpr bool validColumn(const TableColumn<Field>& c, int index) {
-    if (c.id != index)
-        rowerror::notAtItsEnumPosition();
-    const Row r = c.layout.row;
-    if constexpr (std::is_same_v<Field, ParentRow>) {
-        if (c.layout.dtype != Dtype::I64 || r != Row::Scalar)
-            rowerror::dimsDoNotFitTheMember();
-    } else {
-        using V = fields::ValueOf<Field>;
-        constexpr int depth = fields::kDepth<V>;
-        if (!holds<fields::Element<V>>(c.layout.dtype))
-            rowerror::dtypeIsNotTheMembersType();
-        bool fits = false;
-        if constexpr (ownField<Record, Field>())
-            fits = depth == 0 ? r == Row::Scalar : depth == 1 ? (r == Row::R || r == Row::T) : r == Row::RP;
-        else if constexpr (requires(const Record& x) {
-                               { x.ranks[0] } -> std::same_as<const fields::RecordOf<Field>&>;
-                           })
-            fits = depth == 0 ? r == Row::R : depth == 1 && (r == Row::RB || r == Row::RP || r == Row::RPK);
-        else
-            rowerror::memberIsNotInTheTablesRecords();
-        if (!fits)
-            rowerror::dimsDoNotFitTheMember();
-        if (c.layout.padded &&
-            (ownField<Record, Field>() || depth != 1 || !std::is_integral_v<fields::Element<V>>))
-            rowerror::onlyPerRankIntegerVectorsArePadded();
-    }
-    return true;
-}
-
-template <class Record, class... F> constexpr bool validTable(const std::tuple<TableColumn<F>...>& table) {
-    int index = 0;
-    bool ok = std::apply([&](const auto&... c) { return (validColumn<Record>(c, index++) && ...); }, table);
-    const Column& key = std::get<sizeof...(F) - 1>(table).layout;
-    if (key.dtype != Dtype::I64 || key.row != Row::Scalar)
-        rowerror::keyIsNotAnInt64Scalar();
-    return ok;
-}
 static_assert(validTable<StepRecord>(kStepTable));
 static_assert(validTable<WeightRecord>(kWeightTable));
 static_assert(validTable<EvalRecord>(kEvalTable));
@@ -487,10 +299,6 @@ static_assert(validTable<TensorStat>(kTensorTable));
 
 // The tables' layouts alone, indexed by their enums (kStepColumns[kLoss].path): for code that needs no
 // record (the reader's validation, the absent list, diagnosis, the fuzzer).
-template <class... F>
-constexpr std::array<Column, sizeof...(F)> layoutsOf(const std::tuple<TableColumn<F>...>& t) {
-    return std::apply([](const auto&... c) { return std::array<Column, sizeof...(F)>{c.layout...}; }, t);
-}
 inline constexpr auto kStepColumns = layoutsOf(kStepTable);
 inline constexpr auto kWeightColumns = layoutsOf(kWeightTable);
 inline constexpr auto kEvalColumns = layoutsOf(kEvalTable);
@@ -504,31 +312,8 @@ static_assert(kStepColumns.size() == kStepColCount && kWeightColumns.size() == k
               kDumpColumns.size() == kDumpColCount && kEntryColumns.size() == kEntryColCount &&
               kCollectiveColumns.size() == kCollectiveColCount && kTensorColumns.size() == kTensorColCount);
 
-// The record member a column holds, as messages name it: the dataset's name in camelCase, which is how
-// RunRecords.h spells its fields ("/grads/synced_fp" -> "syncedFp").
-inline std::string fieldName(const Column& c) {
-    const std::string_view path = c.path;
-    std::string out;
-    bool upper = false;
-    for (char ch : path.substr(path.rfind('/') + 1)) {
-        if (ch == '_') {
-            upper = true;
-            continue;
-        }
-        out += upper && ch >= 'a' && ch <= 'z' ? char(ch - 'a' + 'A') : ch;
-        upper = false;
-    }
-    return out;
-}
-
-// Root attributes a file may declare absent (kAttrAbsent) when its source cannot know them (an msprobe tree
-// names no model, batch, precision, loss scale or seed): the attribute then holds a placeholder that no view
-// shows. Readers of files that predate this list drop these names (splitAbsent), as for any unknown name.
-inline constexpr const char* kAbsentAttributes[] = {kAttrModel,     kAttrBatchPerRank, kAttrPrecision,
-                                                    kAttrLossScale, kAttrData,         kAttrSeed};
-
 // What a file may declare absent (kAttrAbsent): every step and weight column except the key columns, and the
-// root attributes above.
+// root attributes of kAbsentAttributes (RootAttributes.h).
 inline bool mayBeAbsent(std::string_view path) {
     for (const char* a : kAbsentAttributes)
         if (path == a)
@@ -567,18 +352,6 @@ inline constexpr const char* kGroups[] = {
     "/params", "/cards",  "/status",       "/steps",          "/grads",       "/weights", "/eval",
     "/events", "/flight", "/flight/dumps", "/flight/entries", "/collectives", "/tensors"};
 
-// Sanity limits a reader enforces before allocating anything a file claims.
-inline constexpr int64_t kMaxWorldSize = 1 << 16;
-inline constexpr int64_t kMaxParams = 1 << 20;
-inline constexpr int64_t kMaxSketchDim = 1 << 16;
-inline constexpr int64_t kMaxBatch = 1 << 24;
-inline constexpr int64_t kMaxTotalElements = int64_t(1) << 36;
-inline constexpr int64_t kMaxStringBytes = 1 << 24; // a fixed-length string type or an attribute
-// Shuffle + deflate cannot shrink data by more than ~1032:1, so no dataset's logical size may exceed
-// kMaxInflation x the file size (+ slack for partial chunks and fill values).
-inline constexpr int64_t kMaxInflation = 1100;
-inline constexpr int64_t kInflationSlackBytes = 64 << 20;
-
 // Elements of the flat parameter buffer: the end of the last tensor (the flight recorder's row length).
 // Params may come from a file that nothing has checked yet (the fuzzer's mutator, a damaged file before
 // validation): a negative numel or offset counts as 0 and the end saturates at INT64_MAX instead of
@@ -593,50 +366,6 @@ inline int64_t totalElements(std::span<const ParamInfo> params) {
         total = std::max(total, end);
     }
     return total;
-}
-
-inline int dtypeBytes(Dtype t) {
-    switch (t) {
-    case Dtype::U8:
-        return 1;
-    case Dtype::I32:
-    case Dtype::U32:
-    case Dtype::F32:
-        return 4;
-    case Dtype::I64:
-    case Dtype::U64:
-    case Dtype::F64:
-        return 8;
-    case Dtype::Str32:
-        return kEventCodeLen;
-    case Dtype::Str256:
-        return kEventMessageLen;
-    }
-    return 1;
-}
-
-inline const char* dtypeName(Dtype t) {
-    switch (t) {
-    case Dtype::I32:
-        return "int32";
-    case Dtype::I64:
-        return "int64";
-    case Dtype::U8:
-        return "uint8";
-    case Dtype::U32:
-        return "uint32";
-    case Dtype::U64:
-        return "uint64";
-    case Dtype::F32:
-        return "float32";
-    case Dtype::F64:
-        return "float64";
-    case Dtype::Str32:
-        return "string[32]";
-    case Dtype::Str256:
-        return "string[256]";
-    }
-    return "?";
 }
 
 } // namespace runschema

@@ -43,6 +43,14 @@ nlohmann::ordered_json table(std::span<const rsc::Column> columns) {
     return out;
 }
 
+// The root attributes in the order they are written; an optional one may be missing from a file.
+nlohmann::ordered_json attributes() {
+    auto out = nlohmann::ordered_json::array();
+    for (const rsc::Attribute& a : rsc::kRootAttributeLayouts)
+        out.push_back({{"name", a.name}, {"dtype", rsc::attrTypeName(a.type)}, {"required", !a.optional}});
+    return out;
+}
+
 } // namespace
 
 std::string runSchemaJson() {
@@ -53,6 +61,7 @@ std::string runSchemaJson() {
                            {"event_message", rsc::kEventMessageLen},
                            {"reason", rsc::kReasonLen}};
     j["groups"] = rsc::kGroups;
+    j["attributes"] = attributes();
     j["tables"] = {{"steps", table(rsc::kStepColumns)},
                    {"weights", table(rsc::kWeightColumns)},
                    {"eval", table(rsc::kEvalColumns)},

@@ -46,8 +46,9 @@ public:
     int64_t stepsWritten() const;
     const RunMeta& meta() const;
 
+    struct Impl; // RunWriterImpl.h
+
 private:
-    struct Impl;
     explicit RunWriter(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> m_d;
 };
