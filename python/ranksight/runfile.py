@@ -138,6 +138,30 @@ TENSOR_COLUMNS = [
     ("/tensors/recorded", "u8", SCALAR, True),
     ("/tensors/step", "i64", SCALAR, True),
 ]
+# Root attributes (name, dtype, required) in the order RunWriter writes them (C++: RootAttributes.h). A reader
+# takes a file without an optional one as written before it existed (source: ranksight-engine; absent: none).
+ROOT_ATTRIBUTES = [
+    ("format", "string", True),
+    ("format_version", "int32", True),
+    ("created", "string", True),
+    ("model", "string", True),
+    ("world_size", "int32", True),
+    ("batch_per_rank", "int32", True),
+    ("precision", "string", True),
+    ("loss_scale", "string", True),
+    ("data", "string", True),
+    ("seed", "uint64", True),
+    ("sketch_dim", "int32", True),
+    ("weight_every", "int32", True),
+    ("planned_steps", "int64", True),
+    ("config", "string", True),
+    ("rank_table", "string", True),
+    ("environment", "string", True),
+    ("source", "string", False),
+    ("absent", "string", False),
+]
+_ATTRIBUTE_DTYPES = {"int32": np.dtype("<i4"), "int64": np.dtype("<i8"), "uint64": np.dtype("<u8")}
+
 # Columns whose unused entries hold -1 (C++: Column::padded); any other column's missing values are 0 here.
 PADDED = {"/steps/sample_ids"}
 GROUPS = ["/params", "/cards", "/status", "/steps", "/grads", "/weights", "/eval", "/events", "/flight",
@@ -208,37 +232,43 @@ class RunFileWriter:
 
     # --- creation ---------------------------------------------------------------------------------------
 
-    def _write_root(self):
+    def _root_values(self):
+        """Each root attribute's value (None: an optional one this file leaves out)."""
         m = self.meta
-        attrs = self.f.attrs
-
-        def s(name, value):
-            raw = _fixed(value)
-            attrs.create(name, np.array(raw, dtype=h5py.string_dtype("utf-8", len(raw) + 1)))
-
-        def i32(name, v):
-            attrs.create(name, np.int32(v), dtype=np.dtype("<i4"))
-
-        s("format", FORMAT_NAME)
-        i32("format_version", FORMAT_VERSION)
-        s("created", m.get("created", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())))
-        s("model", m["model"])
-        i32("world_size", self.R)
-        i32("batch_per_rank", self.B)
-        s("precision", m.get("precision", "O0"))
-        s("loss_scale", m.get("loss_scale", "none"))
-        s("data", m.get("data", ""))
-        attrs.create("seed", np.uint64(m.get("seed", 0)), dtype=np.dtype("<u8"))
-        i32("sketch_dim", self.K)
-        i32("weight_every", int(m.get("weight_every", 10)))
-        attrs.create("planned_steps", np.int64(m.get("planned_steps", 0)), dtype=np.dtype("<i8"))
-        s("config", json.dumps(m.get("config", {})))
         rank_table = m.get("rank_table", {})
-        s("rank_table", rank_table if isinstance(rank_table, str) else json.dumps(rank_table))
-        s("environment", json.dumps(m.get("environment", {}), ensure_ascii=False))
-        s("source", m.get("source", "pytorch-ddp"))
-        if m.get("absent"):
-            s("absent", ",".join(m["absent"]))
+        return {
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            "created": m.get("created", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())),
+            "model": m["model"],
+            "world_size": self.R,
+            "batch_per_rank": self.B,
+            "precision": m.get("precision", "O0"),
+            "loss_scale": m.get("loss_scale", "none"),
+            "data": m.get("data", ""),
+            "seed": m.get("seed", 0),
+            "sketch_dim": self.K,
+            "weight_every": int(m.get("weight_every", 10)),
+            "planned_steps": m.get("planned_steps", 0),
+            "config": json.dumps(m.get("config", {})),
+            "rank_table": rank_table if isinstance(rank_table, str) else json.dumps(rank_table),
+            "environment": json.dumps(m.get("environment", {}), ensure_ascii=False),
+            "source": m.get("source", "pytorch-ddp"),
+            "absent": ",".join(m["absent"]) if m.get("absent") else None,
+        }
+
+    def _write_root(self):
+        attrs = self.f.attrs
+        values = self._root_values()
+        for name, dtype, required in ROOT_ATTRIBUTES:
+            value = values[name]
+            if value is None and not required:
+                continue
+            if dtype == "string":  # fixed-length, as long as the value and its NUL
+                raw = _fixed(value)
+                attrs.create(name, np.array(raw, dtype=h5py.string_dtype("utf-8", len(raw) + 1)))
+            else:
+                attrs.create(name, np.array(value, dtype=_ATTRIBUTE_DTYPES[dtype]))
 
     def _strings(self, path, values):
         raws = [_fixed(v) for v in values]

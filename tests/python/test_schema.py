@@ -1,8 +1,8 @@
 """python/ranksight/runfile.py's copy of the run-file layout against the C++ schema table it mirrors
 (core/store/RunSchema.h, printed by `ranksight-cli schema`): every table's columns in order with their path,
-dtype, row dims and compression, the padded columns, the groups, the format name and version and the fixed
-string lengths. A column added to (or changed in) either side without the other fails here. Run from ctest
-(py_schema) with RANKSIGHT_CLI set."""
+dtype, row dims and compression, the padded columns, the root attributes (name, type, required), the groups,
+the format name and version and the fixed string lengths. A column or attribute added to (or changed in) either
+side without the other fails here. Run from ctest (py_schema) with RANKSIGHT_CLI set."""
 
 import json
 import os
@@ -78,6 +78,14 @@ class SchemaTest(unittest.TestCase):
         self.assertEqual((runfile.EVENT_CODE_LEN, runfile.EVENT_MESSAGE_LEN, runfile.REASON_LEN),
                          (s["string_lengths"]["event_code"], s["string_lengths"]["event_message"],
                           s["string_lengths"]["reason"]))
+
+    def test_root_attributes_agree(self):
+        # Names, types, required or optional, in the order both writers write them.
+        cpp = [(a["name"], a["dtype"], a["required"]) for a in self.schema["attributes"]]
+        self.assertIn(("world_size", "int32", True), cpp)
+        self.assertIn(("absent", "string", False), cpp)
+        self.assertEqual(list(runfile.ROOT_ATTRIBUTES), cpp)
+        self.assertTrue({d for _, d, _ in cpp if d != "string"} <= set(runfile._ATTRIBUTE_DTYPES))
 
     def test_a_drifted_copy_is_caught(self):
         # The comparison itself: a column whose dtype differs, or one missing, is not equal.
