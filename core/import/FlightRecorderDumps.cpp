@@ -454,11 +454,6 @@ Json parseFile(const fs::path& file, std::string& format) {
 
 } // namespace
 
-std::string groupLabel(const std::string& name, const std::string& desc) {
-    return columnText(desc.empty() || desc == "undefined" ? name : fmt::format("{} ({})", name, desc),
-                      kStr256);
-}
-
 namespace {
 
 // The prefix of a folder's dump names: exactly one, once host names in front of it are set aside.

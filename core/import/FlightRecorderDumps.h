@@ -29,14 +29,11 @@ namespace rs::flightrec {
 
 namespace fs = std::filesystem;
 
-// Collective::step of a collective enqueued before the first step of the run it was joined with: "before the
-// run", never a step of it (-1 stays "not joined").
-inline constexpr int64_t kBeforeRunStep = -2;
-
 struct GroupConfig {
     std::string name, desc;
     std::vector<int> ranks;
-    std::string label; // Collective::group; set by the importer (groupLabel, ranks added when names repeat)
+    std::string
+        label; // Collective::group; set by the importer (collectiveGroupLabel, ranks added when names repeat)
 };
 
 struct RankDump {
@@ -61,10 +58,6 @@ struct DumpSet {
     std::vector<std::string> hosts;     // per file, what precedes the prefix ("" for none)
     std::map<int, fs::path> tracebacks; // torch_npu's <host><prefix><rank>_py_traceback, by rank
 };
-
-// How a process group is named in the run file (Collective::group): "0 (default_pg)", or the name alone when
-// the group has no description.
-std::string groupLabel(const std::string& name, const std::string& desc);
 
 // The dump files of `path`: a folder holding <prefix><rank> files (the prefix found from the names unless
 // given: exactly one must fit, once host names in front of it are set aside), or one dump file (its siblings

@@ -4,6 +4,7 @@
 
 #include "import/FlightRecorderDumps.h"
 #include "import/ImportTarget.h"
+#include "store/CollectiveNames.h"
 #include "store/RunReader.h"
 #include "store/RunSchema.h"
 #include "store/RunSlice.h"
@@ -58,9 +59,9 @@ std::vector<GroupConfig> mergeGroups(const std::vector<RankDump>& dumps) {
         GroupConfig gc = std::move(g.first);
         gc.label =
             sets[gc.name] > 1
-                ? flightrec::groupLabel(gc.name, fmt::format("{}{}ranks {}", gc.desc,
-                                                             gc.desc.empty() ? "" : ", ", joinInts(gc.ranks)))
-                : flightrec::groupLabel(gc.name, gc.desc);
+                ? collectiveGroupLabel(gc.name, fmt::format("{}{}ranks {}", gc.desc,
+                                                            gc.desc.empty() ? "" : ", ", joinInts(gc.ranks)))
+                : collectiveGroupLabel(gc.name, gc.desc);
         groups.push_back(std::move(gc));
     }
     return groups;
@@ -94,7 +95,7 @@ void labelCollectives(std::vector<RankDump>& dumps, std::vector<GroupConfig>& gr
                 c.group = it->second.front();
                 continue;
             }
-            const std::string label = flightrec::groupLabel(c.group, d.entryDescs[i]);
+            const std::string label = collectiveGroupLabel(c.group, d.entryDescs[i]);
             if (known.insert(label).second) {
                 GroupConfig g;
                 g.name = c.group;
@@ -268,7 +269,7 @@ void checkJoin(const std::vector<RankDump>& dumps, int world, const std::string&
 }
 
 // Each collective's step: the first step that ended after its rank enqueued it; after the last, last + 1 (the
-// step in progress); before the first step started, kBeforeRunStep; no time recorded, -1 (not known).
+// step in progress); before the first step started, kCollectiveBeforeRun; no time recorded, -1 (not known).
 void placeInSteps(std::vector<Collective>& all, const RunTime& t, FlightImportResult& res,
                   const std::string& runPath) {
     for (Collective& c : all) {
@@ -277,7 +278,7 @@ void placeInSteps(std::vector<Collective>& all, const RunTime& t, FlightImportRe
             continue;
         }
         if (c.createdNs < t.start) {
-            c.step = flightrec::kBeforeRunStep;
+            c.step = kCollectiveBeforeRun;
             ++res.beforeRun;
             continue;
         }

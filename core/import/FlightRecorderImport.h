@@ -8,7 +8,7 @@
 // stamps each step with the wall clock), the new file is that run plus the collectives, each placed in the
 // step whose time span holds the moment its rank enqueued it; collectives after the run's last step are the
 // step in progress when the job stopped (last + 1), those before its first step are "before the run"
-// (flightrec::kBeforeRunStep), never a step of it. A join needs evidence that the dumps can belong to the
+// (kCollectiveBeforeRun), never a step of it. A join needs evidence that the dumps can belong to the
 // run: every rank they name is a rank of the run, and each dumped rank's entries overlap the run's recorded
 // time (its first step's start to its last step's end), give or take kJoinClockToleranceNs for clocks that
 // differ between hosts. Otherwise JoinRefused says which, and nothing is written.

@@ -13,18 +13,6 @@
 
 namespace rs {
 
-std::string columnText(const std::string& s, size_t limit) {
-    if (s.size() <= limit)
-        return s;
-    const std::string tag = fmt::format("~{:08x}", uint32_t(std::hash<std::string>{}(s)));
-    std::string head = s.substr(0, limit - tag.size());
-    while (!head.empty() && (static_cast<unsigned char>(head.back()) & 0xC0) == 0x80)
-        head.pop_back();
-    if (!head.empty() && static_cast<unsigned char>(head.back()) >= 0xC0)
-        head.pop_back();
-    return head + tag;
-}
-
 std::vector<CardInfo> unknownCards(int ranks) {
     std::vector<CardInfo> cards(size_t(std::max(ranks, 0)));
     for (int r = 0; r < ranks; ++r) {

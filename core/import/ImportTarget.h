@@ -3,6 +3,7 @@
 // no file, and never a half-written one under the target's name.
 #pragma once
 
+#include "store/ColumnText.h"
 #include "store/RunRecords.h"
 
 #include <functional>
@@ -12,10 +13,6 @@
 namespace rs {
 
 class RunWriter;
-
-// A string for a fixed-length run-file column of `limit` bytes (31, 255): cut at a UTF-8 boundary, and when
-// cut, ending in a hash of the whole, so that two long values that differ past the cut still differ.
-std::string columnText(const std::string& s, size_t limit);
 
 // One card per rank, with nothing recorded but the rank (device id -1): the other tools' records name no
 // device, address or server.

@@ -1,7 +1,7 @@
 // analyseCollectives: see CollectiveProgress.h.
 #include "view/CollectiveProgress.h"
 
-#include "import/FlightRecorderDumps.h"
+#include "store/CollectiveNames.h"
 
 #include <algorithm>
 #include <cctype>
@@ -176,11 +176,11 @@ std::optional<FirstDisagreement> firstInGroup(const ProcessGroup& g, const std::
 } // namespace
 
 std::string ProcessGroup::label() const {
-    return labelText.empty() ? flightrec::groupLabel(name, desc) : labelText;
+    return labelText.empty() ? collectiveGroupLabel(name, desc) : labelText;
 }
 
 std::string stepText(int64_t step) {
-    if (step == flightrec::kBeforeRunStep)
+    if (step == kCollectiveBeforeRun)
         return "before the run";
     return step >= 0 ? fmt::format("step {}", step) : std::string();
 }

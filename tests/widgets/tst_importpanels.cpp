@@ -111,9 +111,9 @@ void TestImportPanels::collectivesNameWhereRanksPart() {
     maybeGrab(&panel, "collectives");
 }
 
-// Joined with a run that began after collectives 1-3 (step kBeforeRunStep, -2) and with torch_npu's Python
-// tracebacks of ranks 0 and 1: the Step column says "before the run", never a step; the odd rank's traceback
-// shows first, and selecting a rank shows its own (or says it has none).
+// Joined with a run that began after collectives 1-3 (step kCollectiveBeforeRun, -2) and with torch_npu's
+// Python tracebacks of ranks 0 and 1: the Step column says "before the run", never a step; the odd rank's
+// traceback shows first, and selecting a rank shows its own (or says it has none).
 void TestImportPanels::collectivesBeforeTheRunAndTracebacks() {
     RunModel model;
     CollectivesPanel panel(&model);

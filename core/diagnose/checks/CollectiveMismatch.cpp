@@ -52,7 +52,7 @@ public:
             evidence += fmt::format("; called at {}", d.frame);
         const int rank = d.odd.size() == 1 ? d.odd.front() : -1;
         // Only a step of the joined run is a first step: a collective enqueued before the run's first
-        // recorded step (flightrec::kBeforeRunStep; the evidence says "before the run") or in a run that was
+        // recorded step (kCollectiveBeforeRun; the evidence says "before the run") or in a run that was
         // not joined has none, and saying step 0 would place the fault where it is not.
         out.push_back(makeFinding(
             Cause::CollectiveMismatch, confidenceOf(d.kind), d.step >= 0 ? d.step : kNoStep, d.odd, evidence,
