@@ -130,8 +130,8 @@ LatencyResult runLatencyBench(const std::string& file, const LatencyOptions& o,
     std::exception_ptr failed;
     std::vector<std::string> causes;
     for (const Finding& f : truth)
-        if (std::find(causes.begin(), causes.end(), f.cause) == causes.end())
-            causes.push_back(f.cause);
+        if (std::find(causes.begin(), causes.end(), f.key()) == causes.end())
+            causes.push_back(f.key());
     std::unique_ptr<WatchProcesses> watchers;
     if (!o.watchCli.empty())
         watchers = std::make_unique<WatchProcesses>(o.watchCli, live, causes, dir.path().toStdString());
@@ -153,12 +153,12 @@ LatencyResult runLatencyBench(const std::string& file, const LatencyOptions& o,
     QObject::connect(&runner, &DiagnosisRunner::findingsChanged, [&] {
         const double now = secondsSince(t0);
         for (const Finding& f : runner.findings())
-            if (!shown.count(f.cause)) {
+            if (!shown.count(f.key())) {
                 LatencyRow row;
                 row.shownS = now;
                 row.shownAfterStep = written > 0 ? x.steps[size_t(written - 1)].step : -1;
                 row.atEnd = done && model.isComplete();
-                shown.emplace(f.cause, row);
+                shown.emplace(f.key(), row);
             }
     });
     while (written == 0 && !done)
@@ -190,13 +190,13 @@ LatencyResult runLatencyBench(const std::string& file, const LatencyOptions& o,
 
     for (const Finding& f : truth) {
         LatencyRow row;
-        if (auto it = shown.find(f.cause); it != shown.end())
+        if (auto it = shown.find(f.key()); it != shown.end())
             row = it->second;
-        row.cause = f.cause;
+        row.cause = f.key();
         row.firstStep = f.firstStep;
         if (watchers)
             for (const WatchProcess& w : watchers->processes())
-                if (w.cause == f.cause) {
+                if (w.cause == f.key()) {
                     row.watchExit = w.exitCode;
                     row.watchS = w.exitCode == 3 ? w.exitedS : -1;
                     row.watchAfterStep = w.lastStep;

@@ -125,8 +125,8 @@ int reportAlert(const WatchOptions& o, const RunWatcher& w) {
     if (o.json)
         printLine(json({{"alert", "finding"},
                         {"run", o.path},
-                        {"cause", f.cause},
-                        {"dimension", f.dimension},
+                        {"cause", f.key()},
+                        {"dimension", f.dimension()},
                         {"confidence", std::round(f.confidence * 100) / 100},
                         {"first_step", f.firstStep},
                         {"ranks", f.ranks},
@@ -138,7 +138,7 @@ int reportAlert(const WatchOptions& o, const RunWatcher& w) {
     else
         printLine(line);
     if (!o.exec.empty())
-        runExec(o.exec, {"RANKSIGHT_CAUSE=" + f.cause,
+        runExec(o.exec, {"RANKSIGHT_CAUSE=" + f.key(),
                          "RANKSIGHT_STEP=" + (f.firstStep >= 0 ? std::to_string(f.firstStep) : ""),
                          "RANKSIGHT_RANKS=" + commaList(f.ranks),
                          "RANKSIGHT_PARAMETER=" + (f.parameters.empty() ? "" : f.parameters.front()),

@@ -25,6 +25,7 @@ class RunPanel;
 class ReplayControl;
 class CardsPanel;
 class EventLogPanel;
+class DiagnosisRunner;
 class FindingsPanel;
 class FindingNotifier;
 class CollectivesPanel;
@@ -48,6 +49,7 @@ public:
     StepCursor* cursor() const { return m_cursor; }
     TrainController* trainController() const { return m_train; }
     RunPanel* runPanel() const { return m_runPanel; }
+    DiagnosisRunner* diagnosis() const { return m_diagnosis; }
     FindingsPanel* findingsPanel() const { return m_findings; }
     FindingNotifier* findingNotifier() const { return m_notifier; }
     CollectivesPanel* collectivesPanel() const { return m_collectives; }
@@ -127,6 +129,7 @@ private:
     ReplayControl* m_replay = nullptr;
     CardsPanel* m_cards = nullptr;
     EventLogPanel* m_events = nullptr;
+    DiagnosisRunner* m_diagnosis = nullptr;
     FindingsPanel* m_findings = nullptr;
     FindingNotifier* m_notifier = nullptr;
     QAction* m_notifyAction = nullptr;

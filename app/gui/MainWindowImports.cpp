@@ -3,6 +3,7 @@
 // so it runs in a worker behind a progress dialog while the window stays responsive (see MainWindow.h).
 #include "MainWindow.h"
 #include "TrainController.h"
+#include "compare/CompareRuns.h"
 #include "compare/ComparisonText.h"
 #include "import/FlightRecorderDumps.h"
 #include "import/FlightRecorderImport.h"
@@ -13,6 +14,7 @@
 #include "panels/FileDialogs.h"
 #include "panels/FindingsPanel.h"
 #include "reader/OpenRunFile.h"
+#include "reader/ReferenceRuns.h"
 #include "store/RunReader.h"
 #include "store/RunSource.h"
 
@@ -218,18 +220,19 @@ bool MainWindow::compareWithReference(const QString& reference, const QStringLis
     for (const QString& s : spreads)
         spreadPaths.push_back(s.toStdString());
     auto result = std::make_shared<RunComparison>();
-    const QString error =
-        runInWorker(tr("Comparing with %1…").arg(QDir::toNativeSeparators(reference)),
-                    [result, run = m_model->path().toStdString(), ref = reference.toStdString(),
-                     spreadPaths](const auto& progress) {
-                        *result = rs::compareWithReference(*openRunFile(run), ref, spreadPaths, progress);
-                    });
+    const QString error = runInWorker(tr("Comparing with %1…").arg(QDir::toNativeSeparators(reference)),
+                                      [result, run = m_model->path().toStdString(),
+                                       ref = reference.toStdString(), spreadPaths](const auto& progress) {
+                                          const auto a = openRunFile(run);
+                                          const ReferenceRuns refs = openReferences(ref, spreadPaths);
+                                          *result = compareRuns(*a, *refs.reference, progress, refs.spreads);
+                                      });
     if (!error.isEmpty()) {
         showError(tr("The runs could not be compared"), error);
         return false;
     }
     m_comparison->setComparison(result, reference);
-    m_findings->runner()->setReference(result);
+    m_diagnosis->setReference(result);
     m_centralTabs->setCurrentWidget(m_comparison);
     statusBar()->showMessage(tr("This run %1").arg(QString::fromStdString(comparisonLine(*result))), 10000);
     return true;

@@ -19,10 +19,8 @@ std::string RunFacts::paramName(int p) const {
 
 Finding makeFinding(Cause c, double confidence, int64_t firstStep, std::vector<int> ranks,
                     std::string evidence, std::string fix) {
-    const CauseInfo& info = causeInfo(c);
     Finding f;
-    f.cause = info.key;
-    f.dimension = info.dimension;
+    f.cause = c;
     f.confidence = std::clamp(confidence, 0.0, 1.0);
     f.firstStep = firstStep == kNoStep ? -1 : firstStep;
     f.ranks = std::move(ranks);

@@ -23,12 +23,12 @@ bool hasParamVectors(const RankStep& x, int P) {
 // A finding whose weak sign another cause's finding, starting at or before it, explains
 // (CauseInfo::explainedBy).
 bool explained(const Finding& f, const std::vector<Finding>& all) {
-    const CauseInfo* info = findCause(f.cause);
-    if (!info || f.confidence >= info->explainedBelow)
+    const CauseInfo& info = f.info();
+    if (f.confidence >= info.explainedBelow)
         return false;
     for (const Finding& g : all)
-        for (const auto& by : info->explainedBy)
-            if (by && g.cause == causeInfo(*by).key && g.firstStep >= 0 && f.firstStep >= g.firstStep)
+        for (const auto& by : info.explainedBy)
+            if (by && g.cause == *by && g.firstStep >= 0 && f.firstStep >= g.firstStep)
                 return true;
     return false;
 }
@@ -113,7 +113,7 @@ std::vector<Finding> Diagnoser::findings() const {
         check->conclude(m_d->run, out);
     // In table order, so a finding another explains is judged against the findings still standing.
     for (const CauseInfo& c : causes())
-        std::erase_if(out, [&](const Finding& f) { return f.cause == c.key && explained(f, out); });
+        std::erase_if(out, [&](const Finding& f) { return f.cause == c.id && explained(f, out); });
     std::stable_sort(out.begin(), out.end(),
                      [](const Finding& a, const Finding& b) { return a.confidence > b.confidence; });
     return out;
@@ -191,7 +191,7 @@ std::vector<Finding> diagnoseRun(const RunReader& reader, const std::function<vo
 }
 
 std::string findingLine(const Finding& f) {
-    return fmt::format("{} ({}, confidence {:.2f}): {}", f.cause, f.dimension, f.confidence, f.evidence);
+    return fmt::format("{} ({}, confidence {:.2f}): {}", f.key(), f.dimension(), f.confidence, f.evidence);
 }
 
 std::string findingText(const Finding& f) {
@@ -200,7 +200,7 @@ std::string findingText(const Finding& f) {
         ranks += (i ? ", " : "") + std::to_string(f.ranks[i]);
     for (size_t i = 0; i < f.parameters.size(); ++i)
         params += (i ? ", " : "") + f.parameters[i];
-    std::string out = fmt::format("{}  [{}]  confidence {:.2f}\n", f.cause, f.dimension, f.confidence);
+    std::string out = fmt::format("{}  [{}]  confidence {:.2f}\n", f.key(), f.dimension(), f.confidence);
     if (f.firstStep >= 0)
         out += fmt::format("  first step: {}\n", f.firstStep);
     if (!ranks.empty())

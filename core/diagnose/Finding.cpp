@@ -20,8 +20,8 @@ std::string findingsToJson(const std::vector<Finding>& findings, const std::vect
     nlohmann::json list = nlohmann::json::array();
     for (const auto& f : findings) {
         nlohmann::json j;
-        j["cause"] = f.cause;
-        j["dimension"] = f.dimension;
+        j["cause"] = f.key();
+        j["dimension"] = f.dimension();
         // Two decimals: the confidence is a judgement, not a measurement.
         j["confidence"] = std::isfinite(f.confidence) ? std::round(f.confidence * 100) / 100 : 0.0;
         j["first_step"] = f.firstStep;

@@ -2,6 +2,8 @@
 // convinced it and the fix a user applies in their MindSpore / PyTorch job.
 #pragma once
 
+#include "diagnose/Cause.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -9,15 +11,20 @@
 namespace rs {
 
 struct Finding {
-    // A cause id of the cause table (diagnose/Cause.h), as the fault lab spells it: "param-not-synced".
-    std::string cause;
-    std::string dimension;  // environment | data-model | numerics | parallel
-    double confidence = 0;  // 0..1
-    int64_t firstStep = -1; // the first step the evidence shows; -1 when not tied to a step
-    std::vector<int> ranks; // the ranks concerned
+    Cause cause = Cause::RankTableInvalid; // its row of the cause table (diagnose/Cause.h)
+    double confidence = 0;                 // 0..1
+    int64_t firstStep = -1;                // the first step the evidence shows; -1 when not tied to a step
+    std::vector<int> ranks;                // the ranks concerned
     std::vector<std::string> parameters;
     std::string evidence; // the figures that convinced the rule, in words
     std::string fix;      // what the user changes in their job
+
+    const CauseInfo& info() const { return causeInfo(cause); }
+    // The cause id users and files see, as the fault lab spells it: "param-not-synced".
+    std::string key() const { return info().key; }
+    std::string dimension() const {
+        return info().dimension;
+    } // environment | data-model | numerics | parallel
 };
 
 // A diagnosis check that could not run on a file, and why: the file's source did not record what it reads

@@ -70,7 +70,7 @@ AlertFilter AlertFilter::parse(std::string_view spec) {
 }
 
 bool AlertFilter::matches(const Finding& f) const {
-    return m_any || m_causes.count(f.cause) || m_dimensions.count(f.dimension);
+    return m_any || m_causes.count(f.key()) || m_dimensions.count(f.dimension());
 }
 
 RunWatcher::RunWatcher(std::string path, AlertFilter filter, double stallSeconds, double now)
@@ -145,7 +145,7 @@ std::string alertLine(const Finding& f) {
         where += fmt::format(", rank{} {}", f.ranks.size() > 1 ? "s" : "", joined(f.ranks, 8));
     if (!f.parameters.empty())
         where += fmt::format(", parameter{} {}", f.parameters.size() > 1 ? "s" : "", joined(f.parameters, 3));
-    return fmt::format("{}{} ({}, confidence {:.2f}): {}", f.cause, where, f.dimension, f.confidence,
+    return fmt::format("{}{} ({}, confidence {:.2f}): {}", f.key(), where, f.dimension(), f.confidence,
                        f.evidence);
 }
 

@@ -130,7 +130,7 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(!panel->runner()->isRunning() && panel->findingsModel()->rowCount() > 0,
                                  30000);
         const Finding top = panel->findingsModel()->findings().front();
-        QCOMPARE(QString::fromStdString(top.cause), QString("sdc-after"));
+        QCOMPARE(QString::fromStdString(top.key()), QString("sdc-after"));
         QCOMPARE(top.ranks, std::vector<int>{1});
         w.cursor()->setStep(29);
         panel->activate(0); // what a click does
@@ -172,7 +172,7 @@ private slots:
                             [](const Event& e) { return e.code == "RANK_TABLE"; }));
         FindingsPanel* panel = w.findingsPanel();
         QTRY_VERIFY_WITH_TIMEOUT(panel->findingsModel()->rowCount() > 0, 30000);
-        QCOMPARE(QString::fromStdString(panel->findingsModel()->findings().front().cause),
+        QCOMPARE(QString::fromStdString(panel->findingsModel()->findings().front().key()),
                  QString("rank-table-invalid"));
     }
 
@@ -501,7 +501,7 @@ private slots:
         QCOMPARE(w.model()->worldSize(), 4);
         QTRY_VERIFY_WITH_TIMEOUT(w.findingsPanel()->runner()->hasResult(), 30000);
         QCOMPARE(w.findingsPanel()->findingsModel()->rowCount(), 1);
-        QCOMPARE(w.findingsPanel()->findingsModel()->findingAt(0)->cause, std::string("grad-sum"));
+        QCOMPARE(w.findingsPanel()->findingsModel()->findingAt(0)->key(), std::string("grad-sum"));
         QVERIFY2(w.findingsPanel()->notRunText().contains("step timing (straggler): the source (msprobe)"),
                  qPrintable(w.findingsPanel()->notRunText()));
         QCOMPARE(w.importTarget(dir.filePath("job/monitor_output")), dir.filePath("runs/job-msprobe-2.h5"));

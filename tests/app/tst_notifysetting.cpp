@@ -94,7 +94,7 @@ private slots:
         QTest::qWait(300);
         const auto& findings = w.findingsPanel()->runner()->findings();
         QVERIFY(!findings.empty());
-        QCOMPARE(findings.front().cause, std::string("sdc-after"));
+        QCOMPARE(findings.front().key(), std::string("sdc-after"));
         FindingNotifier* n = w.findingNotifier();
         if (!enabled) {
             QCOMPARE(n->noticeCount(), 0);

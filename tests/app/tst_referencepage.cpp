@@ -68,7 +68,7 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(findings->runner()->hasResult() && !findings->runner()->isRunning(), 30000);
         auto named = [&](const char* cause) {
             for (const Finding& f : findings->findingsModel()->findings())
-                if (f.cause == cause)
+                if (f.key() == cause)
                     return true;
             return false;
         };

@@ -7,9 +7,10 @@
 // fault still is; other configurations are named; the command's exit codes and JSON; and diagnosis against
 // a reference names the causes every rank shares, which the cross-rank checks miss.
 #include "CliTrain.h"
-#include "compare/RunComparison.h"
+#include "compare/CompareRuns.h"
 #include "diagnose/Diagnoser.h"
 #include "reader/OpenRunFile.h"
+#include "reader/ReferenceRuns.h"
 
 #include <QHash>
 #include <QJsonArray>
@@ -68,7 +69,8 @@ RunComparison TestCompare::compare(const QString& a, const QString& b, const QSt
     std::vector<std::string> paths;
     for (const QString& s : spreads)
         paths.push_back(s.toStdString());
-    return compareWithReference(*ra, b.toStdString(), paths);
+    const ReferenceRuns refs = openReferences(b.toStdString(), paths);
+    return compareRuns(*ra, *refs.reference, {}, refs.spreads);
 }
 
 void TestCompare::initTestCase() {
@@ -377,13 +379,13 @@ void TestCompare::diagnosisWithAReference() {
     const auto clean = openRunFile(m_clean.toStdString());
     const auto alone = diagnoseRun(*reader);
     const bool seenAlone = std::any_of(alone.begin(), alone.end(),
-                                       [&](const Finding& f) { return f.cause == cause.toStdString(); });
+                                       [&](const Finding& f) { return f.key() == cause.toStdString(); });
     QCOMPARE(seenAlone, crossRankSees);
     const RunComparison c = compareRuns(*reader, *clean);
     const auto found = diagnoseRun(*reader, {}, nullptr, nullptr, &c);
     QVERIFY2(!found.empty(), "no finding against the reference");
     const Finding& top = found.front();
-    QCOMPARE(QString::fromStdString(top.cause), cause);
+    QCOMPARE(QString::fromStdString(top.key()), cause);
     if (step >= 0)
         QCOMPARE(top.firstStep, int64_t(step));
     QCOMPARE(top.ranks, ranks);
@@ -450,7 +452,7 @@ void TestCompare::importsCompareOnWhatBothRecorded() {
     QCOMPARE(c.first->statistic, std::string("synced_norm"));
     const auto reader = openRunFile(summed.toStdString());
     const auto found = diagnoseRun(*reader, {}, nullptr, nullptr, &c);
-    QVERIFY(std::any_of(found.begin(), found.end(), [](const Finding& f) { return f.cause == "grad-sum"; }));
+    QVERIFY(std::any_of(found.begin(), found.end(), [](const Finding& f) { return f.key() == "grad-sum"; }));
 }
 
 QTEST_GUILESS_MAIN(TestCompare)

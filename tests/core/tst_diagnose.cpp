@@ -63,7 +63,7 @@ void TestDiagnose::roundingRatioIsNoSdc() {
     const auto rounding = tinyBias(9.7e-9f);
     QVERIFY2(rounding.empty(), qPrintable(describe(rounding)));
     const auto material = tinyBias(0.05f); // 5.8e9x the others and half the step's scale
-    QVERIFY2(!material.empty() && material.front().cause == "sdc-before", qPrintable(describe(material)));
+    QVERIFY2(!material.empty() && material.front().key() == "sdc-before", qPrintable(describe(material)));
     QCOMPARE(material.front().firstStep, int64_t(23));
     QCOMPARE(material.front().ranks, std::vector<int>{3});
 }
@@ -407,13 +407,13 @@ void TestDiagnose::rule() {
     edit(sim);
     const auto f = sim.diagnose();
     QVERIFY2(!f.empty(), "no finding");
-    QVERIFY2(f.front().cause == cause.toStdString(), qPrintable(describe(f)));
+    QVERIFY2(f.front().key() == cause.toStdString(), qPrintable(describe(f)));
     QCOMPARE(f.front().firstStep, firstStep);
     QCOMPARE(f.front().ranks, expectRanks);
     QVERIFY(f.front().confidence > 0 && f.front().confidence <= 1);
     QVERIFY(!f.front().evidence.empty());
     QVERIFY(!f.front().fix.empty());
-    QVERIFY(!f.front().dimension.empty());
+    QVERIFY(!f.front().dimension().empty());
     for (size_t i = 1; i < f.size(); ++i)
         QVERIFY(f[i - 1].confidence >= f[i].confidence);
     if (cause == "param-not-synced")
@@ -429,7 +429,7 @@ void TestDiagnose::twoRankSdcAfterUsesSumCheck() {
     x.syncedFp[1] ^= 1;
     x.syncedSum[1] *= 1e6;
     const auto f = sim.diagnose();
-    QVERIFY2(!f.empty() && f.front().cause == "sdc-after", qPrintable(describe(f)));
+    QVERIFY2(!f.empty() && f.front().key() == "sdc-after", qPrintable(describe(f)));
     QCOMPARE(f.front().ranks, ints({0}));
     QCOMPARE(f.front().firstStep, int64_t(17));
 }
@@ -446,7 +446,7 @@ void TestDiagnose::chunkingDoesNotMatter() {
     QVERIFY(!whole.empty());
     QCOMPARE(whole.size(), single.size());
     for (size_t i = 0; i < whole.size(); ++i) {
-        QCOMPARE(whole[i].cause, single[i].cause);
+        QCOMPARE(whole[i].key(), single[i].key());
         QCOMPARE(whole[i].firstStep, single[i].firstStep);
         QCOMPARE(whole[i].evidence, single[i].evidence);
     }
@@ -526,7 +526,7 @@ void TestDiagnose::withoutFingerprintsRanksCompareOnSyncedNorms() {
             x.syncedSum[3] = x.localSum[3];
         }
     const auto f = sim.diagnose();
-    QVERIFY2(!f.empty() && f.front().cause == "param-not-synced", qPrintable(describe(f)));
+    QVERIFY2(!f.empty() && f.front().key() == "param-not-synced", qPrintable(describe(f)));
     QCOMPARE(f.front().parameters, std::vector<std::string>{sim.meta.params[3].name});
     QVERIFY2(f.front().evidence.find("records no fingerprints") != std::string::npos,
              f.front().evidence.c_str());
@@ -550,7 +550,7 @@ void TestDiagnose::withoutSampleIdsBatchesCompareOnLocalGradients() {
             x.localMax = st.ranks[0].localMax;
         }
     const auto f = sim.diagnose();
-    QVERIFY2(!f.empty() && f.front().cause == "shard-overlap", qPrintable(describe(f)));
+    QVERIFY2(!f.empty() && f.front().key() == "shard-overlap", qPrintable(describe(f)));
     QCOMPARE(f.front().ranks, ints({0, 1, 2, 3}));
     QVERIFY2(f.front().evidence.find("records no sample ids") != std::string::npos,
              f.front().evidence.c_str());
@@ -580,8 +580,7 @@ void TestDiagnose::absentColumnsGiveNoFindingFromTheirFill() {
 
 void TestDiagnose::jsonKeys() {
     Finding f;
-    f.cause = "grad-sum";
-    f.dimension = "parallel";
+    f.cause = findCause("grad-sum")->id;
     f.confidence = 0.9;
     f.firstStep = 3;
     f.ranks = {0, 1};
@@ -616,12 +615,12 @@ void TestDiagnose::nanReplicaIsNotInEvalMode() {
             st.ranks[2].bufferFp = 4242;
         }
     for (const Finding& f : sim.diagnose())
-        QVERIFY2(f.cause != "eval-mode", qPrintable(QString::fromStdString(findingLine(f))));
+        QVERIFY2(f.key() != "eval-mode", qPrintable(QString::fromStdString(findingLine(f))));
     // The same statistics with a finite loss are eval mode.
     for (auto& st : sim.steps)
         st.ranks[2].loss = 1.5f;
     const auto f = sim.diagnose();
-    QVERIFY(std::any_of(f.begin(), f.end(), [](const Finding& x) { return x.cause == "eval-mode"; }));
+    QVERIFY(std::any_of(f.begin(), f.end(), [](const Finding& x) { return x.key() == "eval-mode"; }));
 }
 
 QTEST_GUILESS_MAIN(TestDiagnose)
@@ -690,7 +689,7 @@ Sim nodeGoneRun(const std::string& message) {
 
 const Finding* findingOf(const std::vector<Finding>& fs, const std::string& cause) {
     for (const Finding& f : fs)
-        if (f.cause == cause)
+        if (f.key() == cause)
             return &f;
     return nullptr;
 }

@@ -3,7 +3,7 @@
 // exit codes and JSON.
 #include "CliTrain.h"
 #include "DiagnoseSim.h"
-#include "compare/RunComparison.h"
+#include "compare/CompareRuns.h"
 #include "diagnose/Advice.h"
 #include "reader/OpenRunFile.h"
 #include "store/RunWriter.h"
@@ -78,7 +78,7 @@ void TestDiagnoseRuns::followingAGrowingFileEqualsReadingItWhole() {
     QVERIFY2(!whole.empty(), "the fixture's data should give findings to compare");
     QCOMPARE(followed.size(), whole.size());
     for (size_t i = 0; i < whole.size(); ++i) {
-        QCOMPARE(followed[i].cause, whole[i].cause);
+        QCOMPARE(followed[i].key(), whole[i].key());
         QCOMPARE(followed[i].ranks, whole[i].ranks);
         QCOMPARE(followed[i].firstStep, whole[i].firstStep);
         QCOMPARE(followed[i].evidence, whole[i].evidence);
@@ -134,7 +134,7 @@ void TestDiagnoseRuns::cleanRunAt64RanksNamesNoStraggler() {
     std::string figures;
     const auto f = diagnoseRun(*openRunFile(path.toStdString()), {}, &figures);
     for (const auto& x : f)
-        QVERIFY2(x.cause != "straggler", qPrintable(describe(f)));
+        QVERIFY2(x.key() != "straggler", qPrintable(describe(f)));
     QVERIFY2(QString::fromStdString(figures).contains(
                  QRegularExpression("slowest-by-2x steps per rank \\[[^]]*\\] of 18")),
              figures.c_str());
@@ -256,7 +256,7 @@ void TestDiagnoseRuns::anUnsyncedSkipIsNotAlsoCorruption() {
     const auto reader = openRunFile(path.toStdString());
     const auto f = diagnoseRun(*reader);
     QCOMPARE(f.size(), size_t(1));
-    QCOMPARE(QString::fromStdString(f.front().cause), QString("overflow-not-synced"));
+    QCOMPARE(QString::fromStdString(f.front().key()), QString("overflow-not-synced"));
 }
 
 QString TestDiagnoseRuns::trainRun(const QStringList& args, const QString& name) {

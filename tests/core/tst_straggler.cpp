@@ -34,7 +34,7 @@ void TestStraggler::slowCardNobodyWaitsForIsNoStraggler() {
             if (r != 2)
                 st.ranks[size_t(r)].commMs += 300;
     const auto g = sim.diagnose();
-    QVERIFY2(g.size() == 1 && g.front().cause == "straggler" && g.front().ranks == ints({2}),
+    QVERIFY2(g.size() == 1 && g.front().key() == "straggler" && g.front().ranks == ints({2}),
              qPrintable(describe(g)));
 }
 
@@ -53,7 +53,7 @@ void TestStraggler::intermittentStragglerAtScale() {
         return sim.diagnose();
     };
     const auto f = run(true);
-    QVERIFY2(f.size() == 1 && f.front().cause == "straggler", qPrintable(describe(f)));
+    QVERIFY2(f.size() == 1 && f.front().key() == "straggler", qPrintable(describe(f)));
     QCOMPARE(f.front().ranks, ints({41}));
     QCOMPARE(f.front().firstStep, int64_t(3));
     const QString evidence = QString::fromStdString(f.front().evidence);
@@ -88,7 +88,7 @@ void TestStraggler::aCardKeptWaitingForACoreIsNoStraggler() {
     const auto waited = run(true);
     QVERIFY2(waited.empty(), qPrintable(describe(waited)));
     const auto unknown = run(false);
-    QVERIFY2(unknown.size() == 1 && unknown.front().cause == "straggler" &&
+    QVERIFY2(unknown.size() == 1 && unknown.front().key() == "straggler" &&
                  unknown.front().ranks == ints({1}),
              qPrintable(describe(unknown)));
 }

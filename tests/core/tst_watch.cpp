@@ -71,15 +71,13 @@ class TestWatch : public QObject {
 private slots:
     void alertFilterReadsCausesAndDimensions() {
         Finding f;
-        f.cause = "param-not-synced";
-        f.dimension = "parallel";
+        f.cause = findCause("param-not-synced")->id;
         QVERIFY(AlertFilter::parse("any").matches(f));
         QVERIFY(AlertFilter::parse("parallel").matches(f));
         QVERIFY(AlertFilter::parse("sdc-after,param-not-synced").matches(f));
         QVERIFY(!AlertFilter::parse("numerics").matches(f));
         QVERIFY(!AlertFilter::parse("sdc-after").matches(f));
-        f.cause = "shard-overlap";
-        f.dimension = "data-model";
+        f.cause = findCause("shard-overlap")->id;
         QVERIFY(AlertFilter::parse("data").matches(f));
         QVERIFY(AlertFilter::parse("numerics,shard-overlap").matches(f));
         try {
@@ -103,12 +101,12 @@ private slots:
         QCOMPARE(w.lastStep(), qint64(25));
         // The diagnosis already names it; the watcher holds it back.
         const auto seen = diagnoseRun(*openRunFile(path.toStdString()));
-        QVERIFY(!seen.empty() && seen.front().cause == "sdc-after");
+        QVERIFY(!seen.empty() && seen.front().key() == "sdc-after");
         writeSteps(*writer, sim, 26, 27);
         QCOMPARE(w.poll(2), RunWatcher::Status::Following);
         writeSteps(*writer, sim, 27, 28);
         QCOMPARE(w.poll(3), RunWatcher::Status::Alert);
-        QCOMPARE(w.alert().cause, std::string("sdc-after"));
+        QCOMPARE(w.alert().key(), std::string("sdc-after"));
         QCOMPARE(w.alert().firstStep, qint64(25));
         QCOMPARE(w.alert().ranks, std::vector<int>{1});
         QCOMPARE(w.stepsRead(), qint64(28));

@@ -121,7 +121,8 @@ private slots:
         w->flush();
         RunModel model;
         StepCursor cursor;
-        FindingsPanel panel(&model, &cursor);
+        DiagnosisRunner diagnosis(&model);
+        FindingsPanel panel(&model, &diagnosis, &cursor);
         FindingNotifier notifier(&model, panel.runner(), nullptr);
         model.open(QString::fromStdString(path));
         QTRY_COMPARE_WITH_TIMEOUT(m_stub.calls.size(), 1, 30000);

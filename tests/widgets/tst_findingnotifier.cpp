@@ -64,7 +64,8 @@ struct Window {
     RunModel model;
     StepCursor cursor;
     QWidget window; // never shown, so never active: the alert path runs
-    FindingsPanel panel{&model, &cursor};
+    DiagnosisRunner diagnosis{&model};
+    FindingsPanel panel{&model, &diagnosis, &cursor};
     FindingNotifier notifier{&model, panel.runner(), &window};
 };
 
@@ -86,7 +87,7 @@ private slots:
 
     void noticeText() {
         Finding f;
-        f.cause = "sdc-after";
+        f.cause = findCause("sdc-after")->id;
         f.firstStep = 12;
         f.ranks = {1};
         f.evidence =
@@ -96,10 +97,12 @@ private slots:
         QCOMPARE(n.body, QString("synced gradient of fc.weight differs on rank 1 by 4.00 at step 12."));
         f.ranks = {0, 3};
         f.firstStep = -1;
-        f.cause = "no-such-cause";
+        f.cause = Cause::GradSum;
         f.evidence = "one sentence without a stop";
         const auto m = FindingNotifier::noticeFor(f);
-        QCOMPARE(m.summary, QString("No-such-cause, ranks 0, 3"));
+        QString title = QString::fromUtf8(causeInfo(Cause::GradSum).title);
+        title[0] = title[0].toUpper();
+        QCOMPARE(m.summary, title + QString(", ranks 0, 3")); // no step: none named
         QCOMPARE(m.body, QString("one sentence without a stop"));
     }
 
@@ -108,7 +111,8 @@ private slots:
     void offscreenBackendIsTrayOrNone() {
         RunModel model;
         StepCursor cursor;
-        FindingsPanel panel(&model, &cursor);
+        DiagnosisRunner diagnosis(&model);
+        FindingsPanel panel(&model, &diagnosis, &cursor);
         FindingNotifier n(&model, panel.runner(), nullptr);
         QVERIFY2(n.backend() != DesktopNotice::Backend::Freedesktop,
                  qPrintable(DesktopNotice::backendName(n.backend())));

@@ -30,8 +30,7 @@ namespace {
 
 std::vector<Finding> twoFindings() {
     Finding a;
-    a.cause = "grad-sum";
-    a.dimension = "parallel";
+    a.cause = findCause("grad-sum")->id;
     a.confidence = 0.95;
     a.firstStep = 12;
     a.ranks = {0, 1, 2, 3};
@@ -39,8 +38,7 @@ std::vector<Finding> twoFindings() {
     a.evidence = "synced sum / mean of local sums = 4.00 on every parameter";
     a.fix = "gradients_mean=True";
     Finding b;
-    b.cause = "straggler";
-    b.dimension = "parallel";
+    b.cause = findCause("straggler")->id;
     b.confidence = 0.5;
     b.ranks = {3};
     b.evidence = "rank 3 computes 4.1x longer";
@@ -89,7 +87,8 @@ private slots:
     void clickingAFindingMovesTheCursor() {
         RunModel model;
         StepCursor cursor;
-        FindingsPanel panel(&model, &cursor);
+        DiagnosisRunner diagnosis(&model);
+        FindingsPanel panel(&model, &diagnosis, &cursor);
         panel.findingsModel()->setFindings(twoFindings());
         QSignalSpy activated(&panel, &FindingsPanel::findingActivated);
         panel.resize(600, 400);
@@ -119,7 +118,8 @@ private slots:
         QCOMPARE(cli.exitCode(), 0);
         RunModel model;
         StepCursor cursor;
-        FindingsPanel panel(&model, &cursor);
+        DiagnosisRunner diagnosis(&model);
+        FindingsPanel panel(&model, &diagnosis, &cursor);
         model.open(path);
         QTRY_VERIFY_WITH_TIMEOUT(panel.runner()->hasResult(), 30000);
         QVERIFY2(panel.runner()->error().isEmpty(), qPrintable(panel.runner()->error()));
@@ -151,14 +151,15 @@ private slots:
         QCOMPARE(cli.exitCode(), 0);
         RunModel model;
         StepCursor cursor;
-        FindingsPanel panel(&model, &cursor);
+        DiagnosisRunner diagnosis(&model);
+        FindingsPanel panel(&model, &diagnosis, &cursor);
         QSignalSpy activated(&panel, &FindingsPanel::findingActivated);
         QVERIFY(cursor.following());
         model.open(path);
         QTRY_VERIFY_WITH_TIMEOUT(panel.runner()->hasResult(), 30000);
         QVERIFY(panel.findingsModel()->rowCount() > 0);
         const Finding* first = panel.findingsModel()->findingAt(0);
-        QCOMPARE(first->cause, std::string("sdc-after"));
+        QCOMPARE(first->key(), std::string("sdc-after"));
         QCOMPARE(first->firstStep, int64_t(12));
         QCOMPARE(cursor.step(), int64_t(12));
         QVERIFY(!cursor.following());
@@ -192,7 +193,8 @@ private slots:
         }
         RunModel model;
         StepCursor cursor;
-        FindingsPanel panel(&model, &cursor);
+        DiagnosisRunner diagnosis(&model);
+        FindingsPanel panel(&model, &diagnosis, &cursor);
         panel.runner()->setLiveInterval(10 * 60 * 1000);
         model.open(QString::fromStdString(path));
         QTRY_VERIFY_WITH_TIMEOUT(model.hasRun() && model.isLive() && panel.runner()->hasResult() &&
@@ -225,7 +227,7 @@ private slots:
         QVERIFY(sawEvidence);
         QCOMPARE(panel.findingsModel()->rowCount(), 1);
         const Finding* f = panel.findingsModel()->findingAt(0);
-        QCOMPARE(f->cause, std::string("sdc-after"));
+        QCOMPARE(f->key(), std::string("sdc-after"));
         QCOMPARE(f->firstStep, int64_t(10));
         QCOMPARE(f->ranks, std::vector<int>{2});
         QCOMPARE(panel.runner()->evidenceStep(), int64_t(-1));
@@ -254,7 +256,8 @@ private slots:
             w->close();
             RunModel model;
             StepCursor cursor;
-            FindingsPanel panel(&model, &cursor);
+            DiagnosisRunner diagnosis(&model);
+            FindingsPanel panel(&model, &diagnosis, &cursor);
             model.open(QString::fromStdString(path));
             QTRY_VERIFY_WITH_TIMEOUT(panel.runner()->hasResult() && !panel.runner()->isRunning(), 30000);
             QCOMPARE(panel.findingsModel()->rowCount(), 0);
@@ -268,7 +271,8 @@ private slots:
         writePartialRun(path);
         RunModel model;
         StepCursor cursor;
-        FindingsPanel panel(&model, &cursor);
+        DiagnosisRunner diagnosis(&model);
+        FindingsPanel panel(&model, &diagnosis, &cursor);
         model.open(QString::fromStdString(path));
         QTRY_VERIFY_WITH_TIMEOUT(panel.runner()->hasResult(), 30000);
         QVERIFY2(panel.runner()->error().isEmpty(), qPrintable(panel.runner()->error()));
@@ -294,7 +298,8 @@ private slots:
         writePartialRun(path);
         RunModel model;
         StepCursor cursor;
-        FindingsPanel panel(&model, &cursor);
+        DiagnosisRunner diagnosis(&model);
+        FindingsPanel panel(&model, &diagnosis, &cursor);
         panel.resize(640, 300);
         panel.show();
         QVERIFY(QTest::qWaitForWindowExposed(&panel));
@@ -303,8 +308,7 @@ private slots:
         QVERIFY(!panel.notRunText().isEmpty());
 
         std::vector<Finding> findings = twoFindings();
-        findings[0].cause = "loss-scale-not-restored";
-        findings[0].dimension = "numerics";
+        findings[0].cause = findCause("loss-scale-not-restored")->id;
         findings[0].parameters = {"layer1.0.conv1.weight", "layer1.0.bn1.weight", "layer1.0.conv2.weight",
                                   "fc.weight", "fc.bias"};
         findings[0].evidence =
@@ -312,7 +316,7 @@ private slots:
             "kept theirs. The synced gradients of ranks 0 and 1 differ from step 1200 on, in "
             "every parameter. Rank 1 skipped no step; the others skipped 3. The loss climbs "
             "from 0.41 to 2.3 within 150 steps.";
-        findings[1].cause = "init-mismatch";
+        findings[1].cause = findCause("init-mismatch")->id;
         panel.findingsModel()->setFindings(findings);
         panel.activate(0);
         QTest::qWait(50); // the layout settles

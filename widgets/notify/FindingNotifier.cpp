@@ -17,7 +17,7 @@ QString findingKey(const Finding& f) {
     QStringList ranks;
     for (int r : f.ranks)
         ranks << QString::number(r);
-    return QString::fromStdString(f.cause) + QLatin1Char('|') + ranks.join(QLatin1Char(','));
+    return QString::fromStdString(f.key()) + QLatin1Char('|') + ranks.join(QLatin1Char(','));
 }
 
 QString ranksWords(const std::vector<int>& ranks) {
@@ -104,8 +104,7 @@ void FindingNotifier::notify(const Finding& f) {
 }
 
 FindingNotifier::Notice FindingNotifier::noticeFor(const Finding& f) {
-    const CauseInfo* info = findCause(f.cause);
-    QString cause = info ? QString::fromUtf8(info->title) : QString::fromStdString(f.cause);
+    QString cause = QString::fromUtf8(f.info().title);
     if (!cause.isEmpty())
         cause[0] = cause[0].toUpper();
     Notice n;

@@ -62,9 +62,9 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const {
         case ConfidenceCol:
             return QStringLiteral("%1 %").arg(int(std::lround(f->confidence * 100)));
         case CauseCol:
-            return QString::fromStdString(f->cause);
+            return QString::fromStdString(f->key());
         case DimensionCol:
-            return QString::fromStdString(f->dimension);
+            return QString::fromStdString(f->dimension());
         case StepCol:
             return f->firstStep >= 0 ? QVariant(qlonglong(f->firstStep)) : QVariant(QStringLiteral("—"));
         case RanksCol:
@@ -81,10 +81,9 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const {
         else if (index.column() == ParamsCol && !f->parameters.empty())
             list = tr("<p><b>Parameters:</b> %1</p>").arg(allParamsText(*f).toHtmlEscaped());
         // The cause table's title says in words what the id means.
-        const CauseInfo* cause = findCause(f->cause);
-        const QString title = cause ? QStringLiteral(": ") + QString::fromLatin1(cause->title) : QString();
+        const QString title = QStringLiteral(": ") + QString::fromLatin1(f->info().title);
         return list + tr("<b>%1</b>%2<p>%3</p><p><b>Fix:</b> %4</p>")
-                          .arg(QString::fromStdString(f->cause).toHtmlEscaped(), title.toHtmlEscaped(),
+                          .arg(QString::fromStdString(f->key()).toHtmlEscaped(), title.toHtmlEscaped(),
                                QString::fromStdString(f->evidence).toHtmlEscaped(),
                                QString::fromStdString(f->fix).toHtmlEscaped());
     }

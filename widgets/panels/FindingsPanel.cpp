@@ -31,11 +31,11 @@ constexpr int kNotesLines = 1;  // the notes' least height (they scroll past it)
 constexpr int kRanksChars = 16; // the Ranks column's widest (64 ranks would take the whole table)
 } // namespace
 
-FindingsPanel::FindingsPanel(RunModel* model, StepCursor* cursor, QWidget* parent)
+FindingsPanel::FindingsPanel(RunModel* model, DiagnosisRunner* runner, StepCursor* cursor, QWidget* parent)
     : QWidget(parent)
     , m_model(model)
     , m_cursor(cursor)
-    , m_runner(new DiagnosisRunner(model, this))
+    , m_runner(runner)
     , m_findings(new FindingsModel(this))
     , m_view(new QTableView)
     , m_detail(new QTextBrowser)

@@ -29,7 +29,8 @@ struct Finding;
 class FindingsPanel : public QWidget {
     Q_OBJECT
 public:
-    FindingsPanel(RunModel* model, StepCursor* cursor, QWidget* parent = nullptr);
+    // Shows what `runner` (the window's diagnosis of `model`) concludes.
+    FindingsPanel(RunModel* model, DiagnosisRunner* runner, StepCursor* cursor, QWidget* parent = nullptr);
 
     DiagnosisRunner* runner() const { return m_runner; }
     FindingsModel* findingsModel() const { return m_findings; }

@@ -146,7 +146,7 @@ std::vector<std::string> findingLines(const Diagnosis& d) {
         return {"Diagnosis could not read the run: " + d.error};
     for (const Finding& f : d.findings)
         lines.push_back(fmt::format(
-            "**{}** ({}, confidence {:.2f}{}): {}. Fix: {}", f.cause, f.dimension, f.confidence,
+            "**{}** ({}, confidence {:.2f}{}): {}. Fix: {}", f.key(), f.dimension(), f.confidence,
             f.firstStep >= 0 ? fmt::format(", from step {}", f.firstStep) : "", f.evidence, f.fix));
     // Ranks with no record were compared with nothing: they are not said to agree.
     if (lines.empty() && d.unrecorded.empty())
@@ -245,7 +245,7 @@ private:
             m_param = m_view.param;
         } else if (first && first->firstStep >= 0) {
             wanted = m_focus = first->firstStep;
-            m_input.chartStepReason = "the first finding, " + first->cause;
+            m_input.chartStepReason = "the first finding, " + first->key();
         } else if (anomaly >= 0) {
             wanted = m_focus = anomaly;
             m_input.chartStepReason = "the first anomaly";
