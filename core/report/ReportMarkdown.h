@@ -5,6 +5,7 @@
 #pragma once
 
 #include "diagnose/Finding.h"
+#include "report/StepFigures.h"
 #include "store/RunRecords.h"
 
 #include <cstdint>
@@ -15,30 +16,6 @@
 namespace rs {
 
 class RunReader;
-
-// Summary figures of one rank over the whole run. NaN where the rank recorded nothing.
-struct RankFigures {
-    float lossFirst = 0, lossLast = 0;           // loss of the first and the last recorded step
-    float stepMsMedian = 0, commMsMedian = 0;    // medians over the steps with a finite time
-    int64_t overflowSteps = 0, skippedSteps = 0; // steps this rank flagged
-    float lossScaleLast = 0;                     // the loss scale of the last recorded step (NaN: none)
-    int64_t lossScaleDiffers = 0; // steps where this rank's loss scale differs from the one most ranks used
-    int64_t lossScaleFirstDiffRow = -1; // the first such step's row; -1: none
-};
-
-// Figures of the whole run, from the per-rank step columns.
-struct StepFigures {
-    std::vector<RankFigures> ranks;              // index = rank
-    int64_t overflowSteps = 0, skippedSteps = 0; // steps where any rank overflowed / skipped its update
-    float lossFirstMean = 0, lossLastMean = 0;   // mean over ranks (NaN if a rank's loss is not finite)
-    float stepMsMedian = 0, commMsMedian = 0;    // median over ranks of the per-rank medians
-};
-
-// Columns are row-major, rows x worldSize, as RunReader::readStepScalar and RunModel::column give them.
-// Flags (overflow, skipped) count as set when nonzero. lossScale may be empty (then no loss-scale figures).
-StepFigures summarizeSteps(int worldSize, std::span<const float> loss, std::span<const float> stepMs,
-                           std::span<const float> commMs, std::span<const float> overflow,
-                           std::span<const float> skipped, std::span<const float> lossScale = {});
 
 struct ReportChart {
     std::string title; // "Loss and accuracy"
