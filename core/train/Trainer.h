@@ -1,5 +1,6 @@
-// Data-parallel training across emulated Ascend cards: one worker thread per card, an HCCL-like
-// communicator between them, and one writer thread that records every step into the run file.
+// Data-parallel training across emulated Ascend cards: one thread per card (CardWorker, which sees the run
+// through a CardContext), an HCCL-like communicator between them, and a StepRecorder whose one writer thread
+// records every step into the run file. The trainer sets them up, runs them and sums up the run.
 #pragma once
 
 #include "train/TrainConfig.h"
