@@ -1,6 +1,8 @@
 // See CommandHelp.h. The option names here must match each command's CliArgs sets (tst_cli checks both ways).
 #include "CommandHelp.h"
 
+#include "train/ConfigKeys.h"
+
 #include <algorithm>
 #include <fmt/format.h>
 #include <sstream>
@@ -8,28 +10,18 @@
 namespace rs::cli {
 namespace {
 
-const std::vector<OptionHelp> kTrainOptions = {
-    {"--config FILE.json|PRESET", "start from a config file or a preset: quick, seed, seed-story"},
-    {"--model M", "mlp, smallcnn, resnet18 or resnet50"},
-    {"--ranks N", "emulated Ascend 910 cards (ranks)"},
-    {"--batch PER_RANK", "samples per card and step"},
-    {"--steps N", "steps to train (or --epochs)"},
-    {"--epochs N", "passes over the data set (instead of --steps)"},
-    {"--precision P", "O0 (FP32), O2 or O3 (FP16)"},
-    {"--loss-scale S", "none, fixed:V or dynamic"},
-    {"--data D", "synthetic, cifar10:DIR or fashion-mnist[:DIR]"},
-    {"--seed S", "random seed of weights, data order and faults"},
-    {"--lr X", "learning rate"},
-    {"--rank-table FILE|NAME", "a MindSpore hccl.json, or a bundled one: hccl_4p"},
-    {"--set KEY=VALUE", "any config key (repeatable; later wins), e.g. --set sketch_dim=32"},
-    {"--fault NAME[@STEP][:RANK]", "inject a known failure cause (repeatable)"},
-    {"--nodes N", "this process is one of N node processes (also NNODES)"},
-    {"--node-rank K", "which node this process is, 0..N-1 (also NODE_RANK)"},
-    {"--master HOST:PORT", "where node 0 listens (also MASTER_ADDR, MASTER_PORT)"},
-    {"--out RUN.h5", "the run file to write (node 0 writes it)"},
-    {"--force", "replace RUN.h5 if it exists"},
-    {"--quiet", "no progress line"},
-};
+// train's options: the flags of the config-key table (core/train/ConfigKeys.h) between the three of its own.
+std::vector<OptionHelp> trainOptions() {
+    std::vector<OptionHelp> o = {
+        {"--config FILE.json|PRESET", "start from a config file or a preset: quick, seed, seed-story"}};
+    for (const ConfigKey& k : configKeys())
+        if (!k.flag.empty())
+            o.push_back({"--" + k.flag + (k.takesValue() ? " " + k.metavar : ""), k.help});
+    o.push_back({"--set KEY=VALUE", "any config key (repeatable; later wins), e.g. --set sketch_dim=32"});
+    o.push_back({"--quiet", "no progress line"});
+    o.push_back({"--help-config", "the config keys as a markdown table (the user guide's)"});
+    return o;
+}
 
 const std::vector<OptionHelp> kBenchModelOptions = {
     {"--model M", "mlp, smallcnn, resnet18 (default) or resnet50"},
@@ -68,7 +60,7 @@ std::vector<CommandHelp> makeCommandHelps() {
         {"train", "",
          "Train data-parallel across emulated Ascend 910 cards and record a run file. Runs in "
          "ranksight-engine.",
-         kTrainOptions,
+         trainOptions(),
          "Ctrl-C stops after the step in flight and leaves a complete run file. exit 1: training stopped on "
          "an error (the run file holds the steps before it)"},
         {"inspect", "RUN.h5", "Summary of a run file (also one still being written).", {json}, ""},

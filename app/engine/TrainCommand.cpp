@@ -4,6 +4,7 @@
 #include "InstalledData.h"
 #include "cluster/NodeGroup.h"
 #include "store/RankMean.h"
+#include "train/ConfigKeys.h"
 #include "train/Trainer.h"
 
 #include <atomic>
@@ -11,7 +12,8 @@
 #include <csignal>
 #include <cstdio>
 #include <fmt/format.h>
-#include <map>
+#include <optional>
+#include <set>
 #include <thread>
 #include <unistd.h>
 
@@ -89,87 +91,85 @@ private:
     int64_t m_lastDecile = -1;
 };
 
-// Command-line spelling -> config key.
-const std::map<std::string, std::string> kFlagKeys = {
-    {"model", "model"},
-    {"ranks", "ranks"},
-    {"batch", "batch"},
-    {"steps", "steps"},
-    {"epochs", "epochs"},
-    {"precision", "precision"},
-    {"loss-scale", "loss_scale"},
-    {"data", "data"},
-    {"seed", "seed"},
-    {"lr", "lr"},
-    {"rank-table", "rank_table"},
-    {"out", "out"},
-};
+// The options that are not rows of the config-key table: where the config starts from, --set, the output.
+std::set<std::string> valuedOptions() {
+    std::set<std::string> valued = {"config", "set"};
+    for (const ConfigKey& k : configKeys())
+        if (!k.flag.empty() && k.takesValue())
+            valued.insert(k.flag);
+    return valued;
+}
 
-} // namespace
+std::set<std::string> flagOptions() {
+    std::set<std::string> flags = {"quiet", "help-config"};
+    for (const ConfigKey& k : configKeys())
+        if (!k.flag.empty() && !k.takesValue())
+            flags.insert(k.flag);
+    return flags;
+}
 
-int trainCommand(const Args& argv) {
-    std::set<std::string> valued = {"config", "set", "fault", "nodes", "node-rank", "master"};
-    for (const auto& [flag, key] : kFlagKeys)
-        valued.insert(flag);
-    const CliArgs args(argv, valued, {"force", "quiet"});
-    if (!args.positionals().empty())
-        throw UsageError(fmt::format("unexpected argument '{}'", args.positionals().front()));
+void applySet(TrainConfig& cfg, const std::string& value) {
+    const auto eq = value.find('=');
+    if (eq == std::string::npos)
+        throw ConfigError(fmt::format("--set '{}': expected KEY=VALUE", value));
+    cfg.set(value.substr(0, eq), value.substr(eq + 1));
+}
 
-    TrainConfig cfg;
-    try {
-        if (auto path = args.value("config"))
-            cfg = TrainConfig::fromFile(findBundled(*path, "presets"));
-        for (const auto& [name, value] : args.ordered()) {
-            if (name == "config" || name == "nodes" || name == "node-rank" || name == "master")
-                continue; // the nodes are read below
-            if (name == "set") {
-                const auto eq = value.find('=');
-                if (eq == std::string::npos)
-                    throw ConfigError(fmt::format("--set '{}': expected KEY=VALUE", value));
-                cfg.set(value.substr(0, eq), value.substr(eq + 1));
-            } else if (name == "fault") { // repeatable; adds to the config file's "faults"
-                cfg.addFault(value);
-            } else if (name == "rank-table") {
-                cfg.set("rank_table", findBundled(value, "ranktables"));
-            } else {
-                cfg.set(kFlagKeys.at(name), value);
-            }
-        }
-        cfg.overwrite = args.flag("force");
-        // Nodes: the flags, else torchrun-style variables (NNODES, NODE_RANK, MASTER_ADDR, MASTER_PORT), so
-        // a scheduler's launcher starts the nodes unchanged.
-        NodeOptions node = nodeOptionsFromEnvironment();
-        if (auto m = args.value("master"))
-            parseMaster(*m, node);
-        auto number = [&](const char* flag, int& into) {
-            if (auto v = args.value(flag)) {
-                char* end = nullptr;
-                const long x = std::strtol(v->c_str(), &end, 10);
-                if (v->empty() || *end || x < 0 || x > 4096)
-                    throw ConfigError(fmt::format("--{} '{}' is not a number", flag, *v));
-                into = int(x);
-            }
-        };
-        number("nodes", node.nodes);
-        number("node-rank", node.nodeRank);
-        cfg.nodes = node.nodes;
-        cfg.nodeRank = node.nodeRank;
+// A config key's flag: a repeatable one (--fault) adds to the list, a bundled name becomes its file.
+void applyFlag(TrainConfig& cfg, const ConfigKey& key, const std::string& value) {
+    const std::string v = key.bundled.empty() ? value : findBundled(value, key.bundled.c_str());
+    if (key.type == KeyType::List)
+        key.add(cfg, v);
+    else
+        key.set(cfg, v);
+}
+
+// A flag's value as the row takes it: a flag without one (--force) is "true" when given.
+std::optional<std::string> flagValue(const CliArgs& args, const ConfigKey& key) {
+    if (key.takesValue())
+        return args.value(key.flag);
+    return args.flag(key.flag) ? std::optional<std::string>("true") : std::nullopt;
+}
+
+// How this process joins the run and --force: the flags, else (nodes) torchrun-style variables (NNODES,
+// NODE_RANK, MASTER_ADDR, MASTER_PORT), so a scheduler's launcher starts the nodes unchanged.
+void applyProcessFlags(TrainConfig& cfg, const CliArgs& args) {
+    NodeOptions node = nodeOptionsFromEnvironment();
+    cfg.nodes = node.nodes;
+    cfg.nodeRank = node.nodeRank;
+    cfg.master = fmt::format("{}:{}", node.masterHost, node.masterPort);
+    const std::string fromEnvironment = cfg.master;
+    for (const ConfigKey& k : configKeys())
+        if (!k.isFileKey() && !k.flag.empty())
+            if (const std::optional<std::string> v = flagValue(args, k))
+                k.set(cfg, *v);
+    if (cfg.master != fromEnvironment) { // --master: checked here, and written host:port as the variables are
+        parseMaster(cfg.master, node);   // throws std::invalid_argument naming it
         cfg.master = fmt::format("{}:{}", node.masterHost, node.masterPort);
-        cfg.validate();
-    } catch (const ConfigError& e) {
-        printError(fmt::format("train: {}", e.what()));
-        return 2;
-    } catch (const std::invalid_argument& e) { // --master, NNODES...
-        printError(fmt::format("train: {}", e.what()));
-        return 2;
     }
-    if (!cfg.overwrite && !cfg.out.empty() && access(cfg.out.c_str(), F_OK) == 0) {
-        printError(fmt::format("train: {} already exists (use --force to replace it)", cfg.out));
-        return 2;
-    }
+}
 
+// The config file or preset, then the flags and --set in the order given (later wins), then the process.
+TrainConfig configFromArgs(const CliArgs& args) {
+    TrainConfig cfg;
+    if (auto path = args.value("config"))
+        cfg = TrainConfig::fromFile(findBundled(*path, "presets"));
+    for (const auto& [name, value] : args.ordered()) {
+        if (name == "set")
+            applySet(cfg, value);
+        else if (const ConfigKey* k = findFlag(name); k && k->isFileKey())
+            applyFlag(cfg, *k, value);
+    }
+    applyProcessFlags(cfg, args);
+    cfg.validate();
+    return cfg;
+}
+
+// Trains with a progress line, stopping cleanly on Ctrl-C; false (and the error printed) if the run could
+// not go on.
+bool runTrainer(const TrainConfig& cfg, bool quiet, RunSummary& summary) {
     Trainer trainer(cfg);
-    Progress progress(args.flag("quiet"));
+    Progress progress(quiet);
     trainer.setObserver(&progress);
 
     g_interrupted = false;
@@ -185,21 +185,24 @@ int trainCommand(const Args& argv) {
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
     });
-    RunSummary summary;
-    int code = 0;
     try {
         summary = trainer.run();
     } catch (const std::exception& e) {
         finished = true;
         watcher.join();
         printError(fmt::format("train: {}", e.what()));
-        return 2;
+        return false;
     }
     finished = true;
     watcher.join();
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
+    return true;
+}
 
+// The end of a run on stderr; exit 1 when it stopped on an error.
+int reportRun(const TrainConfig& cfg, const RunSummary& summary, bool quiet) {
+    int code = 0;
     const std::string where = cfg.nodeRank == 0
                                   ? fmt::format("run file {}", cfg.out)
                                   : fmt::format("node {} of {}; node 0's run file", cfg.nodeRank, cfg.nodes);
@@ -208,22 +211,51 @@ int trainCommand(const Args& argv) {
                                summary.stepsCompleted));
         code = 1;
     }
-    if (!args.flag("quiet")) {
-        const std::string accuracy =
-            summary.evalAccuracy >= 0 ? fmt::format(", held-out accuracy {:.1f}%", summary.evalAccuracy * 100)
-                                      : std::string();
-        std::fprintf(stderr, "%s after %lld steps: loss %.4f -> %.4f, %.1f img/s%s; %s\n",
-                     summary.completed ? "completed" : summary.stopReason.c_str(),
-                     static_cast<long long>(summary.stepsCompleted), summary.lossFirst, summary.lossLast,
-                     summary.imagesPerSecond, accuracy.c_str(),
-                     cfg.nodeRank == 0 ? ("wrote " + cfg.out).c_str() : ("node 0 wrote the run file"));
-        if (cfg.nodes > 1)
-            std::fprintf(stderr,
-                         "node %d sent %.1f MB to the other nodes in %lld collectives, %.2f s in them\n",
-                         cfg.nodeRank, double(summary.nodeBytesSent) / 1e6,
-                         static_cast<long long>(summary.nodeCollectives), summary.nodeCollectiveMs / 1000.0);
-    }
+    if (quiet)
+        return code;
+    const std::string accuracy = summary.evalAccuracy >= 0
+                                     ? fmt::format(", held-out accuracy {:.1f}%", summary.evalAccuracy * 100)
+                                     : std::string();
+    std::fprintf(stderr, "%s after %lld steps: loss %.4f -> %.4f, %.1f img/s%s; %s\n",
+                 summary.completed ? "completed" : summary.stopReason.c_str(),
+                 static_cast<long long>(summary.stepsCompleted), summary.lossFirst, summary.lossLast,
+                 summary.imagesPerSecond, accuracy.c_str(),
+                 cfg.nodeRank == 0 ? ("wrote " + cfg.out).c_str() : ("node 0 wrote the run file"));
+    if (cfg.nodes > 1)
+        std::fprintf(stderr, "node %d sent %.1f MB to the other nodes in %lld collectives, %.2f s in them\n",
+                     cfg.nodeRank, double(summary.nodeBytesSent) / 1e6,
+                     static_cast<long long>(summary.nodeCollectives), summary.nodeCollectiveMs / 1000.0);
     return code;
+}
+
+} // namespace
+
+int trainCommand(const Args& argv) {
+    const CliArgs args(argv, valuedOptions(), flagOptions());
+    if (!args.positionals().empty())
+        throw UsageError(fmt::format("unexpected argument '{}'", args.positionals().front()));
+    if (args.flag("help-config")) {
+        std::fputs(configKeysMarkdown().c_str(), stdout);
+        return 0;
+    }
+    TrainConfig cfg;
+    try {
+        cfg = configFromArgs(args);
+    } catch (const ConfigError& e) {
+        printError(fmt::format("train: {}", e.what()));
+        return 2;
+    } catch (const std::invalid_argument& e) { // --master, NNODES...
+        printError(fmt::format("train: {}", e.what()));
+        return 2;
+    }
+    if (!cfg.overwrite && !cfg.out.empty() && access(cfg.out.c_str(), F_OK) == 0) {
+        printError(fmt::format("train: {} already exists (use --force to replace it)", cfg.out));
+        return 2;
+    }
+    RunSummary summary;
+    if (!runTrainer(cfg, args.flag("quiet"), summary))
+        return 2;
+    return reportRun(cfg, summary, args.flag("quiet"));
 }
 
 } // namespace rs::cli

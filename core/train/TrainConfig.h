@@ -1,4 +1,6 @@
-// Everything a run is configured with: the keys of `--config FILE.json` and of the command-line flags.
+// Everything a run is configured with: the keys of `--config FILE.json` and of the command-line flags. The
+// members hold the defaults; which key, flag and form row sets each one is the table in ConfigKeys.h, which
+// set, fromJson and toJson read.
 #pragma once
 
 #include "train/ModelKind.h"
@@ -20,6 +22,7 @@ struct LossScaleSpec {
     int window = 2000;
 };
 
+// The loss_scale key (ConfigText.cpp).
 LossScaleSpec
 parseLossScale(const std::string& text); // none | fixed:V | dynamic | dynamic:INIT; throws ConfigError
 std::string lossScaleName(const LossScaleSpec& spec);
