@@ -1,14 +1,16 @@
 // The run form: what to train and where to write it (a preset or a custom setup: model, cards, batch,
 // length, precision, loss scale, data, seed, rank table, run file), with Start and Stop. It produces a
 // TrainConfig; keys the form does not show (lr, eval_every, ...) come from the preset or the config last
-// set. Every field explains itself in MindSpore terms, and an invalid value is named in an inline error
-// that keeps Start from proceeding.
+// set. Its rows are the config keys' form rows (core/train/ConfigKeys.h), in the table's order
+// (RunPanelForm.cpp); every field explains itself in MindSpore terms, and an invalid value is named in an
+// inline error that keeps Start from proceeding (RunPanelChecks.cpp).
 #pragma once
 
 #include "train/TrainConfig.h"
 
 #include <QString>
 #include <QWidget>
+#include <vector>
 
 class QComboBox;
 class QDoubleSpinBox;
@@ -24,6 +26,8 @@ namespace rs {
 
 class PathEdit;
 class RunSummaryView;
+struct ConfigKey;
+struct RankTableCheck;
 struct RunMeta;
 
 class RunPanel : public QWidget {
@@ -73,17 +77,33 @@ private:
         QString message;
     };
 
-    void buildForm(QFormLayout* form);
-    void buildSetupRows(QFormLayout* form);    // preset, model, cards, batch, length
-    void buildNumericsRows(QFormLayout* form); // precision, loss scale
-    void buildInputRows(QFormLayout* form);    // data, seed
-    void buildOutputRows(QFormLayout* form);   // rank table, run file
+    // A config key's form row with a generic editor (KeyEditor.h).
+    struct KeyField {
+        const ConfigKey* key = nullptr;
+        QWidget* editor = nullptr;
+    };
+
+    void buildForm(QFormLayout* form); // the preset, then a row per key with a form row
+    void buildPresetRow(QFormLayout* form);
+    QWidget* makeField(const ConfigKey& key); // the row's field, by its form kind
+    QWidget* makeLengthRow();                 // steps or epochs
+    QWidget* makeLossScaleRow();
+    QWidget* makeDataRow();
+    QWidget* makeFaultsRow();
+    QWidget* makeRankTableRow();
+    QWidget* makeRunFileRow();
+    QString faultsTip(const ConfigKey& key) const;
     QWidget* withButton(QWidget* field, QPushButton* button);
     void addRow(QFormLayout* form, const QString& label, QWidget* field, const QString& tip);
+    QWidget* keyEditor(const char* name) const;
     void connectEdits();
     void applyConfig(const TrainConfig& config);
+    void applyComposite(const TrainConfig& config); // the rows the panel builds by hand
     FieldError validate(TrainConfig* config) const;
+    FieldError readComposite(TrainConfig& config) const;
     FieldError validateFiles(const TrainConfig& config) const;
+    FieldError validateData(const TrainConfig& config) const;
+    static RankTableCheck checkRankTable(const QString& path, int ranks);
     void revalidate();
     void onFieldEdited();
     void onPresetChosen();
@@ -110,21 +130,18 @@ private:
     QWidget* m_formBox = nullptr;
     QFormLayout* m_form = nullptr;
     QComboBox* m_preset = nullptr;
-    QComboBox* m_model = nullptr;
-    QSpinBox* m_ranks = nullptr;
-    QSpinBox* m_nodes = nullptr;
-    QSpinBox* m_batch = nullptr;
+    std::vector<KeyField> m_keyFields; // in form order
+    QSpinBox* m_ranks = nullptr;       // a rank table chosen sets it
+    QSpinBox* m_nodes = nullptr;       // kept apart from the config in the settings (how, not what)
     QSpinBox* m_length = nullptr;
     QComboBox* m_lengthUnit = nullptr;
-    QComboBox* m_precision = nullptr;
     QComboBox* m_lossMode = nullptr;
     QDoubleSpinBox* m_lossValue = nullptr;
     QComboBox* m_dataSource = nullptr;
     QLineEdit* m_dataDir = nullptr;
     QPushButton* m_dataBrowse = nullptr;
     QWidget* m_dataDirRow = nullptr; // the folder and its Browse button, shown for CIFAR-10
-    QLineEdit* m_seed = nullptr;
-    QLineEdit* m_faults = nullptr; // fault-lab specs, space or comma separated
+    QLineEdit* m_faults = nullptr;   // fault-lab specs, space or comma separated
     QLineEdit* m_rankTable = nullptr;
     PathEdit* m_out = nullptr;
     QWidget *m_lengthRow = nullptr, *m_lossRow = nullptr, *m_dataRow = nullptr, *m_rankTableRow = nullptr,
