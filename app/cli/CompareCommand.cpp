@@ -5,8 +5,10 @@
 // agree, 3 when they part, 2 when a file cannot be read or nothing can be compared.
 #include "CliArgs.h"
 #include "Commands.h"
+#include "compare/CompareRuns.h"
 #include "compare/ComparisonText.h"
 #include "reader/OpenRunFile.h"
+#include "reader/ReferenceRuns.h"
 #include "store/RunReader.h"
 #include "store/RunSource.h"
 
@@ -26,8 +28,9 @@ int compareCommand(const Args& argv) {
     std::string nameA, nameB;
     try {
         const auto a = openRunFile(pathA);
-        const auto b = openReference(pathB);
-        c = compareWithReference(*a, *b, args.values("spread"));
+        const ReferenceRuns refs = openReferences(pathB, args.values("spread"));
+        const auto& b = refs.reference;
+        c = compareRuns(*a, *b, {}, refs.spreads);
         nameA = fmt::format("{}: {}, {} steps", pathA, describeRun(a->meta()), a->stepCount());
         nameB = fmt::format("{}: {}, {} steps", pathB, describeRun(b->meta()), b->stepCount());
     } catch (const std::exception& e) {

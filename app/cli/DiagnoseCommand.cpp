@@ -8,10 +8,12 @@
 // "reference" in --json). Without it nothing changes.
 #include "CliArgs.h"
 #include "Commands.h"
+#include "compare/CompareRuns.h"
 #include "compare/ComparisonText.h"
 #include "diagnose/Advice.h"
 #include "diagnose/Diagnoser.h"
 #include "reader/OpenRunFile.h"
+#include "reader/ReferenceRuns.h"
 #include "store/RunReader.h"
 #include "store/RunSource.h"
 
@@ -55,8 +57,10 @@ int diagnoseCommand(const Args& argv) {
         throw UsageError("--spread needs --reference: it measures the drift of the reference's job");
     try {
         const auto reader = openRunFile(args.positionals().front());
-        if (referencePath)
-            comparison = compareWithReference(*reader, *referencePath, args.values("spread"));
+        if (referencePath) {
+            const ReferenceRuns refs = openReferences(*referencePath, args.values("spread"));
+            comparison = compareRuns(*reader, *refs.reference, {}, refs.spreads);
+        }
         findings = diagnoseRun(*reader, {}, &figures, &notRun, comparison ? &*comparison : nullptr);
         advice = configAdvice(reader->meta());
         const auto missing = ranksNotRecorded(reader->meta());

@@ -12,9 +12,10 @@
 #include <memory>
 
 #ifdef RANKSIGHT_HAVE_WIDGETS
-#include "compare/RunComparison.h"
+#include "compare/CompareRuns.h"
 #include "model/RunModel.h"
 #include "reader/OpenRunFile.h"
+#include "reader/ReferenceRuns.h"
 #include "report/ReportExporter.h"
 #include "store/RunReader.h"
 
@@ -68,8 +69,9 @@ int reportCommand(const Args& argv) {
     if (const auto ref = args.value("reference")) { // the report carries the comparison (and its findings)
         try {
             const auto a = openRunFile(args.positionals().front());
+            const ReferenceRuns refs = openReferences(*ref, args.values("spread"));
             exporter.setReference(
-                std::make_shared<RunComparison>(compareWithReference(*a, *ref, args.values("spread"))),
+                std::make_shared<RunComparison>(compareRuns(*a, *refs.reference, {}, refs.spreads)),
                 QString::fromStdString(*ref));
         } catch (const std::exception& e) {
             printError(fmt::format("report: {}", e.what()));

@@ -113,26 +113,8 @@ std::string expectationText(const RunComparison& c) {
     return "?";
 }
 
-} // namespace
-
-std::string comparisonLine(const RunComparison& c) {
-    if (!c.first) {
-        const std::string within = c.spreadUsed ? "the measured drift" : "tolerance";
-        if (c.updatesDifferFrom >= 0)
-            return fmt::format(
-                "agrees with the reference within {} through step {}, where they skipped other "
-                "updates (as arithmetic alone does once runs have drifted)",
-                within, c.updatesDifferFrom);
-        return fmt::format("agrees with the reference within {} over {} aligned steps ({}..{})", within,
-                           c.alignedSteps, c.firstStep, c.lastStep);
-    }
-    const Divergence& d = *c.first;
-    return fmt::format("differs from the reference from step {}{} ({}{})", d.step,
-                       d.parameter.empty() ? "" : " in " + d.parameter, d.statistic,
-                       d.ranks.empty() ? "" : ", ranks " + ranksText(d.ranks));
-}
-
-std::string comparisonText(const RunComparison& c, const std::string& nameA, const std::string& nameB) {
+// The two runs, what they are expected to agree on and how they pair.
+std::string setupText(const RunComparison& c, const std::string& nameA, const std::string& nameB) {
     std::string out;
     out += fmt::format("A: {}\nB: {} (the reference)\n", nameA, nameB);
     out += fmt::format("expected: {}\n", expectationText(c));
@@ -147,8 +129,12 @@ std::string comparisonText(const RunComparison& c, const std::string& nameA, con
         out += "fingerprints: none that both runs recorded\n";
     else
         out += "fingerprints: differ from the first aligned step\n";
-    out += spreadText(c);
-    out += "\n";
+    return out;
+}
+
+// The first divergence, or that there is none, and what the runs' skips meant.
+std::string verdictText(const RunComparison& c) {
+    std::string out;
     if (c.first)
         out += fmt::format("first divergence: {}\n", divergenceText(*c.first));
     else if (c.updatesDifferFrom >= 0)
@@ -174,21 +160,31 @@ std::string comparisonText(const RunComparison& c, const std::string& nameA, con
         out += "  (the tolerance bounds one step's rounding; runs of other arithmetic drift apart over many "
                "steps. To tell that drift from a fault, give the reference's job run once more with other "
                "arithmetic: --spread RUN2.h5)\n";
-    // The parameters that parted, first step first (at most 10), then a count of the others.
+    return out;
+}
+
+// The parameters that parted, first step first (at most 10), then a count of the others.
+std::string partedText(const RunComparison& c) {
     std::vector<const ParameterComparison*> parted;
     for (const ParameterComparison& p : c.perParameter)
         if (p.first)
             parted.push_back(&p);
     std::stable_sort(parted.begin(), parted.end(),
                      [](const auto* x, const auto* y) { return x->first->step < y->first->step; });
-    if (!parted.empty()) {
-        out += fmt::format("\nparameters beyond tolerance: {} of {}\n", parted.size(), c.perParameter.size());
-        for (size_t i = 0; i < parted.size() && i < 10; ++i)
-            out += fmt::format("  {}\n", divergenceText(*parted[i]->first));
-        if (parted.size() > 10)
-            out += fmt::format("  ... and {} more (--json lists them all)\n", parted.size() - 10);
-    }
-    out += fmt::format("\ncompared: {}\n", fmt::join(c.compared, ", "));
+    if (parted.empty())
+        return {};
+    std::string out =
+        fmt::format("\nparameters beyond tolerance: {} of {}\n", parted.size(), c.perParameter.size());
+    for (size_t i = 0; i < parted.size() && i < 10; ++i)
+        out += fmt::format("  {}\n", divergenceText(*parted[i]->first));
+    if (parted.size() > 10)
+        out += fmt::format("  ... and {} more (--json lists them all)\n", parted.size() - 10);
+    return out;
+}
+
+// What was compared, what was not and why, and the parameters only one run has.
+std::string coverageText(const RunComparison& c) {
+    std::string out = fmt::format("\ncompared: {}\n", fmt::join(c.compared, ", "));
     for (const NotCompared& n : c.notCompared)
         out += fmt::format("not compared: {} ({}): {}\n", n.words, n.statistic, n.reason);
     if (!c.parametersOnlyInA.empty())
@@ -196,6 +192,59 @@ std::string comparisonText(const RunComparison& c, const std::string& nameA, con
     if (!c.parametersOnlyInB.empty())
         out += fmt::format("parameters only in B: {}\n", fmt::join(c.parametersOnlyInB, ", "));
     return out;
+}
+
+nlohmann::json worstJson(double excess) {
+    return std::isfinite(excess) ? nlohmann::json(excess) : nlohmann::json("inf");
+}
+
+nlohmann::json perParameterJson(const RunComparison& c) {
+    nlohmann::json per = nlohmann::json::array();
+    for (const ParameterComparison& p : c.perParameter) {
+        nlohmann::json e;
+        e["parameter"] = p.name;
+        e["first_divergence"] = p.first ? divergenceJson(*p.first) : nlohmann::json(nullptr);
+        e["worst_excess"] = worstJson(p.worstExcess);
+        e["worst_step"] = p.worstStep >= 0 ? nlohmann::json(p.worstStep) : nlohmann::json(nullptr);
+        per.push_back(e);
+    }
+    return per;
+}
+
+nlohmann::json spreadJson(const RunComparison& c) {
+    nlohmann::json spreads = nlohmann::json::array();
+    for (const SpreadReference& r : c.spreads)
+        spreads.push_back({{"file", r.name},
+                           {"expected", expectationName(r.expectation)},
+                           {"parted", r.parted ? divergenceJson(*r.parted) : nlohmann::json(nullptr)},
+                           {"worst_excess", worstJson(r.worstExcess)},
+                           {"skips_may_differ_from",
+                            r.discreteFrom >= 0 ? nlohmann::json(r.discreteFrom) : nlohmann::json(nullptr)}});
+    return spreads;
+}
+
+} // namespace
+
+std::string comparisonLine(const RunComparison& c) {
+    if (!c.first) {
+        const std::string within = c.spreadUsed ? "the measured drift" : "tolerance";
+        if (c.updatesDifferFrom >= 0)
+            return fmt::format(
+                "agrees with the reference within {} through step {}, where they skipped other "
+                "updates (as arithmetic alone does once runs have drifted)",
+                within, c.updatesDifferFrom);
+        return fmt::format("agrees with the reference within {} over {} aligned steps ({}..{})", within,
+                           c.alignedSteps, c.firstStep, c.lastStep);
+    }
+    const Divergence& d = *c.first;
+    return fmt::format("differs from the reference from step {}{} ({}{})", d.step,
+                       d.parameter.empty() ? "" : " in " + d.parameter, d.statistic,
+                       d.ranks.empty() ? "" : ", ranks " + ranksText(d.ranks));
+}
+
+std::string comparisonText(const RunComparison& c, const std::string& nameA, const std::string& nameB) {
+    return setupText(c, nameA, nameB) + spreadText(c) + "\n" + verdictText(c) + partedText(c) +
+           coverageText(c);
 }
 
 std::string comparisonJson(const RunComparison& c) {
@@ -211,17 +260,7 @@ std::string comparisonJson(const RunComparison& c) {
     j["bitwise_through"] = c.bitwiseThrough >= 0 ? nlohmann::json(c.bitwiseThrough) : nlohmann::json(nullptr);
     j["fingerprints_recorded"] = c.fingerprints;
     j["first_divergence"] = c.first ? divergenceJson(*c.first) : nlohmann::json(nullptr);
-    nlohmann::json per = nlohmann::json::array();
-    for (const ParameterComparison& p : c.perParameter) {
-        nlohmann::json e;
-        e["parameter"] = p.name;
-        e["first_divergence"] = p.first ? divergenceJson(*p.first) : nlohmann::json(nullptr);
-        e["worst_excess"] =
-            std::isfinite(p.worstExcess) ? nlohmann::json(p.worstExcess) : nlohmann::json("inf");
-        e["worst_step"] = p.worstStep >= 0 ? nlohmann::json(p.worstStep) : nlohmann::json(nullptr);
-        per.push_back(e);
-    }
-    j["per_parameter"] = per;
+    j["per_parameter"] = perParameterJson(c);
     j["compared"] = c.compared;
     nlohmann::json nc = nlohmann::json::array();
     for (const NotCompared& n : c.notCompared)
@@ -229,16 +268,7 @@ std::string comparisonJson(const RunComparison& c) {
     j["not_compared"] = nc;
     j["parameters_only_in_a"] = c.parametersOnlyInA;
     j["parameters_only_in_b"] = c.parametersOnlyInB;
-    nlohmann::json spreads = nlohmann::json::array();
-    for (const SpreadReference& r : c.spreads)
-        spreads.push_back({{"file", r.name},
-                           {"expected", expectationName(r.expectation)},
-                           {"parted", r.parted ? divergenceJson(*r.parted) : nlohmann::json(nullptr)},
-                           {"worst_excess", std::isfinite(r.worstExcess) ? nlohmann::json(r.worstExcess)
-                                                                         : nlohmann::json("inf")},
-                           {"skips_may_differ_from",
-                            r.discreteFrom >= 0 ? nlohmann::json(r.discreteFrom) : nlohmann::json(nullptr)}});
-    j["spread"] = spreads;
+    j["spread"] = spreadJson(c);
     j["spread_used"] = c.spreadUsed;
     j["spread_factor"] = kSpreadFactor;
     j["updates_differ_from"] =

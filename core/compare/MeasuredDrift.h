@@ -1,14 +1,13 @@
-// What spread references measured (RunComparison.h, SpreadReference): the reference compared with each one
-// first, their excess map turned into how much wider each of the run's tolerances may be.
+// What spread references measured (RunComparison.h, SpreadReference): the reference's excess map against
+// each one, turned into how much wider each of the run's tolerances may be. Data only: measureDrift
+// (MeasureDrift.h) fills it, the comparison (AlignedComparison.h) reads it.
 #pragma once
 
 #include "compare/RunComparison.h"
 
+#include <algorithm>
 #include <cstdint>
-#include <functional>
 #include <map>
-#include <string>
-#include <utility>
 #include <vector>
 
 namespace rs {
@@ -31,13 +30,5 @@ struct MeasuredDrift {
         return std::max(1.0, kSpreadFactor * f);
     }
 };
-
-// Compares the reference b with each spread reference and gathers what they measured, per step and parameter
-// of a (by name); out gets one SpreadReference each. progress covers [0, share). std::invalid_argument names
-// a spread that is not the reference's job or does its arithmetic.
-MeasuredDrift measureDrift(const RunReader& a, const RunReader& b,
-                           const std::vector<std::pair<std::string, const RunReader*>>& spread,
-                           std::vector<SpreadReference>& out, const std::function<void(int)>& progress,
-                           int share);
 
 } // namespace rs

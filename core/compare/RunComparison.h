@@ -1,26 +1,23 @@
-// Compares a run with a reference run, step by step, parameter by parameter, rank by rank: what cross-rank
-// checks cannot see (a fault every rank shares, a flip the all-reduce averages into every rank, a sum instead
-// of a mean everywhere, a changed learning rate). Steps align by step number, parameters by name, ranks one
-// to one when both runs have as many, or every rank of one against the single rank of a one-card reference of
-// the same global batch. Each statistic both files recorded is compared with the tolerance its arithmetic
-// allows (compare/CompareTolerance.h): none where the two runs do the same arithmetic (then fingerprints
-// must match too). docs/comparing.md describes what is compared and how the tolerances are derived.
+// What comparing a run with a reference run found (compareRuns, compare/CompareRuns.h), step by step,
+// parameter by parameter, rank by rank: what cross-rank checks cannot see (a fault every rank shares, a flip
+// the all-reduce averages into every rank, a sum instead of a mean everywhere, a changed learning rate).
+// Steps align by step number, parameters by name, ranks one to one when both runs have as many, or every rank
+// of one against the single rank of a one-card reference of the same global batch. Each statistic both files
+// recorded is compared with the tolerance its arithmetic allows (compare/CompareTolerance.h): none where the
+// two runs do the same arithmetic (then fingerprints must match too). docs/comparing.md describes what is
+// compared and how the tolerances are derived.
 #pragma once
 
 #include "compare/CompareTolerance.h"
 #include "store/RunRecords.h"
 
 #include <cstdint>
-#include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace rs {
-
-class RunReader;
 
 // What the two runs are expected to agree on, from their configurations and layouts.
 enum class Expectation {
@@ -118,29 +115,13 @@ struct RunComparison {
     bool partedAt(std::string_view statistic, int64_t step) const;
 };
 
-// A statistic of the local gradient (before the all-reduce), of the synced one (after it), or the loss.
+// A statistic of the local gradient (before the all-reduce), or of the synced one (after it): the phase of
+// its row in compare/ComparedStatistics.h.
 bool isLocalStatistic(std::string_view statistic);
 bool isSyncedStatistic(std::string_view statistic);
 
-// Opens a reference run file in the reader process; its errors (which name the file) are prefixed with the
-// role ("reference: ") so that a message says which of the files was at fault.
-std::unique_ptr<RunReader> openReference(const std::string& path, const char* role = "reference");
-
-// Reads both files in chunks and compares them. progress gets 0..100. Throws RunFileError like the readers,
-// and std::invalid_argument when nothing can be compared (no step in common, no parameter of the same name).
-// spread: second references of the same job as b with other arithmetic (SpreadReference); each must be
-// expected to agree with b within rounding, else std::invalid_argument names it.
-RunComparison compareRuns(const RunReader& a, const RunReader& b,
-                          const std::function<void(int percent)>& progress = {},
-                          const std::vector<std::pair<std::string, const RunReader*>>& spread = {});
-
-// Opens the spread references by path (errors name the file and its role) and compares; the second form
-// opens the reference too.
-RunComparison compareWithReference(const RunReader& a, const RunReader& reference,
-                                   const std::vector<std::string>& spreadPaths,
-                                   const std::function<void(int percent)>& progress = {});
-RunComparison compareWithReference(const RunReader& a, const std::string& referencePath,
-                                   const std::vector<std::string>& spreadPaths = {},
-                                   const std::function<void(int percent)>& progress = {});
+// How far a value is past its tolerance: 0 equal, <= 1 within, +inf where equality was expected or one side
+// is not finite and the other is (or NaN against a number).
+double excessOf(double a, double b, double tolerance);
 
 } // namespace rs

@@ -4,7 +4,7 @@
 // `compare` finds them equal bit for bit); nodes
 // whose configurations differ refuse to start, naming the key and every node's value.
 #include "cluster/NodeGroup.h"
-#include "compare/RunComparison.h"
+#include "compare/CompareRuns.h"
 #include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 #include "store/RunSource.h"
