@@ -69,21 +69,50 @@ RunPanel::RunPanel(QWidget* parent)
     m_form = new QFormLayout(m_formBox);
     m_form->setContentsMargins(0, 0, 0, 0);
     buildForm(m_form);
+    buildPages();
+    connectEdits();
+    connect(m_start, &QPushButton::clicked, this, &RunPanel::onStartClicked);
+    connect(m_stop, &QPushButton::clicked, this, &RunPanel::stopRequested);
+    loadPreset(QStringLiteral("seed-story")); // first launch: the reported bug, reproduced in about a minute
+}
 
+// Page 0: the form, its error and estimate lines and the buttons; page 1: the settings of a run opened from a
+// file, read-only.
+void RunPanel::buildPages() {
+    auto* formPage = new QWidget(this);
+    auto* formLayout = new QVBoxLayout(formPage);
+    formLayout->setContentsMargins(0, 0, 0, 0);
+    formLayout->addWidget(m_formBox);
+    buildStatusLines(formLayout);
+    formLayout->addLayout(buildButtons());
+    formLayout->addStretch(1);
+    m_summary = new RunSummaryView(this);
+    connect(m_summary, &RunSummaryView::newRunRequested, this, &RunPanel::showForm);
+    m_pages = new QStackedWidget(this);
+    m_pages->addWidget(formPage);
+    m_pages->addWidget(m_summary);
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(m_pages);
+}
+
+void RunPanel::buildStatusLines(QVBoxLayout* layout) {
     m_error = new QLabel(this);
     m_error->setObjectName(QStringLiteral("error"));
     m_error->setStyleSheet(kErrorStyle);
     m_error->setWordWrap(true);
     m_error->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_error->hide();
-
     m_estimate = new QLabel(this);
     m_estimate->setObjectName(QStringLiteral("estimate"));
     m_estimate->setWordWrap(true);
     m_estimate->setToolTip(tr("Training time on this machine for these settings, from the images per second "
                               "the last run of this model and precision measured here (or, before one, "
                               "figures measured on a 2-core machine); evaluation and start-up come on top"));
+    layout->addWidget(m_error);
+    layout->addWidget(m_estimate);
+}
 
+QHBoxLayout* RunPanel::buildButtons() {
     m_start = new QPushButton(tr("Start"), this);
     m_start->setObjectName(QStringLiteral("start"));
     m_start->setToolTip(tr("Start training with this setup; the run file fills step by step and every "
@@ -96,28 +125,7 @@ RunPanel::RunPanel(QWidget* parent)
     buttons->addStretch(1);
     buttons->addWidget(m_start);
     buttons->addWidget(m_stop);
-
-    // Page 0: the form; page 1: the settings of a run opened from a file, read-only.
-    auto* formPage = new QWidget(this);
-    auto* formLayout = new QVBoxLayout(formPage);
-    formLayout->setContentsMargins(0, 0, 0, 0);
-    formLayout->addWidget(m_formBox);
-    formLayout->addWidget(m_error);
-    formLayout->addWidget(m_estimate);
-    formLayout->addLayout(buttons);
-    formLayout->addStretch(1);
-    m_summary = new RunSummaryView(this);
-    connect(m_summary, &RunSummaryView::newRunRequested, this, &RunPanel::showForm);
-    m_pages = new QStackedWidget(this);
-    m_pages->addWidget(formPage);
-    m_pages->addWidget(m_summary);
-    auto* layout = new QVBoxLayout(this);
-    layout->addWidget(m_pages);
-
-    connectEdits();
-    connect(m_start, &QPushButton::clicked, this, &RunPanel::onStartClicked);
-    connect(m_stop, &QPushButton::clicked, this, &RunPanel::stopRequested);
-    loadPreset(QStringLiteral("seed-story")); // first launch: the reported bug, reproduced in about a minute
+    return buttons;
 }
 
 void RunPanel::setConfig(const TrainConfig& config) {

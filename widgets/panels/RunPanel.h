@@ -15,12 +15,14 @@
 class QComboBox;
 class QDoubleSpinBox;
 class QFormLayout;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QPushButton;
 class QSettings;
 class QSpinBox;
 class QStackedWidget;
+class QVBoxLayout;
 
 namespace rs {
 
@@ -83,7 +85,10 @@ private:
         QWidget* editor = nullptr;
     };
 
-    void buildForm(QFormLayout* form); // the preset, then a row per key with a form row
+    void buildPages();
+    void buildStatusLines(QVBoxLayout* layout); // the error and the estimate
+    QHBoxLayout* buildButtons();                // Start, Stop
+    void buildForm(QFormLayout* form);          // the preset, then a row per key with a form row
     void buildPresetRow(QFormLayout* form);
     QWidget* makeField(const ConfigKey& key); // the row's field, by its form kind
     QWidget* makeLengthRow();                 // steps or epochs
