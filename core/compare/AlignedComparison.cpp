@@ -45,6 +45,8 @@ struct ToleranceInputs {
 };
 
 double localTerms(const ToleranceInputs& in, double fallback) {
+    if (!in.x) // not a statistic of a rank's gradient
+        return fallback;
     const std::vector<float>& norms = in.x->localNorm;
     return norms.empty() || in.param >= norms.size() ? fallback : double(norms[in.param]);
 }

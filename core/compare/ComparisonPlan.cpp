@@ -142,6 +142,7 @@ std::vector<int> mapParameters(const RunMeta& a, const RunMeta& b, std::vector<s
 
 std::vector<std::pair<int, int>> rankPairs(const RunMeta& a, const RunMeta& b) {
     std::vector<std::pair<int, int>> pairs;
+    pairs.reserve(size_t(std::max(a.worldSize, 0)));
     for (int r = 0; r < a.worldSize; ++r)
         pairs.emplace_back(r, a.worldSize == b.worldSize ? r : 0);
     return pairs;
