@@ -1,6 +1,6 @@
 // The records of RunRecords.h as bytes, for the two places that carry them between processes: the reader
 // process's answers (core/reader/ReaderProtocol.h) and the node exchange of a multi-node run
-// (core/train/TrainerNodes.cpp). Both ends are the same build, so the encoding is plain: little-endian
+// (core/train/StepRecorderNodes.cpp). Both ends are the same build, so the encoding is plain: little-endian
 // numbers as they are in memory, strings and vectors as a count and their bytes. A record is the members its
 // table's rows name (RunSchema.h), in table order, then RecordTable<R>::extras: adding a column changes the
 // wire with no edit here. The decoder checks every count against the bytes that are left (a reader process
