@@ -16,7 +16,8 @@ namespace rs {
 
 struct TrainConfig;
 
-// Where a key may be given, and whether the run file shows it.
+// Where a key may be given, and whether the run file shows it. TrainConfig::writeFile is no row at all: only
+// the benchmark sets it, to time runs without a run file.
 enum class KeyScope {
     Written,   // a config-file key that toJson writes: the run file's `config` attribute shows it
     Unwritten, // a config-file key toJson leaves out: faults (a run file names a fault only through what
