@@ -3,27 +3,17 @@
 // encoded size.
 #include "reader/ReaderProtocol.h"
 
+#include "store/RootAttributes.h"
+
 namespace rs::readerwire {
 
 void put(Writer& w, const RunMeta& m) {
-    w.str(m.model);
-    w.pod<int32_t>(m.worldSize);
-    w.pod<int32_t>(m.batchPerRank);
-    w.str(m.precision);
-    w.str(m.lossScale);
-    w.str(m.data);
-    w.pod<uint64_t>(m.seed);
-    w.pod<int32_t>(m.sketchDim);
-    w.pod<int32_t>(m.weightEvery);
-    w.pod<int64_t>(m.plannedSteps);
-    w.str(m.configJson);
-    w.str(m.rankTableJson);
-    w.str(m.environment);
-    w.str(m.createdUtc);
-    w.str(m.source);
-    w.pod<uint64_t>(m.absent.size());
-    for (const std::string& a : m.absent)
-        w.str(a);
+    // The members the root attributes hold, in their table's order (store/RootAttributes.h): an attribute
+    // added there crosses the wire with no line here.
+    runschema::forEachAttribute([&](const auto& a) {
+        if constexpr (runschema::kMetaMember<decltype(a.field)>)
+            recordwire::detail::putValue(w, m.*a.field);
+    });
     w.pod<uint64_t>(m.params.size());
     for (const ParamInfo& p : m.params) {
         w.str(p.name);
@@ -47,24 +37,10 @@ void put(Writer& w, const RunMeta& m) {
 
 RunMeta getMeta(Reader& r) {
     RunMeta m;
-    m.model = r.str();
-    m.worldSize = r.pod<int32_t>();
-    m.batchPerRank = r.pod<int32_t>();
-    m.precision = r.str();
-    m.lossScale = r.str();
-    m.data = r.str();
-    m.seed = r.pod<uint64_t>();
-    m.sketchDim = r.pod<int32_t>();
-    m.weightEvery = r.pod<int32_t>();
-    m.plannedSteps = r.pod<int64_t>();
-    m.configJson = r.str();
-    m.rankTableJson = r.str();
-    m.environment = r.str();
-    m.createdUtc = r.str();
-    m.source = r.str();
-    m.absent.resize(size_t(r.count(8)));
-    for (std::string& a : m.absent)
-        a = r.str();
+    runschema::forEachAttribute([&](const auto& a) {
+        if constexpr (runschema::kMetaMember<decltype(a.field)>)
+            recordwire::detail::getValue(r, m.*a.field);
+    });
     m.params.resize(size_t(r.count(32)));
     for (ParamInfo& p : m.params) {
         p.name = r.str();
