@@ -103,8 +103,9 @@ using GradRecorded = std::array<bool, std::size(kGradientsCsvColumns)>;
 
 GradRecorded gradientsRecorded(const RunMeta& meta) {
     GradRecorded out{};
-    for (size_t k = 0; k < out.size(); ++k)
-        out[k] = meta.recorded(rsc::kStepColumns[kGradientsCsvColumns[k]].path);
+    auto slot = out.begin();
+    for (const rsc::StepCol c : kGradientsCsvColumns)
+        *slot++ = meta.recorded(rsc::kStepColumns[c].path);
     return out;
 }
 
