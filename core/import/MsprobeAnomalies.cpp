@@ -59,6 +59,8 @@ void readFile(const fs::path& file, MonitorAlerts& out) {
         doc = nlohmann::json::parse(text.str());
     } catch (const nlohmann::json::parse_error& e) {
         throw ImportError(fmt::format("{}: not JSON (byte {}: {})", file.string(), e.byte, e.what()));
+    } catch (const nlohmann::json::exception& e) { // a number too large for a double (out_of_range)
+        throw ImportError(fmt::format("{}: not a JSON object of anomalies ({})", file.string(), e.what()));
     }
     if (!doc.is_object())
         throw ImportError(fmt::format("{}: not a JSON object of anomalies", file.string()));
