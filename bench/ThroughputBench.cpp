@@ -24,9 +24,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double clusterImgS(const BenchOptions& o, bool telemetry, const std::string& out, RunSummary* summary,
-                   double* coresBusy) {
+                   double* coresBusy, bool shard = false) {
     TrainConfig cfg = benchConfig(o, out);
     cfg.telemetry = telemetry;
+    cfg.optimizerShard = shard;
     cfg.writeFile = telemetry;
     cfg.computeThreads = o.threads;
     StepClock clock(o.warmup);
@@ -171,6 +172,15 @@ double ddpPeerImgS(const BenchOptions& o, std::string& note) {
 
 } // namespace
 
+double phaseFloorMs(const PhaseTraffic& t, const MemoryBandwidth& bw, double cardComputeMs) {
+    if (t.compute)
+        return cardComputeMs;
+    constexpr double kGiB = double(1 << 30);
+    if (t.writtenBytes > 0)
+        return bw.copyGiBs > 0 ? (t.readBytes + t.writtenBytes) / (bw.copyGiBs * kGiB) * 1000 : 0;
+    return bw.readGiBs > 0 ? t.readBytes / (bw.readGiBs * kGiB) * 1000 : 0;
+}
+
 TrainConfig benchConfig(const BenchOptions& o, const std::string& out) {
     TrainConfig cfg;
     cfg.model = *parseModelKind(o.model);
@@ -202,8 +212,9 @@ BenchResult runThroughputBench(const BenchOptions& o, bool progress) {
     // The machine is noisy: the configurations (and the DDP peer, when asked for) take turns, round after
     // round, and each figure is the median of its rounds, so a burst of outside load hits all alike.
     BenchResult r;
-    std::vector<double> single, off, on, peer, compute, local, synced, busyOff, busyOn;
-    std::vector<RunSummary> offRuns, onRuns;
+    std::vector<double> single, off, on, sharded, peer, compute, local, synced, busyOff, busyOn, busyShard,
+        copyBw, readBw;
+    std::vector<RunSummary> offRuns, onRuns, shardRuns;
     for (int round = 0; round < std::max(1, o.repeat); ++round) {
         say("single replica", round);
         single.push_back(singleReplicaImgS(o, o.threads > 0 ? o.threads : cores));
@@ -211,13 +222,23 @@ BenchResult runThroughputBench(const BenchOptions& o, bool progress) {
         off.push_back(clusterImgS(o, false, out, &offRuns.emplace_back(), &busyOff.emplace_back()));
         say("cluster, telemetry and run file on", round);
         on.push_back(clusterImgS(o, true, out, &onRuns.emplace_back(), &busyOn.emplace_back()));
+        say("cluster, telemetry and run file on, sharded update", round);
+        sharded.push_back(
+            clusterImgS(o, true, out, &shardRuns.emplace_back(), &busyShard.emplace_back(), true));
         if (o.peer && r.peerNote.empty()) {
             say("PyTorch DDP (gloo), one process per rank", round);
             peer.push_back(ddpPeerImgS(o, r.peerNote));
         }
         say("one card's compute and the statistics alone, one thread", round);
         cardCosts(o, compute, local, synced);
+        say("this machine's memory speed, one thread", round);
+        const MemoryBandwidth bw = measureMemoryBandwidth();
+        copyBw.push_back(bw.copyGiBs);
+        readBw.push_back(bw.readGiBs);
     }
+    r.bandwidth = {median(copyBw), median(readBw)};
+    r.trafficOff = offRuns.back().phaseTraffic;
+    r.trafficOn = onRuns.back().phaseTraffic;
     r.cardComputeMs = median(compute);
     r.statsLocalMs = median(local);
     r.statsSyncedMs = median(synced);
@@ -226,6 +247,8 @@ BenchResult runThroughputBench(const BenchOptions& o, bool progress) {
     r.singleStepMs = r.singleReplicaImgS > 0 ? 1000.0 * o.ranks * o.batchPerRank / r.singleReplicaImgS : 0;
     r.phasesOff = phaseMedians(offRuns, o.ranks);
     r.phasesOn = phaseMedians(onRuns, o.ranks);
+    r.phasesShard = phaseMedians(shardRuns, o.ranks);
+    r.shardImgS = median(sharded);
     std::vector<double> writer;
     for (const RunSummary& s : onRuns)
         writer.push_back(s.writerMs / double(std::max<int64_t>(1, s.stepsCompleted)));
@@ -237,7 +260,8 @@ BenchResult runThroughputBench(const BenchOptions& o, bool progress) {
     r.telemetryOffImgS = median(off);
     r.telemetryOnImgS = median(on);
     for (size_t k = 0; k < single.size(); ++k)
-        r.rounds.push_back({single[k], off[k], on[k], r.peerNote.empty() && k < peer.size() ? peer[k] : 0});
+        r.rounds.push_back(
+            {single[k], off[k], on[k], r.peerNote.empty() && k < peer.size() ? peer[k] : 0, sharded[k]});
     return r;
 }
 

@@ -2,6 +2,8 @@
 // with telemetry off and on, measured side by side in one process.
 #pragma once
 
+#include "MemoryBandwidth.h"
+#include "train/StepPhases.h"
 #include "train/TrainConfig.h"
 
 #include <string>
@@ -33,12 +35,19 @@ struct BenchResult {
     // with telemetry off and on (RunSummary::phaseMs), and the writer thread's busy ms per step.
     std::vector<std::pair<std::string, double>> phasesOff, phasesOn;
     double writerMsPerStepOn = 0;
+    // The cost model: this machine's memory speed (medians over the rounds, measured in each) and the bytes
+    // each phase moves per card and step, telemetry off and on (RunSummary::phaseTraffic).
+    MemoryBandwidth bandwidth;
+    // The sharded update (optimizer_shard) with telemetry on, in the same rounds: img/s and its phases.
+    double shardImgS = 0;
+    std::vector<std::pair<std::string, double>> phasesShard;
+    StepTraffic trafficOff{}, trafficOn{};
     double peerImgS = 0;  // 0 when not asked for or unavailable (peerNote says why)
     std::string peerNote; // why the peer has no figure
     // Each round's img/s, side by side (the figures above are their medians): the spread of a ratio is
     // the spread of the rounds' ratios. peer is 0 in a round without one.
     struct Round {
-        double single = 0, off = 0, on = 0, peer = 0;
+        double single = 0, off = 0, on = 0, peer = 0, shard = 0;
     };
     std::vector<Round> rounds;
     // What the misses are made of, measured beside the rounds (medians over them), one thread each:
@@ -54,6 +63,10 @@ struct BenchResult {
 };
 
 BenchResult runThroughputBench(const BenchOptions& options, bool progress);
+
+// A phase's floor, ms per card and step: its bytes at this machine's memory speed (a pass that writes at the
+// copy's speed, one that only reads at the read's), or, for forward and backward, one card's compute alone.
+double phaseFloorMs(const PhaseTraffic& traffic, const MemoryBandwidth& bandwidth, double cardComputeMs);
 
 // The run every throughput benchmark times: the options' model, cards, batch, precision (a dynamic loss scale
 // under O2/O3) and warm-up + steps, no evaluation, writing `out` (replaced) when telemetry is on.

@@ -46,6 +46,7 @@ int benchCommand(const Args& argv) {
                             {"single_replica_img_s", r.singleReplicaImgS},
                             {"telemetry_off_img_s", r.telemetryOffImgS},
                             {"telemetry_on_img_s", r.telemetryOnImgS},
+                            {"telemetry_on_shard_img_s", r.shardImgS},
                             {"cluster_vs_single", scaling},
                             {"telemetry_overhead_pct", overhead}};
         if (args.flag("peer")) {
@@ -56,11 +57,28 @@ int benchCommand(const Args& argv) {
                 j["ddp_gloo_peer_note"] = peerNote;
         }
         nlohmann::json phases = nlohmann::json::array();
-        for (size_t k = 0; k < r.phasesOn.size(); ++k)
-            phases.push_back({{"phase", r.phasesOn[k].first},
-                              {"telemetry_off_ms", k < r.phasesOff.size() ? r.phasesOff[k].second : 0.0},
-                              {"telemetry_on_ms", r.phasesOn[k].second}});
+        for (size_t k = 0; k < r.phasesOn.size(); ++k) {
+            nlohmann::json ph = {
+                {"phase", r.phasesOn[k].first},
+                {"telemetry_off_ms", k < r.phasesOff.size() ? r.phasesOff[k].second : 0.0},
+                {"telemetry_on_ms", r.phasesOn[k].second},
+                {"telemetry_on_shard_ms", k < r.phasesShard.size() ? r.phasesShard[k].second : 0.0}};
+            // The cost model: what the phase moves and what that takes at this machine's memory speed.
+            if (k < r.trafficOn.size()) {
+                const PhaseTraffic& a = r.trafficOff[k];
+                const PhaseTraffic& b = r.trafficOn[k];
+                ph["compute_bound"] = b.compute;
+                ph["telemetry_off_bytes"] = a.readBytes + a.writtenBytes;
+                ph["telemetry_on_bytes"] = b.readBytes + b.writtenBytes;
+                ph["telemetry_on_read_bytes"] = b.readBytes;
+                ph["telemetry_on_written_bytes"] = b.writtenBytes;
+                ph["telemetry_off_floor_ms"] = phaseFloorMs(a, r.bandwidth, r.cardComputeMs);
+                ph["telemetry_on_floor_ms"] = phaseFloorMs(b, r.bandwidth, r.cardComputeMs);
+            }
+            phases.push_back(ph);
+        }
         j["card_step_phases_ms"] = phases;
+        j["memory_bandwidth_gib_s"] = {{"copy", r.bandwidth.copyGiBs}, {"read", r.bandwidth.readGiBs}};
         j["writer_thread_ms_per_step"] = r.writerMsPerStepOn;
         nlohmann::json rounds = nlohmann::json::array();
         for (const BenchResult::Round& x : r.rounds)
@@ -68,6 +86,7 @@ int benchCommand(const Args& argv) {
                 {{"single_replica_img_s", x.single},
                  {"telemetry_off_img_s", x.off},
                  {"telemetry_on_img_s", x.on},
+                 {"telemetry_on_shard_img_s", x.shard},
                  {"ddp_gloo_peer_img_s", x.peer > 0 ? nlohmann::json(x.peer) : nlohmann::json(nullptr)}});
         j["rounds"] = rounds;
         j["cores"] = cores;
@@ -83,6 +102,8 @@ int benchCommand(const Args& argv) {
                     r.telemetryOffImgS, scaling * 100);
         std::printf("%-34s %8.1f img/s  (telemetry + file overhead %.1f%% of step time)\n",
                     "cluster, telemetry + run file", r.telemetryOnImgS, overhead);
+        std::printf("%-34s %8.1f img/s  (%.2fx the replicated update)\n", "  the same, sharded update",
+                    r.shardImgS, r.telemetryOnImgS > 0 ? r.shardImgS / r.telemetryOnImgS : 0);
         if (peer > 0)
             std::printf("%-34s %8.1f img/s  (RankSight with telemetry: %.2fx)\n",
                         "PyTorch DDP gloo, process/rank", peer, r.telemetryOnImgS / peer);
@@ -90,15 +111,24 @@ int benchCommand(const Args& argv) {
             std::printf("PyTorch DDP peer: %s\n", peerNote.c_str());
         std::printf(
             "\nwhere a card's step goes, ms (mean per card and step, warm-up included; medians of rounds)\n");
-        std::printf("  %-36s %9s %9s\n", "phase", "tele off", "tele on");
-        double totalOff = 0, totalOn = 0;
+        std::printf("  %-36s %9s %9s %9s %9s\n", "phase", "tele off", "tele on", "MiB on", "floor on");
+        double totalOff = 0, totalOn = 0, floorOn = 0;
         for (size_t k = 0; k < r.phasesOn.size(); ++k) {
             const double a = k < r.phasesOff.size() ? r.phasesOff[k].second : 0, b = r.phasesOn[k].second;
+            const PhaseTraffic& t = r.trafficOn[k];
+            const double floor = phaseFloorMs(t, r.bandwidth, r.cardComputeMs);
             totalOff += a;
             totalOn += b;
-            std::printf("  %-36s %9.1f %9.1f\n", r.phasesOn[k].first.c_str(), a, b);
+            floorOn += floor;
+            std::printf("  %-36s %9.1f %9.1f %9s %9.1f\n", r.phasesOn[k].first.c_str(), a, b,
+                        t.compute ? "compute"
+                                  : fmt::format("{:.1f}", (t.readBytes + t.writtenBytes) / (1 << 20)).c_str(),
+                        floor);
         }
-        std::printf("  %-36s %9.1f %9.1f\n", "card step", totalOff, totalOn);
+        std::printf("  %-36s %9.1f %9.1f %9s %9.1f\n", "card step", totalOff, totalOn, "", floorOn);
+        std::printf("memory speed, one thread: copy %.1f GiB/s (read + written), read %.1f GiB/s; a phase's "
+                    "floor is its bytes at that speed (forward and backward: one card's compute alone)\n",
+                    r.bandwidth.copyGiBs, r.bandwidth.readGiBs);
         std::printf("  %-36s %9s %9.1f\n", "writer thread, per step (run file)", "-", r.writerMsPerStepOn);
         std::printf(
             "\none card's forward and backward (batch %d, one thread): %.1f ms; %d of them on %d cores: "

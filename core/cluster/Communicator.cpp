@@ -508,6 +508,65 @@ void Communicator::allGather(int rank, const void* send, size_t bytes, void* rec
     finish(call);
 }
 
+std::pair<size_t, size_t> Communicator::chunkOf(int rank, size_t count) const {
+    const auto world = static_cast<size_t>(m_worldSize) * static_cast<size_t>(m_nodes);
+    const auto g =
+        static_cast<size_t>(m_nodeRank) * static_cast<size_t>(m_worldSize) + static_cast<size_t>(rank);
+    return {g * count / world, (g + 1) * count / world};
+}
+
+void Communicator::allGatherChunks(int rank, void* data, size_t count, DType dtype) {
+    checkRank(rank, "AllGather");
+    if (count > 0 && !data)
+        throw std::invalid_argument(fmt::format("HCCL AllGather: rank {} passed a null buffer", rank));
+    const size_t element = dtypeSize(dtype);
+    Call call{"AllGather", rank, count * element, -1, -1, -1, 0};
+    std::unique_lock lock(m_mutex);
+    m_results[static_cast<size_t>(rank)] = data;
+    sync(lock, call, true);
+    if (m_nodes > 1) {
+        // Rank 0 packs this node's chunks (one contiguous span of the run's), all-gathers the spans across
+        // nodes, padded to the longest, and every local rank copies every node's span into its data.
+        const auto world = static_cast<size_t>(m_worldSize) * static_cast<size_t>(m_nodes);
+        const auto w = static_cast<size_t>(m_worldSize);
+        auto span = [&](size_t node) {
+            return std::pair<size_t, size_t>{node * w * count / world, (node + 1) * w * count / world};
+        };
+        size_t longest = 0;
+        for (size_t k = 0; k < static_cast<size_t>(m_nodes); ++k)
+            longest = std::max(longest, span(k).second - span(k).first);
+        const size_t block = longest * element;
+        nodeStage(lock, call, [&] {
+            std::vector<char> mine(block);
+            const size_t base = span(static_cast<size_t>(m_nodeRank)).first;
+            for (int i = 0; i < m_worldSize; ++i) {
+                const auto [b, e] = chunkOf(i, count);
+                if (e > b)
+                    std::memcpy(mine.data() + (b - base) * element,
+                                static_cast<const char*>(m_results[size_t(i)]) + b * element,
+                                (e - b) * element);
+            }
+            m_nodeResult.resize(static_cast<size_t>(m_nodes) * block);
+            m_nodeAllGather(mine.data(), block, m_nodeResult.data());
+        });
+        lock.unlock();
+        for (size_t k = 0; k < static_cast<size_t>(m_nodes) && block > 0; ++k) {
+            const auto [b, e] = span(k);
+            std::memcpy(static_cast<char*>(data) + b * element, m_nodeResult.data() + k * block,
+                        (e - b) * element);
+        }
+        lock.lock();
+        sync(lock, call, false);
+        finish(call);
+        return;
+    }
+    lock.unlock();
+    gatherChunks(rank, data, count, dtype, nullptr); // one process: the flat ring's chunks, any servers
+    lock.lock();
+    sync(lock, call, false); // nobody reads this rank's buffer any more
+    finish(call);
+}
+
 void Communicator::barrier(int rank) {
     checkRank(rank, "Barrier");
     Call call{"Barrier", rank, 0, -1, -1, -1, 0};

@@ -17,6 +17,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rs {
@@ -109,6 +110,14 @@ public:
     using NodeAllToAll = std::function<void(const void* send, size_t block, void* recv)>;
     void setNodes(int nodes, int nodeRank, NodeAllGather allGather, NodeAllToAll allToAll,
                   NodeLost lost = {});
+    // The chunk of `count` elements that `rank` (a local rank) owns: [g*count/W, (g+1)*count/W) for its
+    // global rank g of the run's W ranks, the chunk a flat ring's reduce-scatter leaves on it.
+    std::pair<size_t, size_t> chunkOf(int rank, size_t count) const;
+    // In place: each rank's data holds its own chunk (chunkOf); afterwards every rank's data holds every
+    // rank's chunk, bit for bit as its owner wrote it. The weights' all-gather of the sharded update
+    // (optimizer_shard): each rank updates its chunk, then all take the others'. Its errors read as
+    // "HCCL AllGather ...".
+    void allGatherChunks(int rank, void* data, size_t count, DType dtype);
     // bytes from root's data into every other rank's data.
     void broadcast(int rank, void* data, size_t bytes, int root);
     // recv holds worldSize * bytes: rank i's send at offset i * bytes.

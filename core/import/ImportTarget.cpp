@@ -25,7 +25,8 @@ std::vector<CardInfo> unknownCards(int ranks) {
 RankStep unrecordedRankStep(size_t params) {
     constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
     RankStep x;
-    x.loss = x.accuracy = x.lossScale = x.stepMs = x.computeMs = x.commMs = x.cpuWaitMs = kNaN;
+    x.loss = x.accuracy = x.lossScale = x.stepMs = x.computeMs = x.commMs = x.cpuWaitMs = x.optimizerLr =
+        kNaN;
     x.localNorm.assign(params, kNaN);
     x.localMax.assign(params, kNaN);
     x.localSum.assign(params, std::numeric_limits<double>::quiet_NaN());

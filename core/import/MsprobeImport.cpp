@@ -355,6 +355,7 @@ std::vector<std::string> msprobeNeverRecorded() {
             "/steps/sample_ids",
             "/steps/buffer_fp",
             "/steps/cpu_wait_ms",
+            "/steps/optimizer_lr",
             "/grads/overflow_count",
             "/grads/underflow_count",
             "/grads/sketch",

@@ -9,7 +9,7 @@
 namespace rs {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, std::string_view>, 37> kWords{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 38> kWords{{
     {"/steps/epoch", "epochs"},
     {"/steps/lr", "learning rate"},
     {"/steps/loss", "loss"},
@@ -25,6 +25,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 37> kWords{{
     {"/steps/sample_ids", "sample ids"},
     {"/steps/buffer_fp", "BatchNorm buffer fingerprints per step"},
     {"/steps/cpu_wait_ms", "time waiting for a CPU core"},
+    {"/steps/optimizer_lr", "each rank's applied learning rate"},
     {"/steps/end_ns", "step end times"},
     {"/grads/local_norm", "local-gradient norms"},
     {"/grads/local_max", "local-gradient largest values"},

@@ -78,6 +78,10 @@ struct RankStep {
     // run-queue delay): emulated cards share the host's cores, and that wait is the host's, not the card's.
     // NaN where it was not measured.
     float cpuWaitMs = 0;
+    // The learning rate this rank's optimizer applied this step (on a skipped step, the one it would have
+    // applied): ranks of one run apply the same, so a rank apart names an optimizer set differently on it,
+    // also under the sharded update, where its weights cannot show it. NaN where it was not recorded.
+    float optimizerLr = 0;
 
     // Local gradient, before the all-reduce, unscaled (divided by lossScale).
     std::vector<float> localNorm;         // L2 norm

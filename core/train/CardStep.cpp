@@ -207,26 +207,46 @@ bool CardWorker::voteOnOverflow(StepWork& w) {
 // The optimizer on the synced gradient (none on a skipped step). Deeper flight rings keep the weights,
 // copied in the optimizer's own pass where it can; a skipped update leaves them as the previous step's slot
 // holds them, and that buffer moves to this step's slot.
-void CardWorker::updateWeights(const StepWork& w, bool skip) {
+void CardWorker::updateWeights(StepWork& w, bool skip) {
     const TrainConfig& cfg = m_ctx.cfg;
     float* weights = m_replica->weights();
     const int64_t N = m_replica->numParams();
     const bool keepWeights = w.slot && m_ctx.plan.flightDepth > 1;
     auto keep = [&] { return w.slot->weights.data(); }; // sized in prepare()
+    const float lr = m_ctx.learningRate(w.step) * m_ctx.faults.lrFactor(m_rank, w.step);
+    w.rs.optimizerLr = lr;
     if (skip) {
         if (keepWeights && !m_ring.carryWeightsForward(w.slotIndex))
             std::copy_n(weights, N, keep());
         return;
     }
     const bool o3 = cfg.precision == Precision::O3;
-    sgdMomentumStep(weights, m_momentum.data(), w.synced, N,
-                    m_ctx.learningRate(w.step) * m_ctx.faults.lrFactor(m_rank, w.step), cfg.momentum,
-                    cfg.weightDecay, w.unscale, keepWeights && !o3 ? keep() : nullptr);
-    if (o3) {
-        m_replica->roundWeightsThroughHalf();
-        if (keepWeights)
-            std::copy_n(weights, N, keep());
+    if (cfg.optimizerShard) {
+        updateShard(w, lr);
+    } else {
+        sgdMomentumStep(weights, m_momentum.data(), w.synced, N, lr, cfg.momentum, cfg.weightDecay, w.unscale,
+                        keepWeights && !o3 ? keep() : nullptr);
     }
+    if (o3)
+        m_replica->roundWeightsThroughHalf();
+    if (keepWeights && (o3 || cfg.optimizerShard))
+        std::copy_n(weights, N, keep());
+}
+
+// The sharded update: the same elementwise step as the replicated one, on this rank's chunk of the weights
+// only (every rank holds the whole synced gradient), then the chunks are all-gathered, so every rank ends
+// with the weights a replicated update gives, bit for bit. An optimizer that misbehaves on one rank writes
+// its chunk for every rank: the weights stay alike across ranks, and only the rank's own chunk shows it.
+void CardWorker::updateShard(StepWork& w, float lr) {
+    const TrainConfig& cfg = m_ctx.cfg;
+    float* weights = m_replica->weights();
+    const auto n = static_cast<size_t>(m_replica->numParams());
+    const auto [begin, end] = m_ctx.comm.chunkOf(m_local, n);
+    sgdMomentumStep(weights + begin, m_momentum.data() + begin, w.synced + begin,
+                    static_cast<int64_t>(end - begin), lr, cfg.momentum, cfg.weightDecay, w.unscale, nullptr);
+    const auto tcomm = Clock::now();
+    m_ctx.comm.allGatherChunks(m_local, weights, n, DType::F32);
+    w.commMs += msSince(tcomm);
 }
 
 // Share a digest: every rank learns at once whether the replicas still agree (anomaly -> flight dump),

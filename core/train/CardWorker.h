@@ -12,6 +12,7 @@
 #include "store/RunRecords.h"
 #include "train/CardContext.h"
 #include "train/FlightRing.h"
+#include "train/StepPhases.h"
 
 #include <array>
 #include <atomic>
@@ -27,20 +28,6 @@ class Replica;
 class StepRecorder;
 struct CardSeat;
 struct TensorStats;
-
-// A step's phases, as RunSummary::phaseMs names them.
-inline constexpr int kPhases = 10;
-inline constexpr std::array<const char*, kPhases> kPhaseNames = {"load batch",
-                                                                 "forward and backward",
-                                                                 "local statistics, sketch, flight copy",
-                                                                 "all-reduce",
-                                                                 "synced statistics and fingerprint",
-                                                                 "overflow vote",
-                                                                 "optimizer",
-                                                                 "digest",
-                                                                 "records to the writer",
-                                                                 "weight records and flight recorder"};
-using PhaseTimes = std::array<double, kPhases>; // ms per phase, summed over steps
 
 class CardWorker {
 public:
@@ -83,7 +70,8 @@ private:
     void recordSyncedInConversion(StepWork& w);
     void storeSynced(StepWork& w, size_t p, const TensorStats& s);
     bool voteOnOverflow(StepWork& w);
-    void updateWeights(const StepWork& w, bool skip);
+    void updateWeights(StepWork& w, bool skip);
+    void updateShard(StepWork& w, float lr);
     void shareDigest(StepWork& w);
     void submitStep(StepWork& w);
 

@@ -51,8 +51,12 @@ struct TrainConfig {
     std::string out;           // run file path
     bool broadcastInit = true; // rank 0's weights broadcast after init (MindSpore parameter_broadcast)
     bool gradientsMean = true; // all-reduce mean (true) or sum
-    bool telemetry = true;     // per-parameter statistics, sketches and fingerprints
-    int weightEvery = 10;      // weight fingerprints every K steps (and at step 0)
+    // The sharded update (MindSpore's enable_parallel_optimizer, ZeRO-1): after the all-reduce each rank
+    // updates only its chunk of the weights (and keeps momentum for it), then the ranks all-gather the
+    // weights.
+    bool optimizerShard = false;
+    bool telemetry = true; // per-parameter statistics, sketches and fingerprints
+    int weightEvery = 10;  // weight fingerprints every K steps (and at step 0)
     int sketchDim = 16;
     int64_t evalEvery = 0; // 0: only at the end
     int evalSamples = 512; // held-out images each rank evaluates

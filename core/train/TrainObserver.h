@@ -4,6 +4,7 @@
 #pragma once
 
 #include "store/RunRecords.h"
+#include "train/StepPhases.h"
 
 #include <string>
 #include <utility>
@@ -31,6 +32,9 @@ struct RunSummary {
     // x cards for a card's step.
     std::vector<std::pair<std::string, double>> phaseMs;
     double writerMs = 0;
+    // The bytes each phase of a card's step moves, per card and step averaged over the steps completed
+    // (cardStepTraffic): the floor a phase's time is set against.
+    StepTraffic phaseTraffic{};
 };
 
 class TrainObserver {

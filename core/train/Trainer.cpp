@@ -2,6 +2,7 @@
 // thread and one thread per card (CardWorker), then the summary. What records a step is the StepRecorder's;
 // a card's step is the CardWorker's.
 #include "train/Clock.h"
+#include "train/Replica.h"
 #include "train/TrainerImpl.h"
 
 #include <algorithm>
@@ -99,6 +100,16 @@ void Trainer::Impl::summarize(RunSummary& s, double seconds) const {
             total += card->phaseMs()[k];
         s.phaseMs.emplace_back(kPhaseNames[k], total);
     }
+    TrafficShape shape;
+    shape.numParams = cards[0]->replica().numParams();
+    shape.ranks = cfg.ranks;
+    shape.batchPerRank = cfg.batchPerRank;
+    shape.halfPayload = plan.halfPayload;
+    shape.roundWeights = cfg.precision == Precision::O3;
+    shape.telemetry = cfg.telemetry;
+    shape.flightDepth = plan.flightDepth;
+    shape.weightStepShare = weightStepShare(s.stepsCompleted, plan.totalSteps, cfg.weightEvery);
+    s.phaseTraffic = cardStepTraffic(shape);
     for (const auto& card : cards)
         s.cardStates.push_back(card->state());
     const std::vector<std::string> errors = cardErrors.list();

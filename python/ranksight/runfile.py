@@ -61,6 +61,7 @@ STEP_COLUMNS = [
     ("/steps/sample_ids", "i32", RB, True),
     ("/steps/buffer_fp", "u64", R, True),
     ("/steps/cpu_wait_ms", "f32", R, True),
+    ("/steps/optimizer_lr", "f32", R, True),
     ("/grads/local_norm", "f32", RP, False),
     ("/grads/local_max", "f32", RP, False),
     ("/grads/local_sum", "f64", RP, False),

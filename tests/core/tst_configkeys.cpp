@@ -284,7 +284,8 @@ void TestConfigKeys::epochsWinOverStepsInAnyOrder() {
 void TestConfigKeys::toJsonAsBefore_data() {
     QTest::addColumn<QString>("settings");
     QTest::addColumn<QString>("json");
-    // The `config` attribute of run files the binary before the table wrote (h5py), with these settings.
+    // The `config` attribute of run files the binary before the table wrote (h5py), with these settings, and
+    // the keys added since in their place (optimizer_shard).
     QTest::addRow("default") << ""
                              << R"({
   "batch": 32,
@@ -302,6 +303,7 @@ void TestConfigKeys::toJsonAsBefore_data() {
   "lr_schedule": "cosine",
   "model": "resnet50",
   "momentum": 0.8999999761581421,
+  "optimizer_shard": false,
   "precision": "O2",
   "ranks": 4,
   "seed": 1,
@@ -317,7 +319,7 @@ void TestConfigKeys::toJsonAsBefore_data() {
         << "model=mlp ranks=2 batch=4 steps=3 precision=O3 loss_scale=fixed:64 seed=9 lr=0.1 momentum=0.8 "
            "weight_decay=0.001 lr_schedule=constant warmup_steps=5 broadcast=false gradients_mean=false "
            "telemetry=false weight_every=3 sketch_dim=32 eval_every=7 eval_samples=64 flight_steps=2 "
-           "flight_budget_mb=16 timeout_ms=5000 compute_threads=2 devices_per_server=1"
+           "flight_budget_mb=16 timeout_ms=5000 compute_threads=2 devices_per_server=1 optimizer_shard=true"
         << R"({
   "batch": 4,
   "broadcast": false,
@@ -334,6 +336,7 @@ void TestConfigKeys::toJsonAsBefore_data() {
   "lr_schedule": "constant",
   "model": "mlp",
   "momentum": 0.800000011920929,
+  "optimizer_shard": true,
   "precision": "O3",
   "ranks": 2,
   "seed": 9,

@@ -1,9 +1,11 @@
 // The proof that data parallelism is real: N ranks x batch b give the gradients and the loss trajectory of
 // one replica on the concatenated batch; a clean run keeps every replica bitwise identical; Stop is prompt.
 #include "cluster/Communicator.h"
+#include "diagnose/Diagnoser.h"
 #include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 #include "train/Replica.h"
+#include "train/StepPhases.h"
 #include "train/Trainer.h"
 
 #include <QTemporaryDir>
@@ -39,6 +41,10 @@ private slots:
     void flightRecorderDumpsOnNonFiniteLoss();
     void telemetryDoesNotChangeWhatIsTrained_data();
     void telemetryDoesNotChangeWhatIsTrained();
+    void stepTrafficFollowsThePasses();
+    void shardedUpdateEqualsReplicated_data();
+    void shardedUpdateEqualsReplicated();
+    void shardedUpdateStillShowsOneRanksOptimizer();
 
 private:
     TrainConfig tinyConfig(ModelKind model, int ranks, int batch, int64_t steps, const QString& file) const;
@@ -551,6 +557,148 @@ void TestTraining::telemetryDoesNotChangeWhatIsTrained() {
         QVERIFY(std::memcmp(o->losses.data(), ring.losses.data(), ring.losses.size() * 4) == 0);
         QCOMPARE(o->finalWeights, ring.finalWeights);
     }
+}
+
+// The cost model's bytes per phase follow the passes the precisions take: at O0 the local statistics read
+// the gradient once and the synced statistics ride the all-gather (no traffic of their own); under O2 the
+// local pass also writes the fp16 payload, the all-reduce carries half the bytes and the synced pass converts
+// back; without telemetry the payload is written in the all-reduce; a run reports the model it ran.
+void TestTraining::stepTrafficFollowsThePasses() {
+    TrafficShape s;
+    s.numParams = 1000;
+    s.ranks = 4;
+    s.telemetry = true;
+    s.flightDepth = 4;
+    const StepTraffic o0 = cardStepTraffic(s);
+    QCOMPARE(o0[2].readBytes, 4000.0);
+    QCOMPARE(o0[2].writtenBytes, 0.0);
+    // Ring of 4: the reduce-scatter reads one payload and writes a quarter, the all-gather copies three.
+    QCOMPARE(o0[3].readBytes, 4000.0 + 3000.0);
+    QCOMPARE(o0[3].writtenBytes, 1000.0 + 3000.0);
+    QCOMPARE(o0[4].readBytes + o0[4].writtenBytes, 0.0);
+    QCOMPARE(o0[6].readBytes, 12000.0);    // weights, momentum, gradient
+    QCOMPARE(o0[6].writtenBytes, 12000.0); // weights, momentum, the flight ring's copy
+    QVERIFY(o0[1].compute);
+    s.halfPayload = true;
+    const StepTraffic o2 = cardStepTraffic(s);
+    QCOMPARE(o2[2].writtenBytes, 2000.0);
+    QCOMPARE(o2[3].readBytes, o0[3].readBytes / 2);
+    QCOMPARE(o2[4].readBytes, 2000.0);
+    QCOMPARE(o2[4].writtenBytes, 4000.0);
+    s.telemetry = false;
+    const StepTraffic off = cardStepTraffic(s);
+    QCOMPARE(off[2].readBytes, 0.0);
+    QCOMPARE(off[3].readBytes, o2[3].readBytes + 4000.0);
+    QCOMPARE(off[6].writtenBytes, 8000.0); // no flight ring without telemetry
+    // Weight steps: every 10th and the last of 12 is 2 of 12.
+    QCOMPARE(weightStepShare(12, 12, 10), 2.0 / 12);
+
+    TrainConfig cfg = tinyConfig(ModelKind::Mlp, 2, 4, 3, {});
+    cfg.precision = Precision::O0;
+    cfg.lossScale = parseLossScale("none");
+    cfg.writeFile = false;
+    cfg.evalSamples = 0;
+    Trainer trainer(cfg);
+    const RunSummary summary = trainer.run();
+    QVERIFY(summary.completed);
+    const double gradient = summary.phaseTraffic[2].readBytes; // one fp32 read of the gradient
+    QVERIFY(gradient > 0);
+    QCOMPARE(summary.phaseTraffic[3].readBytes, gradient * 1.5); // ring of 2
+    QCOMPARE(summary.phaseTraffic[9].readBytes, gradient * 2 * weightStepShare(3, 3, cfg.weightEvery));
+}
+
+// optimizer_shard: each rank updates its chunk of the weights and the ranks all-gather them. The update is
+// the same elementwise arithmetic on the same synced gradient, so every loss, every weight row and the final
+// weights are the replicated update's bit for bit, at every precision (O3 rounds the gathered weights
+// through fp16), with 3 ranks whose chunks are uneven, and with the flight ring keeping the weights.
+void TestTraining::shardedUpdateEqualsReplicated_data() {
+    QTest::addColumn<int>("precision");
+    QTest::newRow("O0") << int(Precision::O0);
+    QTest::newRow("O2") << int(Precision::O2);
+    QTest::newRow("O3") << int(Precision::O3);
+}
+
+void TestTraining::shardedUpdateEqualsReplicated() {
+    QFETCH(int, precision);
+    auto train = [&](bool shard, std::vector<StepRecord>& steps, std::vector<WeightRecord>& weights) {
+        TrainConfig cfg = tinyConfig(ModelKind::SmallCnn, 3, 8, 12, {});
+        cfg.precision = Precision(precision);
+        cfg.lossScale = parseLossScale(precision == int(Precision::O0) ? "none" : "dynamic");
+        cfg.weightEvery = 4;
+        cfg.optimizerShard = shard;
+        cfg.writeFile = false;
+        cfg.evalSamples = 0;
+        Recorder rec;
+        Trainer trainer(cfg);
+        trainer.setObserver(&rec);
+        QVERIFY(trainer.run().completed);
+        steps = rec.steps;
+        weights = rec.weights;
+    };
+    std::vector<StepRecord> replSteps, shardSteps;
+    std::vector<WeightRecord> replWeights, shardWeights;
+    train(false, replSteps, replWeights);
+    train(true, shardSteps, shardWeights);
+    QCOMPARE(shardSteps.size(), size_t(12));
+    QCOMPARE(shardSteps.size(), replSteps.size());
+    for (size_t s = 0; s < replSteps.size(); ++s)
+        for (size_t r = 0; r < 3; ++r) {
+            const RankStep &a = replSteps[s].ranks[r], &b = shardSteps[s].ranks[r];
+            QVERIFY2(std::memcmp(&a.loss, &b.loss, 4) == 0,
+                     qPrintable(QString("step %1 rank %2").arg(s).arg(r)));
+            QCOMPARE(a.syncedFp, b.syncedFp);
+            QCOMPARE(a.skipped, b.skipped);
+        }
+    QVERIFY(replWeights.size() >= 3); // step 0, weight steps, the last
+    QCOMPARE(shardWeights.size(), replWeights.size());
+    for (size_t k = 0; k < replWeights.size(); ++k) {
+        QCOMPARE(shardWeights[k].step, replWeights[k].step);
+        QCOMPARE(shardWeights[k].fp, replWeights[k].fp);
+    }
+    QVERIFY(replWeights.back().fp != replWeights.front().fp); // the weights did move
+}
+
+// Under the sharded update one rank's optimizer (optimizer-mismatch: its learning rate 1.5x from step 5)
+// still acts: its chunk of the weights moves further, for every rank alike, since each takes that chunk from
+// it; the weight checks then find the ranks agreeing (they check the all-gather), and what names the rank is
+// the learning rate each rank applied (/steps/optimizer_lr), which diagnosis reads.
+void TestTraining::shardedUpdateStillShowsOneRanksOptimizer() {
+    auto train = [&](const std::vector<std::string>& faults, const QString& file) {
+        TrainConfig cfg = tinyConfig(ModelKind::Mlp, 4, 8, 12, file);
+        cfg.optimizerShard = true;
+        cfg.faults = faults;
+        cfg.evalSamples = 0;
+        Trainer trainer(cfg);
+        QVERIFY(trainer.run().completed);
+    };
+    train({}, "shard-clean.h5");
+    train({"optimizer-mismatch@5:1"}, "shard-optimizer.h5");
+    const auto clean = openRunFile(m_dir.filePath("shard-clean.h5").toStdString());
+    const auto faulty = openRunFile(m_dir.filePath("shard-optimizer.h5").toStdString());
+    const auto cleanWeights = clean->readWeights();
+    const auto weights = faulty->readWeights();
+    QCOMPARE(weights.size(), cleanWeights.size());
+    for (const WeightRecord& w : weights)
+        for (int r = 1; r < 4; ++r)
+            QCOMPARE(w.fp[size_t(r)], w.fp[0]); // the all-gather: every rank holds the same weights
+    QVERIFY(weights.back().fp[0] != cleanWeights.back().fp[0]); // the fault took effect
+    for (const StepRecord& st : faulty->readSteps(0, faulty->stepCount(), false)) {
+        const float others = st.ranks[0].optimizerLr;
+        QVERIFY(others > 0);
+        QCOMPARE(st.ranks[2].optimizerLr, others);
+        if (st.step >= 5)
+            QCOMPARE(st.ranks[1].optimizerLr, others * 1.5f);
+        else
+            QCOMPARE(st.ranks[1].optimizerLr, others);
+    }
+    const auto findings = diagnoseRun(*faulty);
+    QVERIFY2(!findings.empty(), "the sharded run's optimizer fault went unnamed");
+    QCOMPARE(findings.front().key(), std::string("optimizer-mismatch"));
+    QCOMPARE(findings.front().ranks, std::vector<int>{1});
+    QCOMPARE(findings.front().firstStep, int64_t(5));
+    QVERIFY2(findings.front().evidence.find("optimizer_shard") != std::string::npos,
+             findings.front().evidence.c_str());
+    QVERIFY(diagnoseRun(*clean).empty());
 }
 
 QTEST_GUILESS_MAIN(TestTraining)
