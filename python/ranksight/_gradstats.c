@@ -124,8 +124,10 @@ INLINE void run_stats(const float* g, int64_t n, const float* s, Local* a, doubl
 }
 
 /* Elements g[0, len) with signs s[0, len) (s may be NULL: no sketch): adds to a and to *component; the fp16
- * underflow count only when under is set. */
-INLINE void local_run(const float* g, int64_t len, const float* s, Local* a, double* component, int under) {
+ * underflow count only when under is set. With div (not 0) each run is then divided by it in place while
+ * it is still in L1: DDP's averaging (x / world size, as torch's div_ rounds it) in the statistics' read. */
+INLINE void local_run(const float* g, int64_t len, const float* s, Local* a, double* component, int under,
+                      float div) {
     for (int64_t at = 0; at < len; at += RUN) {
         const int64_t n = len - at < RUN ? len - at : RUN;
         if (s && under)
@@ -136,18 +138,23 @@ INLINE void local_run(const float* g, int64_t len, const float* s, Local* a, dou
             run_stats(g + at, n, NULL, a, component, 0, 1);
         else
             run_stats(g + at, n, NULL, a, component, 0, 0);
+        if (div != 0.0f) {
+            float* w = (float*)(uintptr_t)(g + at); /* the caller's writable gradient */
+            for (int64_t i = 0; i < n; ++i)
+                w[i] = w[i] / div;
+        }
     }
 }
 
 /* One tensor: g[0, n). The sketch's component c (of k) covers [c * part, (c + 1) * part), the last one up to
  * n (all of it when part is 0); the sign of element i is signs[i % period]. */
 INLINE void local_one(const float* g, int64_t n, const float* signs, int64_t period, int64_t part, int64_t k,
-                      double* out, double* sketch, int under) {
+                      double* out, double* sketch, int under, float div) {
     Local a = {0, 0, 0, 0, 0, 0};
     for (int64_t c = 0; c < k; ++c)
         sketch[c] = 0.0;
     if (k <= 0 || n == 0) {
-        local_run(g, n, NULL, &a, NULL, under);
+        local_run(g, n, NULL, &a, NULL, under, div);
     } else {
         for (int64_t c = 0; c < k; ++c) {
             const int64_t lo = c * part < n ? c * part : n;
@@ -155,7 +162,7 @@ INLINE void local_one(const float* g, int64_t n, const float* signs, int64_t per
             for (int64_t i = lo; i < hi;) {
                 const int64_t at = i % period;
                 const int64_t len = hi - i < period - at ? hi - i : period - at;
-                local_run(g + i, len, signs + at, &a, &sketch[c], under);
+                local_run(g + i, len, signs + at, &a, &sketch[c], under, div);
                 i += len;
             }
         }
@@ -250,7 +257,17 @@ CLONES void rs_local_stats(int64_t m, const uint64_t* ptr, const int64_t* n, con
                            double* local, double* sketch, int64_t under) {
     for (int64_t t = 0; t < m; ++t)
         local_one((const float*)(uintptr_t)ptr[t], n[t], (const float*)(uintptr_t)sign_ptr[t], period[t],
-                  part[t], k, local + row[t] * 6, sketch + row[t] * (k > 0 ? k : 0), (int)under);
+                  part[t], k, local + row[t] * 6, sketch + row[t] * (k > 0 ? k : 0), (int)under, 0.0f);
+}
+
+/* rs_local_stats, then each tensor divided by div in place, in the same read (DDP's averaging before its
+ * all-reduce sums): the statistics are of the gradient as backward left it, the tensors end divided. */
+CLONES void rs_local_stats_div(int64_t m, const uint64_t* ptr, const int64_t* n, const int64_t* row,
+                               const uint64_t* sign_ptr, const int64_t* period, const int64_t* part,
+                               int64_t k, double* local, double* sketch, int64_t under, float div) {
+    for (int64_t t = 0; t < m; ++t)
+        local_one((const float*)(uintptr_t)ptr[t], n[t], (const float*)(uintptr_t)sign_ptr[t], period[t],
+                  part[t], k, local + row[t] * 6, sketch + row[t] * (k > 0 ? k : 0), (int)under, div);
 }
 
 /* m tensors of float32: sum of squares and sum to row[t] of synced (rows of 2), fingerprint to fp[row[t]]. */

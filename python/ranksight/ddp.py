@@ -114,6 +114,9 @@ class Recorder:
         # sketch's signs are the same on every rank, so sketches compare across ranks.
         self.stats = GradStats([p.numel() for _, p in self.params], self.K)
         self._inner = hook  # None: DDP's own mean all-reduce, done by _mean_allreduce
+        # With DDP's own hook, the division by the world size rides the local statistics' read (native kernel);
+        # RANKSIGHT_FUSE_AVERAGING=0: a pass of its own, as DDP does it (the same bits: tests compare the two).
+        self._fuse_averaging = os.environ.get("RANKSIGHT_FUSE_AVERAGING", "1") != "0"
         self.hook_name, self.hook_lossy = _hook_info(hook or default_hooks.allreduce_hook)
         self._works = []  # this step's all-reduces started by _mean_allreduce, until _drain_works
         self._state = state
@@ -243,15 +246,31 @@ class Recorder:
         mine = [j for j, i in enumerate(idx) if i is not None]
         rows = [idx[j] for j in mine]
         grads = bucket.gradients()
+        # DDP's averaging (its default hook divides the bucket by the world size, then sums) done in the local
+        # statistics' read: every gradient of the bucket must be a view of its buffer, so that dividing them
+        # divides what the all-reduce sends.
+        divide = 0
+        if self._inner is None and self._fuse_averaging and self.stats.kernel == "native":
+            buf = bucket.buffer()
+            lo, hi = buf.data_ptr(), buf.data_ptr() + buf.numel() * buf.element_size()
+            if all(lo <= g.data_ptr() and g.data_ptr() + g.numel() * g.element_size() <= hi for g in grads):
+                divide = (state if state is not None else dist.group.WORLD).size()
         # fp16 overflow and underflow of the gradient as backward computed it (scaled) mean something for
         # mixed-precision jobs, so they are counted when a GradScaler is given.
-        self.stats.local(rows, [grads[j] for j in mine], self._local_raw, self._sketch, counts=self.scaler is not None)
+        self.stats.local(rows, [grads[j] for j in mine], self._local_raw, self._sketch, counts=self.scaler is not None,
+                         divide_by=divide)
+        if divide:
+            with torch.no_grad():
+                for j in range(len(grads)):
+                    if idx[j] is None:  # a tensor the recorder does not record: divided on its own
+                        grads[j].div_(divide)
         self._scale_at[rows] = self._scale()
         self.cost_s["local"] += time.perf_counter() - t
         numels = [p.numel() for p in params]
         if bucket.is_last():
             self._last_launch = time.perf_counter()
-        fut = self._mean_allreduce(state, bucket) if self._inner is None else self._inner(state, bucket)
+        fut = (self._mean_allreduce(state, bucket, divided=bool(divide)) if self._inner is None
+               else self._inner(state, bucket))
 
         def synced(f):
             arrived = time.perf_counter()
@@ -266,12 +285,14 @@ class Recorder:
 
         return fut.then(synced)
 
-    def _mean_allreduce(self, group, bucket):
+    def _mean_allreduce(self, group, bucket, divided=False):
         """DDP's default hook (default_hooks.allreduce_hook) bit for bit, the division before the sum, but with
-        one callback (the recorder's) instead of two, and with its Work kept for _drain_works."""
+        one callback (the recorder's) instead of two, and with its Work kept for _drain_works. divided: the
+        local statistics' pass already divided the bucket."""
         group = group if group is not None else dist.group.WORLD
         tensor = bucket.buffer()
-        tensor.div_(group.size())
+        if not divided:
+            tensor.div_(group.size())
         work = dist.all_reduce(tensor, group=group, async_op=True)
         self._works.append(work)
         return work.get_future()
@@ -552,6 +573,8 @@ class Recorder:
         absent += ["/grads/local_fp"]
         # How long a rank waited for a CPU core is not measured (a GPU job's compute has no such wait).
         absent += ["/steps/cpu_wait_ms"]
+        # The recorder is handed one learning rate per step (step(lr=...)), not what each rank's optimizer applied.
+        absent += ["/steps/optimizer_lr"]
         if self.scaler is None:
             # Without a GradScaler nothing scales the loss or skips an update: the recorder sees neither.
             absent += ["/steps/overflow", "/steps/loss_scale", "/steps/skipped", "/grads/overflow_count",

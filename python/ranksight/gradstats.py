@@ -76,6 +76,9 @@ def _load():
     p, i64 = ctypes.c_void_p, ctypes.c_int64
     lib.rs_local_stats.argtypes = [i64, p, p, p, p, p, p, i64, p, p, i64]
     lib.rs_local_stats.restype = None
+    if hasattr(lib, "rs_local_stats_div"):  # a library built before it divides in a pass of its own
+        lib.rs_local_stats_div.argtypes = [i64, p, p, p, p, p, p, i64, p, p, i64, ctypes.c_float]
+        lib.rs_local_stats_div.restype = None
     lib.rs_synced_stats.argtypes = [i64, p, p, p, p, p]
     lib.rs_synced_stats.restype = None
     lib.rs_fingerprint.argtypes = [p, i64]
@@ -148,10 +151,14 @@ class GradStats:
 
     # --- local: what backward computed on this rank ------------------------------------------------------------
 
-    def local(self, rows, grads, out, sketch, counts=True):
+    def local(self, rows, grads, out, sketch, counts=True, divide_by=0):
         """Tensor grads[j]'s raw local statistics into out[rows[j]] (rows of 6) and sketch[rows[j]] (rows of
-        K). counts: the fp16 overflow and underflow counts are wanted (the torch path skips them otherwise)."""
-        native = [j for j, g in enumerate(grads) if self.lib is not None and _native_ok(g)]
+        K). counts: the fp16 overflow and underflow counts are wanted (the torch path skips them otherwise).
+        divide_by (not 0): then each tensor is divided by it in place (DDP's averaging, as div_ rounds it), in
+        the native kernel in the same read as the statistics."""
+        fused = divide_by and self.lib is not None and hasattr(self.lib, "rs_local_stats_div")
+        native = [j for j, g in enumerate(grads) if self.lib is not None and _native_ok(g)
+                  and (fused or not divide_by)]
         if native:
             g = [grads[j] for j in native]
             r = np.asarray([rows[j] for j in native], dtype=np.int64)
@@ -163,13 +170,22 @@ class GradStats:
                                      % (rows[j], grads[j].numel(), self._numel[rows[j]]))
             # Named, not temporaries: .ctypes.data is a bare address, which does not keep its array alive.
             ptr, n, sign, period, part = _ptrs(g), _numels(g), self._sign_ptr[r], self._period[r], self._part[r]
-            self.lib.rs_local_stats(len(g), ptr.ctypes.data, n.ctypes.data, r.ctypes.data, sign.ctypes.data,
-                                    period.ctypes.data, part.ctypes.data, self.K, out.ctypes.data,
-                                    sketch.ctypes.data, 1 if counts else 0)
+            if divide_by:
+                self.lib.rs_local_stats_div(len(g), ptr.ctypes.data, n.ctypes.data, r.ctypes.data,
+                                            sign.ctypes.data, period.ctypes.data, part.ctypes.data, self.K,
+                                            out.ctypes.data, sketch.ctypes.data, 1 if counts else 0,
+                                            float(divide_by))
+            else:
+                self.lib.rs_local_stats(len(g), ptr.ctypes.data, n.ctypes.data, r.ctypes.data, sign.ctypes.data,
+                                        period.ctypes.data, part.ctypes.data, self.K, out.ctypes.data,
+                                        sketch.ctypes.data, 1 if counts else 0)
         done = set(native)
         for j, g in enumerate(grads):
             if j not in done:
                 self._local_torch(rows[j], g.detach().reshape(-1), out, sketch, counts)
+                if divide_by:
+                    with torch.no_grad():
+                        g.div_(divide_by)
 
     def _local_torch(self, i, g, out, sketch, counts):
         # One pass per statistic over the float32 gradient, float64 only in the accumulators; the counts that

@@ -34,9 +34,10 @@ class DdpRecorderTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.dir.cleanup()
 
-    def job(self, mistake, steps=20, extra=()):
-        out = os.path.join(self.dir.name, "%s%s-%d.h5" % (mistake, "".join(extra), steps))
-        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), OMP_NUM_THREADS="1")
+    def job(self, mistake, steps=20, extra=(), fuse=True):
+        out = os.path.join(self.dir.name, "%s%s-%d%s.h5" % (mistake, "".join(extra), steps, "" if fuse else "-apart"))
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), OMP_NUM_THREADS="1",
+                   RANKSIGHT_FUSE_AVERAGING="1" if fuse else "0")
         p = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "pytorch_ddp.py"), "--out", out,
                             "--ranks", "4", "--steps", str(steps), "--mistake", mistake, *extra],
                            capture_output=True, text=True, timeout=300, env=env)
@@ -76,7 +77,7 @@ class DdpRecorderTest(unittest.TestCase):
         # local gradients' fingerprints (a pass per step on the critical path).
         self.assertEqual(set(j["absent"]), {"/steps/overflow", "/steps/loss_scale", "/steps/skipped", "data",
                                             "/grads/overflow_count", "/grads/underflow_count", "/grads/local_fp",
-                                            "/steps/cpu_wait_ms"})
+                                            "/steps/cpu_wait_ms", "/steps/optimizer_lr"})
         d = self.diagnosis(path)
         self.assertEqual(d["findings"], [])
         self.assertEqual(sorted(c["check"] for c in d["not_run"]), ["fp16 underflow", "loss scaling"])
@@ -105,6 +106,30 @@ class DdpRecorderTest(unittest.TestCase):
         if step is not None:
             self.assertEqual(f[0]["first_step"], step)
         return f[0]
+
+    def test_averaging_in_the_statistics_read_changes_no_record(self):
+        """DDP's averaging done in the local statistics' read (the native kernel divides each run while it is in
+        L1) against a division pass of its own, as DDP's hook makes it: every record but the clocks is the same,
+        bit for bit (the weights too: the same division, the same sums)."""
+        if "native" not in subprocess.run([sys.executable, "-c", "import ranksight.gradstats as g; "
+                                           "print(g.kernel_info())"], capture_output=True, text=True,
+                                          env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))).stdout:
+            self.skipTest("the native statistics kernel is not built")
+        fused, apart = self.job("none", steps=6), self.job("none", steps=6, fuse=False)
+        clocks = {"/steps/step_ms", "/steps/compute_ms", "/steps/comm_ms", "/steps/end_ns"}
+        compared = []
+        with h5py.File(fused, "r") as a, h5py.File(apart, "r") as b:
+            for group in ("steps", "grads", "weights"):
+                for name in a[group]:
+                    path = "/%s/%s" % (group, name)
+                    if path in clocks:
+                        continue
+                    x, y = a[path][()], b[path][()]
+                    self.assertEqual(x.shape, y.shape, path)
+                    self.assertEqual(x.tobytes(), y.tobytes(), path)
+                    compared.append(path)
+        self.assertIn("/grads/synced_fp", compared)
+        self.assertIn("/weights/fp", compared)
 
     def test_a_parameter_left_out_of_ddp(self):
         self.check_top("not-synced", "param-not-synced", parameter="fc.bias")

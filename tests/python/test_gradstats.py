@@ -108,6 +108,26 @@ class GradStatsTest(unittest.TestCase):
             gs.local([0], [h], out, sketch, counts=True)
             self.assertEqual((out[0, 2], out[0, 3]), (float("inf"), 2.0), gs.kernel)
 
+    def test_dividing_in_the_same_read_keeps_the_statistics_and_divides_as_torch(self):
+        # DDP's averaging in the local statistics' read: the statistics are the undivided gradient's, bit for bit
+        # as without dividing, and every tensor ends divided exactly as torch's div_ divides it (both kernels).
+        for stats in (self.native, self.torch):
+            for world in (3, 4):
+                grads = [g.clone() for g in self.grads]
+                grads[4][1] = float("inf")  # a special value is divided too
+                plain, plain_sketch = self.local(stats, [g.clone() for g in grads])
+                P = len(grads)
+                out, sketch = np.full((P, 6), -1.0), np.full((P, self.K), -1.0)
+                stats.local(list(range(P)), grads, out, sketch, counts=True, divide_by=world)
+                where = "%s kernel, world %d" % (stats.kernel, world)
+                self.assertEqual(out.tobytes(), plain.tobytes(), where)
+                self.assertEqual(sketch.tobytes(), plain_sketch.tobytes(), where)
+                for i, (g, orig) in enumerate(zip(grads, self.grads)):
+                    want = orig.clone()
+                    if i == 4:
+                        want[1] = float("inf")
+                    self.assertTrue(torch.equal(g.view(torch.int32), want.div_(world).view(torch.int32)), where)
+
     def test_native_and_torch_agree(self):
         a, sa = self.local(self.native, self.grads)
         b, sb = self.local(self.torch, self.grads)
