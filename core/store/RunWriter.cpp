@@ -200,17 +200,38 @@ void RunWriter::Impl::append(WTable& table, const Table& columns, std::span<cons
             stage(col, c, records[i], i, at, parentRow);
     });
     const hsize_t row = table.rows;
-    rsc::forEachColumn(columns, [&](const auto& col) {
-        WColumn& c = table.cols[size_t(col.id)];
-        if (&c != &table.cols.back()) // the key, last
-            writeColumn(col, c, records, row);
-    });
-    for (size_t k = 0; k + 1 < table.cols.size(); ++k)
-        flushColumn(table.cols[k]);
-    WColumn& key = table.cols.back();
-    extendAndWrite(key, row, n, key.buf.data());
-    flushColumn(key);
+    try {
+        rsc::forEachColumn(columns, [&](const auto& col) {
+            WColumn& c = table.cols[size_t(col.id)];
+            if (&c != &table.cols.back()) // the key, last
+                writeColumn(col, c, records, row);
+        });
+        for (size_t k = 0; k + 1 < table.cols.size(); ++k)
+            flushColumn(table.cols[k]);
+        WColumn& key = table.cols.back();
+        extendAndWrite(key, row, n, key.buf.data());
+        flushColumn(key);
+    } catch (const RunFileError&) {
+        shrinkTo(table, row);
+        throw;
+    }
     table.rows += n;
+}
+
+// A write that failed part way (a full disk, most often while flushing) may leave a column, even the key,
+// extended past the rows whose data reached the disk; the extent would reach the file at close and a reader
+// would count rows of fill values. Every column goes back to the rows written whole. Best effort: this runs
+// on a failing file, and the error being reported is the first one.
+void RunWriter::Impl::shrinkTo(WTable& table, hsize_t rows) {
+    for (WColumn& c : table.cols) {
+        if (c.dims.empty() || c.dims[0] <= rows)
+            continue;
+        c.dims[0] = rows;
+        H5E_BEGIN_TRY {
+            H5Dset_extent(c.ds.getId(), c.dims.data());
+        }
+        H5E_END_TRY;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------------------

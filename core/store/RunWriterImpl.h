@@ -106,6 +106,7 @@ struct RunWriter::Impl {
     void extendAndWrite(WColumn& c, hsize_t row, hsize_t n, const void* data);
     void extend(WColumn& c, hsize_t rows);
     void writeRows(WColumn& c, hsize_t row, hsize_t n, const void* data);
+    void shrinkTo(WTable& table, hsize_t rows);
     void flushColumn(WColumn& c);
     // Appends records as rows of a table (RunSchema.h): stages (and so checks) every column's values first,
     // then writes the columns, the key last. parentRow: what ParentRow columns hold (a flight entry's dump).
