@@ -174,6 +174,37 @@ private slots:
         QCOMPARE(w.notifier.noticeCount(), before);
     }
 
+    // Ranks 2 and 3 change their copies the same way: no rank is alone, so the finding names every rank. Once
+    // rank 2 alone differs on a later step, diagnosis narrows it to rank 2: the same news, not told again.
+    void aNarrowedFindingIsNotToldAgain() {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("narrow.h5").toStdString();
+        auto writer = writeRun(path, 10, -1);
+        Window w;
+        w.panel.runner()->setLiveInterval(50);
+        w.model.open(QString::fromStdString(path));
+        QTRY_VERIFY_WITH_TIMEOUT(diagnosedThrough(w, 9), 30000);
+
+        const RunMeta meta = runfile_fixtures::makeMeta(4, 3, 2, 4);
+        StepRecord split = runfile_fixtures::makeStep(meta, 10);
+        runfile_fixtures::makeHealthy(split);
+        split.ranks[2].syncedFp[1] ^= 1;
+        split.ranks[3].syncedFp[1] ^= 1;
+        writer->appendStep(split);
+        writer->flush();
+        QTRY_COMPARE_WITH_TIMEOUT(w.notifier.noticeCount(), 1, 30000);
+        QCOMPARE(w.notifier.lastNotice().summary,
+                 QString("Silent data corruption after the all-reduce at step 10, ranks 0, 1, 2, 3"));
+
+        appendBadStep(*writer, 11, 2);
+        QTRY_VERIFY_WITH_TIMEOUT(diagnosedThrough(w, 11), 30000);
+        QCOMPARE(w.panel.runner()->findings().size(), size_t(1));
+        QCOMPARE(w.panel.runner()->findings()[0].ranks, std::vector<int>{2});
+        QTest::qWait(200);
+        QCOMPARE(w.notifier.noticeCount(), 1);
+        writer->close();
+    }
+
     // A complete file with the same finding, opened (and replayed, which only moves the cursor): nothing.
     void completeFileNotifiesNothing() {
         QTemporaryDir dir;

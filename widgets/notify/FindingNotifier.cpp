@@ -13,11 +13,14 @@
 namespace rs {
 
 namespace {
-QString findingKey(const Finding& f) {
-    QStringList ranks;
+// The ranks a finding names; none means every rank (-1 stands for that).
+QSet<int> namedRanks(const Finding& f) {
+    QSet<int> ranks;
     for (int r : f.ranks)
-        ranks << QString::number(r);
-    return QString::fromStdString(f.key()) + QLatin1Char('|') + ranks.join(QLatin1Char(','));
+        ranks.insert(r);
+    if (ranks.isEmpty())
+        ranks.insert(-1);
+    return ranks;
 }
 
 QString ranksWords(const std::vector<int>& ranks) {
@@ -82,12 +85,14 @@ void FindingNotifier::onFindings() {
     if (!m_runner->hasResult())
         return;
     // Known even while the setting is off: turning it on later does not announce old findings.
+    // A finding is news when its cause is new or it names a rank not named for that cause before. A finding
+    // that narrows an earlier one (every rank, then the odd one once more steps are read) is not.
     for (const Finding& f : m_runner->findings()) {
-        const QString key = findingKey(f);
-        if (m_known.contains(key))
-            continue;
-        m_known.insert(key);
-        if (m_enabled && m_sawLive)
+        QSet<int>& told = m_known[QString::fromStdString(f.key())];
+        const QSet<int> ranks = namedRanks(f);
+        const bool news = told.isEmpty() || (!told.contains(-1) && !told.contains(ranks));
+        told.unite(ranks);
+        if (news && m_enabled && m_sawLive)
             notify(f);
     }
 }

@@ -5,12 +5,14 @@
 // What notifies: a finding (a cause and its ranks) that a diagnosis names for the first time while the run
 // is live (this window trains it, or another process still writes the file it follows), including the pass
 // that reads the run's last steps just after it completed. Each notifies once: a live run is diagnosed again
-// every few seconds and names the same finding each time. A complete file that is opened or replayed
-// notifies nothing (it was never live here). A setting (remembered) turns all of it off.
+// every few seconds and names the same finding each time, or narrows it to fewer ranks as steps arrive. A
+// complete file that is opened or replayed notifies nothing (it was never live here). A setting (remembered)
+// turns all of it off.
 #pragma once
 
 #include "notify/DesktopNotice.h"
 
+#include <QHash>
 #include <QObject>
 #include <QPointer>
 #include <QSet>
@@ -66,7 +68,8 @@ private:
     DesktopNotice* m_desktop;
     bool m_enabled = true;
     bool m_sawLive = false; // this run was live after its load finished: its new findings notify
-    QSet<QString> m_known;  // cause|ranks of every finding of this run named so far
+    QHash<QString, QSet<int>>
+        m_known; // per cause, the ranks this run's findings named so far (-1: every rank)
     int m_count = 0, m_alerts = 0;
     Notice m_last;
     DesktopNotice::Backend m_lastBackend = DesktopNotice::Backend::None;
