@@ -220,6 +220,7 @@ void CardWorker::updateWeights(StepWork& w, bool skip) {
             std::copy_n(weights, N, keep());
         return;
     }
+    ++m_updates;
     const bool o3 = cfg.precision == Precision::O3;
     if (cfg.optimizerShard) {
         updateShard(w, lr);

@@ -44,6 +44,7 @@ public:
     const Replica& replica() const { return *m_replica; }
     CardState state() const { return static_cast<CardState>(m_state.load()); }
     const PhaseTimes& phaseMs() const { return m_phaseMs; }
+    int64_t updates() const { return m_updates; } // steps whose update was applied (not skipped)
 
 private:
     struct StepWork; // what a step's phases hand each other (CardStepWork.h)
@@ -98,6 +99,7 @@ private:
     bool m_stopAgreed = false; // multi-node: some node asked to stop, as of this card's last digest
     PhaseTimes m_phaseMs{};
     int m_dumps = 0;
+    int64_t m_updates = 0;
 };
 
 } // namespace rs

@@ -9,7 +9,7 @@ namespace rs {
 StepTraffic cardStepTraffic(const TrafficShape& s) {
     StepTraffic t{};
     const auto n = static_cast<double>(s.numParams);
-    const double f32 = 4 * n;                         // one fp32 pass over the flat gradient or weights
+    const double f32 = 4 * n;                           // one fp32 pass over the flat gradient or weights
     const double payload = (s.halfPayload ? 2 : 4) * n; // the all-reduce's payload
     const double w = std::max(1, s.ranks);
     constexpr double kImage = 3 * 32 * 32;
@@ -33,6 +33,8 @@ StepTraffic cardStepTraffic(const TrafficShape& s) {
         t[4] = {payload, f32};
     // optimizer: reads weights, momentum and gradient, writes weights and momentum; a deeper flight ring
     // keeps a copy of the weights (written in the same pass, or, at O3, after the rounding through fp16).
+    // A skipped update (overflow) runs none of it; a deeper ring then keeps the weights without a copy
+    // (FlightRing::carryWeightsForward), so the whole phase scales with the steps that updated.
     t[6] = {3 * f32, 2 * f32};
     if (s.roundWeights) {
         t[6].readBytes += f32;
@@ -43,6 +45,8 @@ StepTraffic cardStepTraffic(const TrafficShape& s) {
         if (s.roundWeights)
             t[6].readBytes += f32;
     }
+    t[6].readBytes *= s.updateShare;
+    t[6].writtenBytes *= s.updateShare;
     // digest and weight records, on weight steps only: a fingerprint of the weights, then per tensor its
     // fingerprint and its norm (two reads).
     t[7].readBytes = s.weightStepShare * f32;

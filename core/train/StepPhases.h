@@ -35,11 +35,12 @@ struct TrafficShape {
     int64_t numParams = 0;
     int ranks = 1;
     int batchPerRank = 1;
-    bool halfPayload = false; // O2/O3: the all-reduce carries fp16
+    bool halfPayload = false;  // O2/O3: the all-reduce carries fp16
     bool roundWeights = false; // O3: the weights go through fp16 after the optimizer
     bool telemetry = false;
-    int flightDepth = 0;         // the flight recorder's slots (past 1 the optimizer copies the weights)
-    double weightStepShare = 0;  // of the steps, those that fingerprint and record the weights
+    int flightDepth = 0;        // the flight recorder's slots (past 1 the optimizer copies the weights)
+    double weightStepShare = 0; // of the steps, those that fingerprint and record the weights
+    double updateShare = 1; // of the steps, those whose update was applied (a skipped one runs no optimizer)
 };
 
 // The traffic of a step without faults, as CardStep.cpp and CardAllReduce.cpp move the bytes on the flat

@@ -109,6 +109,10 @@ void Trainer::Impl::summarize(RunSummary& s, double seconds) const {
     shape.telemetry = cfg.telemetry;
     shape.flightDepth = plan.flightDepth;
     shape.weightStepShare = weightStepShare(s.stepsCompleted, plan.totalSteps, cfg.weightEvery);
+    // Every rank skips the same steps (the overflow vote): card 0's count is the run's.
+    shape.updateShare = s.stepsCompleted > 0
+                            ? static_cast<double>(cards[0]->updates()) / static_cast<double>(s.stepsCompleted)
+                            : 1;
     s.phaseTraffic = cardStepTraffic(shape);
     for (const auto& card : cards)
         s.cardStates.push_back(card->state());

@@ -590,6 +590,9 @@ void TestTraining::stepTrafficFollowsThePasses() {
     QCOMPARE(off[2].readBytes, 0.0);
     QCOMPARE(off[3].readBytes, o2[3].readBytes + 4000.0);
     QCOMPARE(off[6].writtenBytes, 8000.0); // no flight ring without telemetry
+    // A skipped update runs no optimizer: its bytes follow the steps that updated.
+    s.updateShare = 0.25;
+    QCOMPARE(cardStepTraffic(s)[6].readBytes, off[6].readBytes / 4);
     // Weight steps: every 10th and the last of 12 is 2 of 12.
     QCOMPARE(weightStepShare(12, 12, 10), 2.0 / 12);
 
@@ -698,7 +701,10 @@ void TestTraining::shardedUpdateStillShowsOneRanksOptimizer() {
     QCOMPARE(findings.front().firstStep, int64_t(5));
     QVERIFY2(findings.front().evidence.find("optimizer_shard") != std::string::npos,
              findings.front().evidence.c_str());
-    QVERIFY(diagnoseRun(*clean).empty());
+    // Of the clean run's findings only a straggler may stand (a card's thread slowed by a busy machine); no
+    // rank's optimizer, gradient or weights may be named.
+    for (const Finding& f : diagnoseRun(*clean))
+        QVERIFY2(f.key() == "straggler", (f.key() + ": " + f.evidence).c_str());
 }
 
 QTEST_GUILESS_MAIN(TestTraining)
