@@ -255,8 +255,15 @@ void TestDiagnoseRuns::anUnsyncedSkipIsNotAlsoCorruption() {
     QVERIFY(!path.isEmpty());
     const auto reader = openRunFile(path.toStdString());
     const auto f = diagnoseRun(*reader);
-    QCOMPARE(f.size(), size_t(1));
+    QStringList keys;
+    for (const Finding& x : f)
+        keys << QString::fromStdString(x.key() + ": " + x.evidence);
+    QVERIFY2(!f.empty(), "the unsynced skip went unnamed");
     QCOMPARE(QString::fromStdString(f.front().key()), QString("overflow-not-synced"));
+    // Six cards on a busy machine may also show a straggler (timing); no finding may call the gradients
+    // corrupted.
+    for (size_t k = 1; k < f.size(); ++k)
+        QVERIFY2(f[k].key() == "straggler", qPrintable(keys.join("\n")));
 }
 
 QString TestDiagnoseRuns::trainRun(const QStringList& args, const QString& name) {
