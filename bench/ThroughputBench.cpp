@@ -38,6 +38,47 @@ double clusterImgS(const BenchOptions& o, bool telemetry, const std::string& out
     return clock.imagesPerSecond(o.ranks * o.batchPerRank);
 }
 
+// Stops the run at the first step whose update was applied and keeps its loss scale.
+class SettleProbe : public TrainObserver {
+public:
+    explicit SettleProbe(Trainer& trainer)
+        : m_trainer(trainer) {}
+    void stepRecorded(const StepRecord& s) override {
+        if (m_scale > 0 || s.ranks.empty())
+            return;
+        if (s.ranks.front().skipped) {
+            ++m_skipped;
+            return;
+        }
+        m_scale = s.ranks.front().lossScale;
+        m_trainer.stop();
+    }
+    float scale() const { return m_scale; }
+    int skipped() const { return m_skipped; }
+
+private:
+    Trainer& m_trainer;
+    float m_scale = 0;
+    int m_skipped = 0;
+};
+
+void settleLossScale(const BenchOptions& o, const std::string& out, BenchResult& r) {
+    constexpr int kMaxProbeSteps = 64; // past the 24 halvings that take 2^24 down to 1
+    TrainConfig cfg = benchConfig(o, out);
+    if (cfg.lossScale.mode != LossScaleMode::Dynamic)
+        return;
+    cfg.steps = kMaxProbeSteps;
+    cfg.telemetry = false;
+    cfg.writeFile = false;
+    cfg.computeThreads = o.threads;
+    Trainer trainer(cfg);
+    SettleProbe probe(trainer);
+    trainer.setObserver(&probe);
+    trainer.run();
+    r.settledScale = probe.scale();
+    r.skippedToSettle = probe.skipped();
+}
+
 // Medians over rounds of each phase, per card and step.
 std::vector<std::pair<std::string, double>> phaseMedians(const std::vector<RunSummary>& rounds, int ranks) {
     std::vector<std::pair<std::string, double>> out;
@@ -188,7 +229,9 @@ TrainConfig benchConfig(const BenchOptions& o, const std::string& out) {
     cfg.batchPerRank = o.batchPerRank;
     cfg.steps = o.warmup + o.steps;
     cfg.precision = *parsePrecision(o.precision);
-    cfg.lossScale = parseLossScale(o.precision == "O0" ? "none" : "dynamic");
+    cfg.lossScale = parseLossScale(!o.lossScale.empty()  ? o.lossScale
+                                   : o.precision == "O0" ? "none"
+                                                         : "dynamic");
     cfg.out = out;
     cfg.overwrite = true;
     cfg.evalSamples = 0;
@@ -212,6 +255,15 @@ BenchResult runThroughputBench(const BenchOptions& o, bool progress) {
     // The machine is noisy: the configurations (and the DDP peer, when asked for) take turns, round after
     // round, and each figure is the median of its rounds, so a burst of outside load hits all alike.
     BenchResult r;
+    BenchOptions timed = o;
+    if (timed.lossScale.empty()) {
+        if (progress)
+            std::fprintf(stderr, "bench: the loss scale's first applied step (%s, untimed)...\n",
+                         o.model.c_str());
+        settleLossScale(o, out, r);
+        if (r.settledScale > 0)
+            timed.lossScale = fmt::format("dynamic:{}", r.settledScale);
+    }
     std::vector<double> single, off, on, sharded, peer, compute, local, synced, busyOff, busyOn, busyShard,
         copyBw, readBw;
     std::vector<RunSummary> offRuns, onRuns, shardRuns;
@@ -219,12 +271,12 @@ BenchResult runThroughputBench(const BenchOptions& o, bool progress) {
         say("single replica", round);
         single.push_back(singleReplicaImgS(o, o.threads > 0 ? o.threads : cores));
         say("cluster, telemetry off", round);
-        off.push_back(clusterImgS(o, false, out, &offRuns.emplace_back(), &busyOff.emplace_back()));
+        off.push_back(clusterImgS(timed, false, out, &offRuns.emplace_back(), &busyOff.emplace_back()));
         say("cluster, telemetry and run file on", round);
-        on.push_back(clusterImgS(o, true, out, &onRuns.emplace_back(), &busyOn.emplace_back()));
+        on.push_back(clusterImgS(timed, true, out, &onRuns.emplace_back(), &busyOn.emplace_back()));
         say("cluster, telemetry and run file on, sharded update", round);
         sharded.push_back(
-            clusterImgS(o, true, out, &shardRuns.emplace_back(), &busyShard.emplace_back(), true));
+            clusterImgS(timed, true, out, &shardRuns.emplace_back(), &busyShard.emplace_back(), true));
         if (o.peer && r.peerNote.empty()) {
             say("PyTorch DDP (gloo), one process per rank", round);
             peer.push_back(ddpPeerImgS(o, r.peerNote));

@@ -25,6 +25,9 @@ struct BenchOptions {
     // python3-torch, one process per rank, same model and batch), run inside the rounds after RankSight's
     // configurations.
     bool peer = false;
+    // The cluster's loss scale (empty: none at O0, the default dynamic scale otherwise). runThroughputBench
+    // sets it to the settled dynamic scale (see BenchResult::settledScale) for its timed rounds.
+    std::string lossScale;
 };
 
 struct BenchResult {
@@ -60,6 +63,12 @@ struct BenchResult {
     // The cluster's CPU time over its timed steps against every core's (StepClock::coresBusy), telemetry off
     // and on: 1 minus it is the idle time that overlapping communication with compute could fill.
     double coresBusyOff = 0, coresBusyOn = 0;
+    // O2/O3: the dynamic loss scale starts at 2^24 and halves on each overflow, skipping that step's update;
+    // a few warm-up steps would time steps that update nothing. An untimed run first finds the scale of the
+    // first step that updates (settledScale, after skippedToSettle skipped steps) and the rounds start there,
+    // still dynamic. 0 at O0 (no loss scale) or when no step updated within the probe (then the default).
+    float settledScale = 0;
+    int skippedToSettle = 0;
 };
 
 BenchResult runThroughputBench(const BenchOptions& options, bool progress);

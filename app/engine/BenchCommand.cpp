@@ -80,6 +80,9 @@ int benchCommand(const Args& argv) {
         j["card_step_phases_ms"] = phases;
         j["memory_bandwidth_gib_s"] = {{"copy", r.bandwidth.copyGiBs}, {"read", r.bandwidth.readGiBs}};
         j["writer_thread_ms_per_step"] = r.writerMsPerStepOn;
+        j["loss_scale_settled"] =
+            r.settledScale > 0 ? nlohmann::json(r.settledScale) : nlohmann::json(nullptr);
+        j["skipped_to_settle"] = r.skippedToSettle;
         nlohmann::json rounds = nlohmann::json::array();
         for (const BenchResult::Round& x : r.rounds)
             rounds.push_back(
@@ -139,6 +142,10 @@ int benchCommand(const Args& argv) {
             "the statistics alone (one thread, every parameter): local %.1f ms, synced %.1f ms per card "
             "step\n",
             r.statsLocalMs, r.statsSyncedMs);
+        if (r.settledScale > 0)
+            std::printf("the timed rounds start at a dynamic loss scale of %g, the first step's that updated "
+                        "(after %d skipped steps from the default), so they time steps that update\n",
+                        r.settledScale, r.skippedToSettle);
         std::printf("the cluster kept its %d cores %.0f%% busy over the timed steps (telemetry off), %.0f%% "
                     "(on): the rest is all that overlapping communication with compute could fill\n",
                     cores, r.coresBusyOff * 100, r.coresBusyOn * 100);
