@@ -42,18 +42,28 @@ inline float maxPropagatingNan(float a, float b) {
     return (a < b || std::isnan(b)) ? b : a;
 }
 
+// Who is read, for a caller's Read: ranks[k] is the local rank ring[k] belongs to.
+struct ReadHook {
+    const Communicator::Read& read;
+    const std::vector<int>& ranks;
+};
+
 // ring[k] points at the k-th rank in ring order; all are read at elements [begin, end), written to
-// out[begin - outBase, end - outBase).
+// out[begin - outBase, end - outBase); each piece read is handed to hook, if any, while still in L1.
 void reduceF32(const std::vector<const void*>& ring, float* out, size_t begin, size_t end, ReduceOp op,
-               int worldSize, size_t outBase = 0) {
+               int worldSize, size_t outBase = 0, const ReadHook* hook = nullptr) {
     float acc[kBlock];
     const float divisor = static_cast<float>(worldSize);
     for (size_t b = begin; b < end; b += kBlock) {
         const size_t m = std::min(kBlock, end - b);
         const float* first = static_cast<const float*>(ring[0]) + b;
         std::copy(first, first + m, acc);
+        if (hook)
+            hook->read(hook->ranks[0], b, b + m, first);
         for (size_t k = 1; k < ring.size(); ++k) {
             const float* src = static_cast<const float*>(ring[k]) + b;
+            if (hook)
+                hook->read(hook->ranks[k], b, b + m, src);
             if (op == ReduceOp::Max) {
                 for (size_t i = 0; i < m; ++i)
                     acc[i] = maxPropagatingNan(acc[i], src[i]);
@@ -244,9 +254,18 @@ void Communicator::allReduce(int rank, const void* in, void* out, size_t count, 
 
 void Communicator::allReduce(int rank, const void* in, void* out, size_t count, DType dtype, ReduceOp op,
                              const Delivered& delivered) {
+    allReduce(rank, in, out, count, dtype, op, delivered, Read{});
+}
+
+void Communicator::allReduce(int rank, const void* in, void* out, size_t count, DType dtype, ReduceOp op,
+                             const Delivered& delivered, const Read& read) {
     checkRank(rank, "AllReduce");
     if (count > 0 && (!in || !out))
         throw std::invalid_argument(fmt::format("HCCL AllReduce: rank {} passed a null buffer", rank));
+    if (read && dtype != DType::F32)
+        throw std::invalid_argument(fmt::format("HCCL AllReduce: rank {} asked to read a {} payload as it is "
+                                                "reduced; only fp32 is read",
+                                                rank, dtypeName(dtype)));
     const bool hierarchical = m_servers > 1 || m_nodes > 1;
     if (hierarchical && in != out && count > 0) { // its stages reduce in place
         std::memcpy(out, in, count * dtypeSize(dtype));
@@ -258,11 +277,13 @@ void Communicator::allReduce(int rank, const void* in, void* out, size_t count, 
     m_results[static_cast<size_t>(rank)] = out;
     sync(lock, call, true);
     if (hierarchical) {
-        allReduceHierarchical(lock, call, out, count, dtype, op, delivered ? &delivered : nullptr);
+        allReduceHierarchical(lock, call, out, count, dtype, op, delivered ? &delivered : nullptr,
+                              read ? &read : nullptr);
         return;
     }
     lock.unlock();
-    reduceChunk(rank, out, count, dtype, op); // reduce-scatter: this rank's chunk of every source, into out
+    // reduce-scatter: this rank's chunk of every source, into out
+    reduceChunk(rank, out, count, dtype, op, read ? &read : nullptr);
     lock.lock();
     sync(lock, call, false);
     lock.unlock();
@@ -275,7 +296,8 @@ void Communicator::allReduce(int rank, const void* in, void* out, size_t count, 
 
 // Called with every rank arrived (the arrival sync done) and the lock held.
 void Communicator::allReduceHierarchical(std::unique_lock<std::mutex>& lock, Call& call, void* data,
-                                         size_t count, DType dtype, ReduceOp op, const Delivered* delivered) {
+                                         size_t count, DType dtype, ReduceOp op, const Delivered* delivered,
+                                         const Read* read) {
     const size_t c = size_t(m_worldSize / m_servers), element = dtypeSize(dtype);
     const size_t rank = size_t(call.rank), server = rank / c, j = rank % c;
     const int world = m_worldSize * m_nodes; // Mean divides by every rank of the run
@@ -294,9 +316,17 @@ void Communicator::allReduceHierarchical(std::unique_lock<std::mutex>& lock, Cal
     // 1. Inside the server: member j sums chunk j over the server's members in ring order from j+1.
     {
         std::vector<const void*> ring(c);
-        for (size_t k = 0; k < c; ++k)
-            ring[k] = m_sources[server * c + (j + 1 + k) % c];
-        reduce(ring, data, begin, end, partial);
+        std::vector<int> ranks(c);
+        for (size_t k = 0; k < c; ++k) {
+            ranks[k] = static_cast<int>(server * c + (j + 1 + k) % c);
+            ring[k] = m_sources[size_t(ranks[k])];
+        }
+        if (read && begin < end) { // the members' inputs, read as they are summed (an F32 payload)
+            const ReadHook hook{*read, ranks};
+            reduceF32(ring, static_cast<float*>(data), begin, end, partial, world, 0, &hook);
+        } else {
+            reduce(ring, data, begin, end, partial);
+        }
     }
     lock.lock();
     sync(lock, call, false);
@@ -710,7 +740,8 @@ void Communicator::throwBroken() const {
     throw std::logic_error(b.message);
 }
 
-void Communicator::reduceChunk(int rank, void* data, size_t count, DType dtype, ReduceOp op) const {
+void Communicator::reduceChunk(int rank, void* data, size_t count, DType dtype, ReduceOp op,
+                               const Read* read) const {
     const size_t n = static_cast<size_t>(m_worldSize);
     const size_t r = static_cast<size_t>(rank);
     const size_t begin = r * count / n;
@@ -718,10 +749,15 @@ void Communicator::reduceChunk(int rank, void* data, size_t count, DType dtype, 
     if (begin == end)
         return;
     std::vector<const void*> ring(n); // (r+1)%N first, this rank last
-    for (size_t k = 0; k < n; ++k)
-        ring[k] = m_sources[(r + 1 + k) % n];
+    std::vector<int> ranks(n);
+    for (size_t k = 0; k < n; ++k) {
+        ranks[k] = static_cast<int>((r + 1 + k) % n);
+        ring[k] = m_sources[size_t(ranks[k])];
+    }
+    const std::optional<ReadHook> hook =
+        read ? std::optional<ReadHook>(ReadHook{*read, ranks}) : std::nullopt;
     if (dtype == DType::F32)
-        reduceF32(ring, static_cast<float*>(data), begin, end, op, m_worldSize);
+        reduceF32(ring, static_cast<float*>(data), begin, end, op, m_worldSize, 0, hook ? &*hook : nullptr);
     else
         reduceF16(ring, static_cast<uint16_t*>(data), begin, end, op, m_worldSize);
 }

@@ -82,6 +82,15 @@ public:
     using Delivered = std::function<void(size_t begin, size_t end)>;
     void allReduce(int rank, const void* in, void* out, size_t count, DType dtype, ReduceOp op,
                    const Delivered& delivered);
+    // And `read(source, begin, end, data)` is called on a reducing rank's thread as the reduce-scatter reads
+    // elements [begin, end) of `source`'s input (a local rank; data points at its element begin), a few KiB
+    // at a time while still in L1, so the caller can take statistics of every rank's input in the reduction's
+    // own read. Every element of every rank's input is read once, by the rank that reduces its chunk (with
+    // servers, a member of the source's server), and all of them before the call returns on any rank. F32
+    // only (std::invalid_argument otherwise).
+    using Read = std::function<void(int source, size_t begin, size_t end, const void* data)>;
+    void allReduce(int rank, const void* in, void* out, size_t count, DType dtype, ReduceOp op,
+                   const Delivered& delivered, const Read& read);
 
     // Servers and nodes (issue 12). With more than one server, or with other nodes, AllReduce is hierarchical
     // like HCCL's: inside each server its members reduce the server's chunks (the ring above, over the
@@ -172,10 +181,10 @@ private:
     void finish(const Call& call); // throws CollectiveCancelled if cancel() came during the call
     std::optional<std::string> mismatch(const Call& first, const Call& other) const;
     [[noreturn]] void throwBroken() const;
-    void reduceChunk(int rank, void* data, size_t count, DType dtype, ReduceOp op) const;
+    void reduceChunk(int rank, void* data, size_t count, DType dtype, ReduceOp op, const Read* read) const;
     void gatherChunks(int rank, void* data, size_t count, DType dtype, const Delivered* delivered) const;
     void allReduceHierarchical(std::unique_lock<std::mutex>& lock, Call& call, void* data, size_t count,
-                               DType dtype, ReduceOp op, const Delivered* delivered);
+                               DType dtype, ReduceOp op, const Delivered* delivered, const Read* read);
     // With the lock held and every local rank arrived: rank 0's thread runs the cross-node exchange while the
     // others wait, then all meet again; an exchange that threw breaks the communicator on every rank.
     void nodeStage(std::unique_lock<std::mutex>& lock, Call& call, const std::function<void()>& exchange);

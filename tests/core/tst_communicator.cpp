@@ -96,6 +96,15 @@ std::vector<std::vector<uint8_t>> allReduceAll(rs::Communicator& comm,
     return buffers;
 }
 
+// Every rank's input: count floats, distinct per rank and element (exact in fp32 sums of a few ranks).
+std::vector<std::vector<float>> rampInputs(int n, size_t count) {
+    std::vector<std::vector<float>> in(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < count; ++i)
+            in[size_t(r)].push_back(float(r + 1) * 0.5f + float(i % 97) * 0.25f);
+    return in;
+}
+
 } // namespace
 
 class TestCommunicator : public QObject {
@@ -353,10 +362,8 @@ private slots:
             const size_t count = 10007; // several 8 KiB pieces per chunk, chunks of unequal size
             rs::Communicator comm(n, 10s);
             comm.setServers(servers);
-            std::vector<std::vector<float>> in(n), out(n, std::vector<float>(count)), plain(n);
-            for (int r = 0; r < n; ++r)
-                for (size_t i = 0; i < count; ++i)
-                    in[size_t(r)].push_back(float(r + 1) * 0.5f + float(i % 97) * 0.25f);
+            std::vector<std::vector<float>> in = rampInputs(n, count), out(n, std::vector<float>(count)),
+                                            plain(n);
             std::vector<std::vector<std::pair<size_t, size_t>>> ranges(n);
             std::vector<std::vector<float>> seen(n, std::vector<float>(count, -1.f));
             const auto errors = runRanks(n, [&](int r) {
@@ -385,6 +392,73 @@ private slots:
                 QVERIFY(std::memcmp(out[k].data(), plain[k].data(), count * 4) == 0);
             }
         }
+    }
+
+    // The reader of every rank's input in the reduce-scatter (Communicator::Read): each element of each
+    // rank's input read exactly once, by the rank that reduces its chunk (with servers, a member of the
+    // source's server), with the input's values, all of them before the call returns on any rank; in place
+    // too (where a rank's own chunk is overwritten by its sum), and the result the same bits as without one.
+    void readHandsOverEveryInputOnce() {
+        for (int servers : {1, 2})
+            for (bool inPlace : {false, true}) {
+                const int n = 4;
+                const size_t count = 10007;
+                rs::Communicator comm(n, 10s);
+                comm.setServers(servers);
+                std::vector<std::vector<float>> in = rampInputs(n, count), out(n, std::vector<float>(count)),
+                                                plain(n);
+                const auto original = in;
+                // [source][element]: how often it was read, and whether it read the input's value
+                std::vector<std::vector<std::atomic<int>>> reads(n);
+                for (auto& v : reads)
+                    v = std::vector<std::atomic<int>>(count);
+                std::atomic<int> wrongValue{0}, wrongReader{0}, readsAfterReturn{0};
+                std::atomic<int> returned{0};
+                const auto errors = runRanks(n, [&](int r) {
+                    const size_t k = size_t(r);
+                    const auto read = [&, r](int source, size_t b, size_t e, const void* data) {
+                        if (returned.load() > 0)
+                            ++readsAfterReturn;
+                        if (servers > 1 && source / (n / servers) != r / (n / servers))
+                            ++wrongReader;
+                        const auto* x = static_cast<const float*>(data);
+                        for (size_t i = b; i < e; ++i) {
+                            ++reads[size_t(source)][i];
+                            if (std::memcmp(&x[i - b], &original[size_t(source)][i], 4) != 0)
+                                ++wrongValue;
+                        }
+                    };
+                    float* target = inPlace ? in[k].data() : out[k].data();
+                    comm.allReduce(r, in[k].data(), target, count, rs::DType::F32, rs::ReduceOp::Sum,
+                                   rs::Communicator::Delivered{}, read);
+                    ++returned;
+                    plain[k] = original[k];
+                    comm.allReduce(r, plain[k].data(), count, rs::DType::F32, rs::ReduceOp::Sum);
+                });
+                QString error;
+                QVERIFY2(noErrors(errors, &error), qPrintable(error));
+                QCOMPARE(wrongValue.load(), 0);
+                QCOMPARE(wrongReader.load(), 0);
+                QCOMPARE(readsAfterReturn.load(), 0);
+                for (int s = 0; s < n; ++s)
+                    for (size_t i = 0; i < count; ++i)
+                        QVERIFY2(reads[size_t(s)][i] == 1,
+                                 qPrintable(QStringLiteral("rank %1 element %2 read %3 times")
+                                                .arg(s)
+                                                .arg(i)
+                                                .arg(reads[size_t(s)][i].load())));
+                for (size_t k = 0; k < size_t(n); ++k) {
+                    const float* result = inPlace ? in[k].data() : out[k].data();
+                    QVERIFY(std::memcmp(result, plain[k].data(), count * 4) == 0);
+                }
+            }
+        // fp16 payloads are not read.
+        rs::Communicator one(1, 1s);
+        uint16_t h = 0;
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                                 one.allReduce(0, &h, &h, 1, rs::DType::F16, rs::ReduceOp::Sum,
+                                               rs::Communicator::Delivered{},
+                                               [](int, size_t, size_t, const void*) {}));
     }
 
     void maxPropagatesNan() {
