@@ -131,6 +131,7 @@ private:
 
     void planParameters();
     void decideStatistics();
+    bool definedAlike(const Statistic& st) const;
     std::string whyNotCompared(const Statistic& st, bool recordedA, bool recordedB) const;
     bool readsBits(size_t s) const;
     void judge(size_t s, double a, double b, double tol, int rankA, int param, int64_t step);
@@ -189,9 +190,18 @@ void AlignedComparison::planParameters() {
     m_log = std::make_unique<DivergenceRecorder>(m_c, std::move(names), std::move(column));
 }
 
+// The two files define the statistic alike: only local_fp has had two definitions (local_fp_version).
+bool AlignedComparison::definedAlike(const Statistic& st) const {
+    return st.phase == StatPhase::Weight || st.column != runschema::kLocalFp ||
+           m_ma.localFpVersion == m_mb.localFpVersion;
+}
+
 std::string AlignedComparison::whyNotCompared(const Statistic& st, bool ra, bool rb) const {
     if (!ra || !rb)
         return fmt::format("not recorded by {}", !ra && !rb ? "either run" : !ra ? "A" : "B");
+    if (!definedAlike(st))
+        return fmt::format("the files define it differently (local_fp_version {} vs {})", m_ma.localFpVersion,
+                           m_mb.localFpVersion);
     if (st.pairing == StatPairing::SameRankBatches && !m_plan.sameBatch)
         return "the ranks of the two runs saw different batches (other card counts or per-card batches)";
     if (st.pairing == StatPairing::OtherRankBatches && (m_plan.sameBatch || !m_plan.globalSame))
@@ -209,7 +219,7 @@ void AlignedComparison::decideStatistics() {
         const Statistic& st = kStatistics[s];
         const bool ra = m_ma.recorded(st.path()), rb = m_mb.recorded(st.path());
         const std::string why = whyNotCompared(st, ra, rb);
-        m_bits[s] = ra && rb && st.bits();
+        m_bits[s] = ra && rb && st.bits() && definedAlike(st);
         m_c.fingerprints = m_c.fingerprints || (m_bits[s] && st.kind == StatKind::Fingerprint);
         m_on[s] = why.empty();
         if (m_on[s])

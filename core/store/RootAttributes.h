@@ -27,7 +27,9 @@ inline constexpr std::string_view kFormatName = "ranksight-run";
 // not bump it (see docs/run-file.md, "Versioning").
 // 2: root string attributes are fixed-length (1 had variable-length ones, which a reader of 2 still reads,
 // and refuses in a file that says 2).
-inline constexpr int kFormatVersion = 2;
+// 3: /grads/local_fp may be defined otherwise, as the root attribute local_fp_version says (a reader of 2
+// would compare such fingerprints with another file's as if they were alike).
+inline constexpr int kFormatVersion = 3;
 
 // Root attribute names, for the code that asks whether a file recorded one (RunMeta::recorded).
 inline constexpr const char* kAttrFormat = "format";                // kFormatName
@@ -53,6 +55,12 @@ inline constexpr const char* kDefaultSource = "ranksight-engine";
 // "/grads/sketch,/grads/synced_fp"), and root attributes it could not know. Their rows hold the "missing"
 // fill (NaN, 0, -1) and diagnosis does not read them. Files without the attribute recorded everything.
 inline constexpr const char* kAttrAbsent = "absent";
+// How /grads/local_fp is defined (docs/run-file.md, "Fingerprints"): 1, a chain over the bytes in order; 2, a
+// sum over the elements that does not depend on how the tensor is cut (PieceFingerprint), which the engine
+// takes in pieces in the all-reduce's own read. Files without it hold 1. Fingerprints of different versions
+// are never compared.
+inline constexpr const char* kAttrLocalFpVersion = "local_fp_version";
+inline constexpr int kLocalFpVersion = 2; // what the engine writes
 
 // How an attribute is stored. A string is fixed-length, exactly as long as its value and its NUL: no
 // variable-length string, whose global-heap indirection is where damaged files crash libhdf5's reader
@@ -121,6 +129,8 @@ inline constexpr std::tuple kRootAttributes{
     rootAttr(kAttrEnvironment, AttrType::Str, &RunMeta::environment),
     rootAttr(kAttrSource, AttrType::Str, &RunMeta::source, kOptional),
     rootAttr(kAttrAbsent, AttrType::Str, &RunMeta::absent, kOptional),
+    rootAttr(kAttrLocalFpVersion, AttrType::I32, &RunMeta::localFpVersion,
+             {.optional = true, .lo = 1, .hi = kLocalFpVersion}),
 };
 
 // Calls f(row) for each root attribute, in order.

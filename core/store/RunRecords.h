@@ -44,6 +44,7 @@ struct RunMeta {
     std::string createdUtc;                  // ISO 8601
     std::string source = "ranksight-engine"; // who wrote it: ranksight-engine | pytorch-ddp | msprobe
     std::vector<std::string> absent;         // dataset paths the source could not record (see RunSchema.h)
+    int localFpVersion = 1;                  // how /grads/local_fp is defined (RootAttributes.h)
     bool recorded(const std::string& datasetPath) const {
         for (const std::string& a : absent)
             if (a == datasetPath)

@@ -1,6 +1,12 @@
 #include "telemetry/Fingerprint.h"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace rs {
 namespace {
@@ -15,7 +21,68 @@ inline uint64_t round(uint64_t acc, uint64_t v) {
     return rotl(acc + v * kP2, 31) * kP1;
 }
 
+constexpr int64_t kPieceBlock = 256;
+constexpr uint64_t kPieceKeySeed = 0x6b657973ull;      // "keys"
+constexpr uint64_t kBlockSeed = 0x626c6f636b73ull;     // "blocks"
+constexpr uint64_t kPieceSeed = 0x6c6f63616c667032ull; // "localfp2"
+
+const std::array<uint32_t, kPieceBlock>& pieceKeys() {
+    static const auto keys = [] {
+        std::array<uint32_t, kPieceBlock> k{};
+        for (size_t i = 0; i < k.size(); ++i)
+            k[i] = static_cast<uint32_t>(splitmix64(kPieceKeySeed + i)) | 1u;
+        return k;
+    }();
+    return keys;
+}
+
+// sum of w[i] * k[i] over len elements, mod 2^64 (32 x 32 -> 64-bit products).
+uint64_t keyedSum(const unsigned char* w, const uint32_t* k, int64_t len) {
+    uint64_t s = 0;
+    int64_t i = 0;
+#if defined(__SSE2__)
+    // Two lanes of 64-bit sums per register: the even elements' products, then the odd ones' (pmuludq).
+    __m128i even = _mm_setzero_si128(), odd = _mm_setzero_si128();
+    for (; i + 4 <= len; i += 4) {
+        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i * 4));
+        const __m128i kk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(k + i));
+        even = _mm_add_epi64(even, _mm_mul_epu32(x, kk));
+        odd = _mm_add_epi64(odd, _mm_mul_epu32(_mm_srli_epi64(x, 32), _mm_srli_epi64(kk, 32)));
+    }
+    uint64_t lanes[2];
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(lanes), _mm_add_epi64(even, odd));
+    s = lanes[0] + lanes[1];
+#endif
+    for (; i < len; ++i) {
+        uint32_t x;
+        std::memcpy(&x, w + i * 4, 4);
+        s += uint64_t(x) * k[i];
+    }
+    return s;
+}
+
 } // namespace
+
+void PieceFingerprint::add(const void* x, int64_t at, int64_t len) {
+    const auto* p = static_cast<const unsigned char*>(x);
+    const auto& keys = pieceKeys();
+    for (int64_t i = at, end = at + len; i < end;) {
+        const int64_t block = i / kPieceBlock, upTo = std::min(end, (block + 1) * kPieceBlock);
+        const uint64_t b = splitmix64(kBlockSeed + static_cast<uint64_t>(block)) | 1u;
+        m_raw += b * keyedSum(p + (i - at) * 4, keys.data() + (i - block * kPieceBlock), upTo - i);
+        i = upTo;
+    }
+}
+
+uint64_t PieceFingerprint::finish(int64_t n) const {
+    return splitmix64(m_raw + splitmix64(static_cast<uint64_t>(n) + kPieceSeed));
+}
+
+uint64_t pieceFingerprint(const void* x, int64_t n) {
+    PieceFingerprint f;
+    f.add(x, 0, n);
+    return f.finish(n);
+}
 
 // Four independent lanes over 32-byte blocks (the xxHash64 structure), so the loop pipelines well.
 Fingerprinter::Fingerprinter(uint64_t seed)

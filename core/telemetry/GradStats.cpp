@@ -95,8 +95,9 @@ template <bool Full, bool Checked> inline void lanes(Acc& a, V4f x, const float*
 
 // Adds the block to b and its sign-weighted sum to *signed; false (b untouched) when an unchecked pass
 // cannot be exact.
-template <bool Full, bool Checked>
-inline bool blockLanes(const float* g, int64_t len, const float* signs, Block& b, float* signed_) {
+// B: Block, or LocalPart (the same sums and counts, carried from piece to piece).
+template <bool Full, bool Checked, class B>
+inline bool blockLanes(const float* g, int64_t len, const float* signs, B& b, float* signed_) {
     Acc acc[kAcc];
     int64_t i = 0;
     for (; i + kAcc * kLanes <= len; i += kAcc * kLanes)
@@ -149,7 +150,7 @@ inline bool blockLanes(const float* g, int64_t len, const float* signs, Block& b
     return true;
 }
 
-template <bool Full> inline float blockPass(const float* g, int64_t len, const float* signs, Block& b) {
+template <bool Full, class B> inline float blockPass(const float* g, int64_t len, const float* signs, B& b) {
     float fsg = 0;
     if (!blockLanes<Full, false>(g, len, signs, b, &fsg))
         blockLanes<Full, true>(g, len, signs, b, &fsg);
@@ -158,47 +159,65 @@ template <bool Full> inline float blockPass(const float* g, int64_t len, const f
 
 } // namespace
 
-TensorStats gradStats(const float* g, int64_t n, float unscale, uint64_t sketchSeed, int k, float* sketch,
-                      uint64_t* fp, uint16_t* half) {
-    Block b;
+void LocalPart::merge(const LocalPart& o) {
+    sumSq += o.sumSq;
+    sum += o.sum;
+    maxAbs = std::max(maxAbs, o.maxAbs);
+    nonfinite += o.nonfinite;
+    overflow += o.overflow;
+    underflow += o.underflow;
+    fp.merge(o.fp);
+}
+
+void addLocalPiece(const float* g, int64_t n, int64_t from, int64_t to, uint64_t sketchSeed, int k,
+                   double* sketch, bool hash, LocalPart& part, uint16_t* half) {
     // The sketch: contiguous blocks of L elements (L <= 256, small enough that every component gets some),
     // each with random signs, summed into component (block index mod k). Every element lands in exactly one
-    // component with a random sign, so inner products are preserved in expectation.
+    // component with a random sign, so inner products are preserved in expectation. A piece may start or end
+    // inside a block: its elements keep their block's signs.
     const int64_t len = sketch && k > 0 ? std::clamp<int64_t>((n + k - 1) / k, 1, kMaxBlock) : kMaxBlock;
-    double acc[256] = {};
     const int kk = sketch ? std::min(k, 256) : 1;
     const float* table = signTable();
-    int64_t blockIndex = 0;
-    Fingerprinter f;
-    int64_t hashed = 0; // elements fed to f: always a multiple of 8 (whole 32-byte blocks)
-    for (int64_t start = 0; start < n; start += len, ++blockIndex) {
+    for (int64_t at = std::max<int64_t>(from, 0); at < std::min(to, n);) {
+        const int64_t blockIndex = at / len, blockStart = blockIndex * len;
+        const int64_t upTo = std::min({to, n, blockStart + len});
         const uint64_t h = sketch ? splitmix64(sketchSeed ^ static_cast<uint64_t>(blockIndex)) : 0;
-        const int64_t m = std::min(len, n - start);
-        const float part = blockPass<true>(g + start, m, table + h % kSignTable, b);
-        acc[blockIndex % kk] += part;
+        const float signed_ =
+            blockPass<true>(g + at, upTo - at, table + h % kSignTable + (at - blockStart), part);
+        if (sketch)
+            sketch[blockIndex % kk] += signed_;
         if (half) // elementwise, so the same bits as one conversion of the whole tensor
-            floatsToHalves(g + start, half + start, static_cast<size_t>(m));
-        if (fp) {
-            const int64_t upTo = (start + m) / 8 * 8;
-            if (upTo > hashed) {
-                f.update(g + hashed, static_cast<size_t>(upTo - hashed) * 4);
-                hashed = upTo;
-            }
-        }
+            floatsToHalves(g + at, half + at, static_cast<size_t>(upTo - at));
+        if (hash) // while the block is still in L1
+            part.fp.add(g + at, at, upTo - at);
+        at = upTo;
     }
-    if (fp)
-        *fp = f.finish(g + hashed, static_cast<size_t>(n - hashed) * 4);
+}
+
+TensorStats finishLocal(const LocalPart& part, int64_t n, float unscale, int k, const double* sketchSums,
+                        float* sketch, uint64_t* fp) {
     TensorStats s;
-    s.sumSq = b.sumSq * unscale * unscale;
-    s.sum = b.sum * unscale;
-    s.maxAbs = b.maxAbs * unscale;
-    s.nonfinite = b.nonfinite;
-    s.overflow = b.overflow + b.nonfinite;
-    s.underflow = b.underflow;
-    if (sketch)
+    s.sumSq = part.sumSq * unscale * unscale;
+    s.sum = part.sum * unscale;
+    s.maxAbs = part.maxAbs * unscale;
+    s.nonfinite = part.nonfinite;
+    s.overflow = part.overflow + part.nonfinite;
+    s.underflow = part.underflow;
+    if (sketch && sketchSums)
         for (int j = 0; j < k; ++j)
-            sketch[j] = j < kk ? static_cast<float>(acc[j] * unscale) : 0.f;
+            sketch[j] = j < 256 ? static_cast<float>(sketchSums[j] * unscale) : 0.f;
+    if (fp)
+        *fp = part.fp.finish(n);
     return s;
+}
+
+TensorStats gradStats(const float* g, int64_t n, float unscale, uint64_t sketchSeed, int k, float* sketch,
+                      uint64_t* fp, uint16_t* half) {
+    LocalPart part;
+    double sums[256] = {};
+    const bool sketching = sketch && k > 0;
+    addLocalPiece(g, n, 0, n, sketchSeed, k, sketching ? sums : nullptr, fp != nullptr, part, half);
+    return finishLocal(part, n, unscale, k, sketching ? sums : nullptr, sketch, fp);
 }
 
 TensorStats normAndSum(const float* g, int64_t n, float unscale) {

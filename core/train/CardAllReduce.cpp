@@ -6,6 +6,7 @@
 #include "telemetry/Fingerprint.h"
 #include "telemetry/GradStats.h"
 #include "train/CardStepWork.h"
+#include "train/LocalStatistics.h"
 #include "train/Replica.h"
 #include "util/HalfConvert.h"
 
@@ -45,11 +46,11 @@ void CardWorker::allReduceGradients(StepWork& w) {
     const auto tcomm = Clock::now();
     if (m_ctx.plan.halfPayload)
         allReduceHalf(w, op, unsynced >= 0);
-    else if (unsynced < 0 && (!m_ctx.cfg.telemetry || paramsTile(params, N)))
-        allReduceReadingSynced(w, g, op);
+    else if (w.localInReduce || (unsynced < 0 && (!m_ctx.cfg.telemetry || paramsTile(params, N))))
+        allReduceReading(w, g, op, unsynced < 0);
     else
         m_ctx.comm.allReduce(m_local, g, w.synced, static_cast<size_t>(N), DType::F32, op);
-    w.commMs += msSince(tcomm) - w.syncedInCommMs;
+    w.commMs += msSince(tcomm) - w.syncedInCommMs - w.localInCommMs;
     if (unsynced >= 0) { // as if it had never left the card
         const auto& p = params[size_t(unsynced)];
         std::copy_n(w.slot ? g + p.offset : kept.data(), p.numel, w.synced + p.offset);
@@ -74,9 +75,11 @@ void CardWorker::allReduceHalf(StepWork& w, ReduceOp op, bool unsynced) {
         halvesToFloats(m_half.data(), w.synced, static_cast<size_t>(N));
 }
 
-// The fp32 all-reduce with the synced statistics read in its last pass: each piece as the all-gather writes
-// it (or, for this rank's own chunk, in its turn), parameter by parameter in order.
-void CardWorker::allReduceReadingSynced(StepWork& w, const float* g, ReduceOp op) {
+// The fp32 all-reduce with the local statistics read in its reduce-scatter (w.localInReduce) and the synced
+// ones in its last pass (readSynced: not when a parameter's synced gradient is about to be overwritten): each
+// piece as the all-gather writes it (or, for this rank's own chunk, in its turn), parameter by parameter in
+// order.
+void CardWorker::allReduceReading(StepWork& w, const float* g, ReduceOp op, bool readSynced) {
     const auto& params = m_replica->params();
     const size_t P = params.size();
     const bool telemetry = m_ctx.cfg.telemetry;
@@ -107,9 +110,25 @@ void CardWorker::allReduceReadingSynced(StepWork& w, const float* g, ReduceOp op
         }
         readingMs += msSince(t);
     };
-    m_ctx.comm.allReduce(m_local, g, w.synced, static_cast<size_t>(m_replica->numParams()), DType::F32, op,
-                         delivered);
-    w.syncedTaken = !telemetry || cur == P;
+    const size_t N = static_cast<size_t>(m_replica->numParams());
+    const Communicator::Delivered deliver = readSynced ? Communicator::Delivered(delivered) : nullptr;
+    if (!w.localInReduce) {
+        m_ctx.comm.allReduce(m_local, g, w.synced, N, DType::F32, op, deliver);
+    } else {
+        ReducedLocalStats& reads = *m_ctx.localReads;
+        reads.startStep(m_local);
+        double localMs = 0;
+        const auto read = [&](int source, size_t begin, size_t end, const void* data) {
+            const auto t = Clock::now();
+            reads.read(m_local, source, begin, end, static_cast<const float*>(data));
+            localMs += msSince(t);
+        };
+        m_ctx.comm.allReduce(m_local, g, w.synced, N, DType::F32, op, deliver, read);
+        const auto t = Clock::now();
+        reads.combine(m_local, w.unscale, w.rs);
+        w.localInCommMs = localMs + msSince(t);
+    }
+    w.syncedTaken = readSynced && (!telemetry || cur == P);
     w.syncedInCommMs = readingMs;
 }
 

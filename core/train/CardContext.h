@@ -19,6 +19,7 @@ class Communicator;
 class ComputeSlots;
 class Dataset;
 class FaultPlan;
+class ReducedLocalStats;
 class StepRecorder;
 
 // The run's shape, fixed by the trainer's setup before the first step.
@@ -59,6 +60,9 @@ struct CardContext {
     const std::atomic<bool>& stopRequested; // Trainer::stop()
     std::atomic<bool>& dumpRequested;       // Trainer::requestFlightDump(); a card's digest takes it
     CardErrors& errors;
+    // Shared by the cards: the local statistics taken in the all-reduce's read (O0 with telemetry); set once
+    // the cards are built, before their threads start.
+    ReducedLocalStats* localReads = nullptr;
 
     // Warmup, then constant or cosine down to 0 at the last step.
     float learningRate(int64_t step) const {

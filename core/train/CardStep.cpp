@@ -4,10 +4,10 @@
 #include "cluster/ComputeSlots.h"
 #include "faults/FaultPlan.h"
 #include "telemetry/Fingerprint.h"
-#include "telemetry/GradStats.h"
 #include "train/CardStepWork.h"
 #include "train/Dataset.h"
 #include "train/DistributedSampler.h"
+#include "train/LocalStatistics.h"
 #include "train/LossScaler.h"
 #include "train/Replica.h"
 #include "train/SgdMomentum.h"
@@ -67,8 +67,9 @@ void CardWorker::trainStep(int64_t step) {
     phase.close(3);
     // Reading the synced statistics inside the all-reduce's last pass is the statistics' time, not the
     // all-reduce's.
-    m_phaseMs[3] -= w.syncedInCommMs;
+    m_phaseMs[3] -= w.syncedInCommMs + w.localInCommMs;
     m_phaseMs[4] += w.syncedInCommMs;
+    m_phaseMs[2] += w.localInCommMs; // and the local statistics read in its reduce-scatter
     recordSyncedGradient(w);
     phase.close(4);
     const bool skip = voteOnOverflow(w);
@@ -152,39 +153,25 @@ void CardWorker::takeFlightSlot(StepWork& w) {
         m_replica->useGradientStorage(w.slot->local.data());
 }
 
-// Local gradient, as this card computed it.
+// Local gradient, as this card computed it (a fault that corrupts it in the backward already done). At O0
+// the all-reduce reads every rank's gradient anyway: the statistics are taken in its read
+// (ReducedLocalStats). Under O2/O3 they take a pass of their own that also writes the fp16 payload (each
+// block converted while in L1), so the all-reduce does not read the gradient again; the parameters tile the
+// flat gradient. (Under O2/O3 the gradient leaves backward in fp16: the conversion to the fp16 payload does
+// that rounding; the flight recorder keeps the fp32 gradient and rounds it when a dump is taken.)
 void CardWorker::recordLocalGradient(StepWork& w) {
     if (!m_ctx.cfg.telemetry)
         return;
     const auto& params = m_replica->params();
-    const size_t P = params.size();
-    const float* g = m_replica->grads();
-    const int K = m_ctx.cfg.sketchDim;
-    RankStep& rs = w.rs;
-    rs.localNorm.resize(P);
-    rs.localMax.resize(P);
-    rs.localSum.resize(P);
-    for (auto* v : {&rs.nonfinite, &rs.overflowCount, &rs.underflowCount})
-        v->resize(P);
-    rs.sketch.resize(P * K);
-    rs.localFp.resize(P);
-    // Under O2/O3 the same pass writes the fp16 payload (each block converted while in L1), so the all-reduce
-    // does not read the gradient again; the parameters tile the flat gradient. (Under O2/O3 the gradient
-    // leaves backward in fp16: the conversion to the fp16 payload does that rounding; the flight recorder
-    // keeps the fp32 gradient and rounds it when a dump is taken.)
+    const bool tile = paramsTile(params, m_replica->numParams());
+    // The same answer on every rank: each reads a chunk of every rank's gradient for the others.
+    w.localInReduce = m_ctx.localReads && !m_ctx.plan.halfPayload && tile;
+    if (w.localInReduce)
+        return;
     uint16_t* half = m_ctx.plan.halfPayload && !m_half.empty() ? m_half.data() : nullptr;
-    for (size_t p = 0; p < P; ++p) {
-        const auto s = gradStats(g + params[p].offset, params[p].numel, w.unscale,
-                                 splitmix64(m_ctx.cfg.seed ^ (0x5ce7c4ull + p)), K, rs.sketch.data() + p * K,
-                                 &rs.localFp[p], half ? half + params[p].offset : nullptr);
-        rs.localNorm[p] = static_cast<float>(std::sqrt(s.sumSq));
-        rs.localMax[p] = s.maxAbs;
-        rs.localSum[p] = s.sum;
-        rs.nonfinite[p] = s.nonfinite;
-        rs.overflowCount[p] = s.overflow;
-        rs.underflowCount[p] = s.underflow;
-    }
-    w.halvesReady = half != nullptr && paramsTile(params, m_replica->numParams());
+    localStatsInOwnPass(m_replica->grads(), params, w.unscale, m_ctx.cfg.seed, m_ctx.cfg.sketchDim, half,
+                        w.rs);
+    w.halvesReady = half != nullptr && tile;
 }
 
 // Overflow status is all-reduced so every rank skips the same steps (NPUAllocFloatStatus + AllReduce); the

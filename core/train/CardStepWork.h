@@ -23,6 +23,8 @@ struct CardWorker::StepWork {
     bool convertPending = false; // the O2/O3 result waits in fp16 for the pass that also reads its statistics
     bool syncedTaken = false;    // the synced statistics were read in the all-reduce's last pass
     double syncedInCommMs = 0;   // of the all-reduce call's time, what reading them took
+    bool localInReduce = false;  // the local statistics are read in the reduce-scatter (ReducedLocalStats)
+    double localInCommMs = 0;    // of the all-reduce call's time, what reading and merging them took
     uint32_t nonfiniteSynced = 0;
     // The digest round's outcome: every rank of the run sees the same.
     bool anomaly = false, dumpAsked = false, weightStep = false;

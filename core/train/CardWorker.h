@@ -4,7 +4,8 @@
 // card submits its rank's part of the records. A card sees the run through its CardContext only.
 //   CardWorker.cpp     construction, the loop and how it ends
 //   CardStep.cpp       a step's phases around the all-reduce
-//   CardAllReduce.cpp  the all-reduce and the synced statistics read in its last pass
+//   CardAllReduce.cpp  the all-reduce, the local statistics read in its reduce-scatter and the synced ones
+//                      in its last pass
 //   CardRecords.cpp    the weight checks, evaluations and flight dumps a card submits
 #pragma once
 
@@ -64,7 +65,7 @@ private:
     void recordLocalGradient(StepWork& w);
     void allReduceGradients(StepWork& w);
     void allReduceHalf(StepWork& w, ReduceOp op, bool unsynced);
-    void allReduceReadingSynced(StepWork& w, const float* g, ReduceOp op);
+    void allReduceReading(StepWork& w, const float* g, ReduceOp op, bool readSynced);
     void convertCountingNonfinite(StepWork& w);
     bool corruptAfterAllReduce(StepWork& w);
     void recordSyncedGradient(StepWork& w);

@@ -16,9 +16,10 @@ StepTraffic cardStepTraffic(const TrafficShape& s) {
     // load batch: the images' bytes read, written as normalized floats.
     t[0] = {kImage * s.batchPerRank, 4 * kImage * s.batchPerRank};
     t[1].compute = true;
-    // local statistics: one read of the gradient; under O2/O3 the same pass writes the fp16 payload.
-    if (s.telemetry)
-        t[2] = {f32, s.halfPayload ? payload : 0};
+    // local statistics: at O0 read in the reduce-scatter's read of every rank's chunk (in L1, no traffic of
+    // their own); under O2/O3 one read of the gradient, in the pass that writes the fp16 payload.
+    if (s.telemetry && s.halfPayload)
+        t[2] = {f32, payload};
     // all-reduce, ring: the reduce-scatter reads every rank's chunk (one payload) and writes this rank's;
     // the all-gather copies the other ranks' chunks. Under O2/O3 without telemetry the payload is written
     // here from the gradient.

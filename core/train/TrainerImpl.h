@@ -14,6 +14,7 @@
 #include "train/CardContext.h"
 #include "train/CardWorker.h"
 #include "train/Dataset.h"
+#include "train/LocalStatistics.h"
 #include "train/StepRecorder.h"
 #include "train/Trainer.h"
 
@@ -46,7 +47,8 @@ struct Trainer::Impl {
 
     // The run
     std::unique_ptr<StepRecorder> recorder;
-    std::unique_ptr<CardContext> context; // what the cards see; refers to the members above
+    std::unique_ptr<ReducedLocalStats> localReads; // O0 with telemetry: shared by the cards
+    std::unique_ptr<CardContext> context;          // what the cards see; refers to the members above
     std::vector<std::unique_ptr<CardWorker>> cards;
     CardErrors cardErrors;
 

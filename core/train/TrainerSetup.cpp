@@ -1,6 +1,8 @@
 // Trainer: setup before the first step. Pre-flight (the config, the fault lab's config mistakes, the rank
 // table), the data, the cards and what they see, the run file's meta, and the run file itself.
+#include "store/RootAttributes.h"
 #include "telemetry/Fingerprint.h"
+#include "train/LocalStatistics.h"
 #include "train/Replica.h"
 #include "train/TrainerImpl.h"
 #include "util/Versions.h"
@@ -84,6 +86,11 @@ void Trainer::Impl::setup() {
                                                         *test, stopRequested, dumpRequested, cardErrors});
     buildCards();
     faults->bindParams(cards[0]->replica().params());
+    if (cfg.telemetry && !plan.halfPayload) { // O0: the local statistics ride the all-reduce's read
+        localReads = std::make_unique<ReducedLocalStats>(comm->worldSize(), cards[0]->replica().params(),
+                                                         cfg.sketchDim, cfg.seed);
+        context->localReads = localReads.get();
+    }
     describeRun(table, tableText, cores);
     openRunFile();
 }
@@ -168,6 +175,7 @@ void Trainer::Impl::describeRun(const RankTable& table, const std::string& table
     meta.data = cfg.data;
     meta.seed = cfg.seed;
     meta.sketchDim = cfg.telemetry ? cfg.sketchDim : 0;
+    meta.localFpVersion = runschema::kLocalFpVersion; // PieceFingerprint, in whichever pass it is taken
     meta.weightEvery = cfg.weightEvery;
     meta.plannedSteps = plan.totalSteps;
     meta.configJson = cfg.toJson();

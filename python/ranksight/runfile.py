@@ -1,4 +1,4 @@
-"""Writes a RankSight run file (docs/run-file.md, format_version 2) with h5py.
+"""Writes a RankSight run file (docs/run-file.md, format_version 3) with h5py.
 
 The layout mirrors core/store/RunSchema.h, which is the reference: every column's path, dtype (exact size
 and sign: the reader converts nothing) and row shape. RankSight's reader validates a file against that
@@ -22,7 +22,7 @@ except ImportError as e:  # not a pip dependency: Debian's python3-h5py is not n
                       "elsewhere: pip install h5py)") from e
 
 FORMAT_NAME = "ranksight-run"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 EVENT_CODE_LEN = 32
 EVENT_MESSAGE_LEN = 256
@@ -160,6 +160,7 @@ ROOT_ATTRIBUTES = [
     ("environment", "string", True),
     ("source", "string", False),
     ("absent", "string", False),
+    ("local_fp_version", "int32", False),
 ]
 _ATTRIBUTE_DTYPES = {"int32": np.dtype("<i4"), "int64": np.dtype("<i8"), "uint64": np.dtype("<u8")}
 
@@ -256,6 +257,8 @@ class RunFileWriter:
             "environment": json.dumps(m.get("environment", {}), ensure_ascii=False),
             "source": m.get("source", "pytorch-ddp"),
             "absent": ",".join(m["absent"]) if m.get("absent") else None,
+            # This writer records no /grads/local_fp (the recorder lists it absent): nothing to define.
+            "local_fp_version": m.get("local_fp_version"),
         }
 
     def _write_root(self):

@@ -11,7 +11,10 @@
 #include "diagnose/Diagnoser.h"
 #include "reader/OpenRunFile.h"
 #include "reader/ReferenceRuns.h"
+#include "store/Hdf5Lock.h"
 
+#include <H5Cpp.h>
+#include <QFile>
 #include <QHash>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -44,6 +47,7 @@ private slots:
     void diagnosisWithAReference();
     void referenceOfTheSameRunAddsNothing();
     void importsCompareOnWhatBothRecorded();
+    void localFingerprintsOfAnotherDefinitionAreNotMatched();
 
 private:
     QString trainRun(const QStringList& args, const QString& name);
@@ -456,4 +460,38 @@ void TestCompare::importsCompareOnWhatBothRecorded() {
 }
 
 QTEST_GUILESS_MAIN(TestCompare)
+// A file that defines its local fingerprints otherwise (written before local_fp_version 2: no attribute,
+// format 2) against one of version 2, both of the same job, bit for bit the same arithmetic: the local
+// fingerprints are listed as not compared, with the reason, and neither break the bit-for-bit stretch nor
+// make a divergence; every other statistic still is compared.
+void TestCompare::localFingerprintsOfAnotherDefinitionAreNotMatched() {
+    const QString old = m_dir.filePath("old-local-fp.h5");
+    QFile::remove(old);
+    QVERIFY(QFile::copy(m_clean, old));
+    {
+        Hdf5Guard guard;
+        H5::H5File f(old.toStdString(), H5F_ACC_RDWR);
+        f.removeAttr("local_fp_version");
+        const int two = 2;
+        f.removeAttr("format_version");
+        f.createAttribute("format_version", H5::PredType::STD_I32LE, H5::DataSpace(H5S_SCALAR))
+            .write(H5::PredType::NATIVE_INT, &two);
+    }
+    QCOMPARE(openRunFile(old.toStdString())->meta().localFpVersion, 1);
+    QCOMPARE(openRunFile(m_clean.toStdString())->meta().localFpVersion, 2);
+    for (const auto& [a, b] : {std::pair{old, m_clean}, std::pair{m_clean, old}}) {
+        const RunComparison c = compare(a, b);
+        QCOMPARE(c.expectation, Expectation::Bitwise);
+        QVERIFY2(!c.first, c.first ? c.first->statistic.c_str() : "");
+        QCOMPARE(c.bitwiseThrough, int64_t(19));
+        QVERIFY(std::find(c.compared.begin(), c.compared.end(), "local_fp") == c.compared.end());
+        QVERIFY(std::find(c.compared.begin(), c.compared.end(), "synced_fp") != c.compared.end());
+        QVERIFY(std::find(c.compared.begin(), c.compared.end(), "local_norm") != c.compared.end());
+        const auto it = std::find_if(c.notCompared.begin(), c.notCompared.end(),
+                                     [](const NotCompared& n) { return n.statistic == "local_fp"; });
+        QVERIFY(it != c.notCompared.end());
+        QVERIFY2(it->reason.find("local_fp_version") != std::string::npos, it->reason.c_str());
+    }
+}
+
 #include "tst_compare.moc"

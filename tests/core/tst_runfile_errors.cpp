@@ -198,9 +198,10 @@ void TestRunFileErrors::badInput() {
                 setIntAttr(f, "world_size", 3);
             else if (kind == "dtype")
                 replaceDataset(f, "/steps/loss", H5::PredType::STD_I32LE, {10, 4});
-            else if (kind == "vlen-v2")
+            else if (kind == "vlen-v2") { // a version 2 file: what 2 promised, later versions keep
+                setIntAttr(f, "format_version", 2);
                 setStrAttr(f, "model", "smallcnn");
-            else if (kind == "vlen-format-v2")
+            } else if (kind == "vlen-format-v2")
                 setStrAttr(f, "format", "ranksight-run");
             else if (kind == "f64")
                 replaceDataset(f, "/steps/loss", H5::PredType::IEEE_F64LE, {10, 4});

@@ -1,7 +1,10 @@
 // Gradient statistics, fingerprints, sketches and the event log rules.
+#include "cluster/Communicator.h"
+#include "core/RankThreads.h"
 #include "telemetry/EventDetector.h"
 #include "telemetry/Fingerprint.h"
 #include "telemetry/GradStats.h"
+#include "train/LocalStatistics.h"
 #include "util/HalfConvert.h"
 
 #include <QtTest>
@@ -21,6 +24,10 @@ private slots:
     void syncedPassInPiecesIsTheWholePass();
     void fp16Accounting();
     void fingerprintSeesOneBit();
+    void pieceFingerprintIsTheSameInAnyCut();
+    void pieceFingerprintSeesEveryBit();
+    void localPiecesGiveTheWholePass();
+    void reducedLocalStatsAreTheOwnPass();
     void sketchCosineTracksTrueCosine_data();
     void sketchCosineTracksTrueCosine();
     void gradientMismatchEvent();
@@ -85,9 +92,8 @@ void TestTelemetry::normAndSumAgreesWithTheFullPass() {
         QVERIFY(std::memcmp(&fused.sum, &light.sum, sizeof fused.sum) == 0);
         QCOMPARE(fused.nonfinite, light.nonfinite);
     }
-    // The local pass's fingerprint (gradStats with fp): the same bytes' fingerprint whatever the sketch's
-    // block length (n / k rounded up, at most 256 elements, rarely a multiple of 8), and the statistics
-    // unchanged.
+    // The local pass's fingerprint (gradStats with fp): the same bytes' piece fingerprint whatever the
+    // sketch's block length (n / k rounded up, at most 256 elements), and the statistics unchanged.
     for (int64_t n :
          {int64_t(0), int64_t(1), int64_t(7), int64_t(9), int64_t(65), int64_t(1001), int64_t(10007)})
         for (int k : {0, 3, 16}) {
@@ -95,7 +101,7 @@ void TestTelemetry::normAndSumAgreesWithTheFullPass() {
             uint64_t fp = 0;
             const auto fused = gradStats(g.data(), n, 0.25f, 9, k, k ? sketchA.data() : nullptr, &fp);
             const auto plain = gradStats(g.data(), n, 0.25f, 9, k, k ? sketchB.data() : nullptr);
-            QCOMPARE(fp, fingerprint(g.data(), size_t(n) * 4));
+            QCOMPARE(fp, pieceFingerprint(g.data(), n));
             QVERIFY(std::memcmp(&fused.sumSq, &plain.sumSq, sizeof fused.sumSq) == 0);
             QVERIFY(std::memcmp(sketchA.data(), sketchB.data(), sketchA.size() * sizeof(float)) == 0);
         }
@@ -184,6 +190,181 @@ void TestTelemetry::fingerprintSeesOneBit() {
     std::memcpy(&b[1234], &bits, 4);
     QVERIFY(fingerprint(a.data(), a.size() * 4) != fingerprint(b.data(), b.size() * 4));
     QVERIFY(fingerprint(a.data(), 12) != fingerprint(a.data(), 16)); // length matters
+}
+
+// The local fingerprint (PieceFingerprint) of a tensor cut anywhere, the pieces added in any order: the bits
+// of the tensor in one piece. The all-reduce's reduce-scatter reads each rank's gradient in such pieces.
+void TestTelemetry::pieceFingerprintIsTheSameInAnyCut() {
+    auto g = randomVector(10007, 21);
+    g[77] = std::numeric_limits<float>::quiet_NaN();
+    std::mt19937 gen(5);
+    for (int64_t n :
+         {int64_t(0), int64_t(1), int64_t(3), int64_t(255), int64_t(256), int64_t(257), int64_t(10007)})
+        for (int trial = 0; trial < 6; ++trial) {
+            std::vector<std::pair<int64_t, int64_t>> pieces;
+            for (int64_t at = 0; at < n;) {
+                const int64_t next = std::min<int64_t>(n, at + 1 + int64_t(gen() % (trial < 3 ? 5 : 2000)));
+                pieces.emplace_back(at, next);
+                at = next;
+            }
+            std::shuffle(pieces.begin(), pieces.end(), gen);
+            PieceFingerprint a, b, c; // a: every piece; b and c: every other one, merged afterwards
+            for (size_t i = 0; i < pieces.size(); ++i) {
+                const auto [from, to] = pieces[i];
+                a.add(g.data() + from, from, to - from);
+                (i % 2 ? b : c).add(g.data() + from, from, to - from);
+            }
+            c.merge(b);
+            const uint64_t whole = pieceFingerprint(g.data(), n);
+            QCOMPARE(a.finish(n), whole);
+            QCOMPARE(c.finish(n), whole);
+        }
+    // The same values at other lengths, and zeros of other lengths, give other fingerprints.
+    const std::vector<float> zeros(512, 0.f);
+    QVERIFY(pieceFingerprint(zeros.data(), 256) != pieceFingerprint(zeros.data(), 512));
+    QVERIFY(pieceFingerprint(g.data(), 100) != pieceFingerprint(g.data(), 101));
+}
+
+// One flipped bit anywhere changes the fingerprint (each term's key is odd, so no single change cancels), and
+// so do two elements that trade places, in a block or across blocks.
+void TestTelemetry::pieceFingerprintSeesEveryBit() {
+    const auto a = randomVector(1000, 8);
+    const uint64_t base = pieceFingerprint(a.data(), int64_t(a.size()));
+    for (size_t at : {size_t(0), size_t(1), size_t(255), size_t(256), size_t(999)})
+        for (int bit = 0; bit < 32; ++bit) {
+            auto b = a;
+            uint32_t bits;
+            std::memcpy(&bits, &b[at], 4);
+            bits ^= 1u << bit;
+            std::memcpy(&b[at], &bits, 4);
+            QVERIFY2(pieceFingerprint(b.data(), int64_t(b.size())) != base,
+                     qPrintable(QStringLiteral("element %1 bit %2").arg(at).arg(bit)));
+        }
+    for (auto [i, j] : {std::pair<size_t, size_t>{3, 4}, {10, 200}, {100, 700}}) {
+        auto b = a;
+        std::swap(b[i], b[j]);
+        QVERIFY(pieceFingerprint(b.data(), int64_t(b.size())) != base);
+    }
+    const std::vector<float> posZero(8, 0.f), negZero(8, -0.f);
+    QVERIFY(pieceFingerprint(posZero.data(), 8) != pieceFingerprint(negZero.data(), 8));
+}
+
+// The local statistics of a tensor taken in pieces (addLocalPiece, cut anywhere, merged in order): one piece
+// gives gradStats' bits; any cut gives its fingerprint, maximum and counts exactly and its sums and sketch to
+// float rounding.
+void TestTelemetry::localPiecesGiveTheWholePass() {
+    auto g = randomVector(10007, 12);
+    g[5] = 70000.f;
+    g[40] = 1e-9f;
+    g[600] = std::numeric_limits<float>::infinity();
+    std::mt19937 gen(3);
+    for (int64_t n : {int64_t(1), int64_t(257), int64_t(10007)})
+        for (int k : {0, 16}) {
+            std::vector<float> wholeSketch(16), pieceSketch(16);
+            uint64_t wholeFp = 0, pieceFp = 0;
+            const auto whole = gradStats(g.data(), n, 0.5f, 9, k, k ? wholeSketch.data() : nullptr, &wholeFp);
+            for (int trial = 0; trial < 4; ++trial) {
+                std::vector<LocalPart> parts;
+                std::vector<std::vector<double>> sums;
+                for (int64_t at = 0; at < n;) {
+                    const int64_t next =
+                        trial == 0 ? n
+                                   : std::min<int64_t>(n, at + 1 + int64_t(gen() % (trial == 1 ? 9 : 3000)));
+                    parts.emplace_back();
+                    sums.emplace_back(16, 0.0);
+                    addLocalPiece(g.data(), n, at, next, 9, k, k ? sums.back().data() : nullptr, true,
+                                  parts.back());
+                    at = next;
+                }
+                LocalPart total;
+                std::vector<double> sketchSums(16, 0.0);
+                for (size_t i = 0; i < parts.size(); ++i) {
+                    total.merge(parts[i]);
+                    for (size_t j = 0; j < 16; ++j)
+                        sketchSums[j] += sums[i][j];
+                }
+                const auto s = finishLocal(total, n, 0.5f, k, k ? sketchSums.data() : nullptr,
+                                           k ? pieceSketch.data() : nullptr, &pieceFp);
+                QCOMPARE(pieceFp, wholeFp);
+                QCOMPARE(s.maxAbs, whole.maxAbs);
+                QCOMPARE(s.nonfinite, whole.nonfinite);
+                QCOMPARE(s.overflow, whole.overflow);
+                QCOMPARE(s.underflow, whole.underflow);
+                if (trial == 0) { // one piece: the same bits
+                    QVERIFY(std::memcmp(&s.sumSq, &whole.sumSq, sizeof s.sumSq) == 0);
+                    QVERIFY(std::memcmp(&s.sum, &whole.sum, sizeof s.sum) == 0);
+                    QVERIFY(std::memcmp(pieceSketch.data(), wholeSketch.data(), 16 * sizeof(float)) == 0);
+                }
+                QVERIFY(std::fabs(s.sumSq - whole.sumSq) <= 1e-6 * whole.sumSq);
+                QVERIFY(std::fabs(s.sum - whole.sum) <= 1e-5 * std::sqrt(whole.sumSq * double(n)));
+                for (int j = 0; j < k; ++j)
+                    QVERIFY(std::fabs(pieceSketch[size_t(j)] - wholeSketch[size_t(j)]) <=
+                            1e-4f * (1.f + std::fabs(wholeSketch[size_t(j)])));
+            }
+        }
+}
+
+// The local statistics taken in the all-reduce's own read (ReducedLocalStats) on 4 ranks, flat and with 2
+// servers, in place and out of place: each rank gets what its own pass gives (fingerprints, maxima and counts
+// exactly, sums to float rounding), step after step, and the all-reduce its usual result.
+void TestTelemetry::reducedLocalStatsAreTheOwnPass() {
+    const int n = 4, k = 8;
+    std::vector<ParamInfo> params;
+    int64_t at = 0;
+    for (int64_t numel : {int64_t(3), int64_t(1000), int64_t(2500), int64_t(64), int64_t(7000), int64_t(5)}) {
+        params.push_back({std::string("p").append(std::to_string(params.size())), {numel}, numel, at});
+        at += numel;
+    }
+    const auto count = size_t(at);
+    for (int servers : {1, 2})
+        for (bool inPlace : {false, true}) {
+            Communicator comm(n, std::chrono::seconds(10));
+            comm.setServers(servers);
+            ReducedLocalStats reads(n, params, k, 42);
+            std::vector<RankStep> fused(n), own(n);
+            std::vector<std::vector<float>> grads(n);
+            for (int step = 0; step < 3; ++step) {
+                for (int r = 0; r < n; ++r) {
+                    grads[size_t(r)] = randomVector(count, uint32_t(100 * step + r));
+                    grads[size_t(r)][size_t(17 * r)] = std::numeric_limits<float>::infinity();
+                    localStatsInOwnPass(grads[size_t(r)].data(), params, 0.25f, 42, k, nullptr,
+                                        own[size_t(r)]);
+                }
+                std::vector<std::vector<float>> out(n, std::vector<float>(count));
+                const auto errors = rankthreads::runRanks(n, [&](int r) {
+                    const auto q = size_t(r);
+                    reads.startStep(r);
+                    comm.allReduce(r, grads[q].data(), inPlace ? grads[q].data() : out[q].data(), count,
+                                   DType::F32, ReduceOp::Sum, Communicator::Delivered{},
+                                   [&, r](int source, size_t b, size_t e, const void* data) {
+                                       reads.read(r, source, b, e, static_cast<const float*>(data));
+                                   });
+                    reads.combine(r, 0.25f, fused[q]);
+                    comm.barrier(
+                        r); // as the card's next collective: no row is reset before every rank merged
+                });
+                QString error;
+                QVERIFY2(rankthreads::noErrors(errors, &error), qPrintable(error));
+                for (size_t r = 0; r < size_t(n); ++r) {
+                    const RankStep& f = fused[r];
+                    const RankStep& o = own[r];
+                    QCOMPARE(f.localFp, o.localFp);
+                    QCOMPARE(f.localMax, o.localMax);
+                    QCOMPARE(f.nonfinite, o.nonfinite);
+                    QCOMPARE(f.overflowCount, o.overflowCount);
+                    QCOMPARE(f.underflowCount, o.underflowCount);
+                    for (size_t p = 0; p < params.size(); ++p) {
+                        QVERIFY(std::fabs(f.localNorm[p] - o.localNorm[p]) <= 1e-5f * o.localNorm[p]);
+                        QVERIFY(std::fabs(f.localSum[p] - o.localSum[p]) <=
+                                1e-5 * (1 + double(o.localNorm[p]) * std::sqrt(double(params[p].numel))));
+                    }
+                    QCOMPARE(f.sketch.size(), o.sketch.size());
+                    for (size_t j = 0; j < f.sketch.size(); ++j)
+                        QVERIFY(std::fabs(f.sketch[j] - o.sketch[j]) <=
+                                1e-4f * (1.f + std::fabs(o.sketch[j])));
+                }
+            }
+        }
 }
 
 void TestTelemetry::sketchCosineTracksTrueCosine_data() {

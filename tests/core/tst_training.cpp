@@ -4,6 +4,7 @@
 #include "diagnose/Diagnoser.h"
 #include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
+#include "train/LocalStatistics.h"
 #include "train/Replica.h"
 #include "train/StepPhases.h"
 #include "train/Trainer.h"
@@ -39,6 +40,8 @@ private slots:
     void flightDepthOneDumpsTheLiveTensors_data();
     void flightDepthOneDumpsTheLiveTensors();
     void flightRecorderDumpsOnNonFiniteLoss();
+    void localStatisticsInTheAllReduceAreTheGradients_data();
+    void localStatisticsInTheAllReduceAreTheGradients();
     void telemetryDoesNotChangeWhatIsTrained_data();
     void telemetryDoesNotChangeWhatIsTrained();
     void stepTrafficFollowsThePasses();
@@ -421,6 +424,58 @@ void TestTraining::flightDepthOneDumpsTheLiveTensors() {
     QCOMPARE(matched, 9);
 }
 
+// At O0 the local statistics are taken in the all-reduce's reduce-scatter, a piece of every rank's gradient
+// by each rank (ReducedLocalStats). What a run records is what a pass of their own over the local gradient
+// the flight recorder kept gives: the fingerprint, maxima and counts exactly, norms and sums to float
+// rounding, on 3 ranks (uneven chunks), flat and as 3 servers of 1 (the hierarchical reduction).
+void TestTraining::localStatisticsInTheAllReduceAreTheGradients_data() {
+    QTest::addColumn<int>("servers");
+    QTest::newRow("flat ring") << 1;
+    QTest::newRow("3 servers") << 3;
+}
+
+void TestTraining::localStatisticsInTheAllReduceAreTheGradients() {
+    QFETCH(int, servers);
+    TrainConfig cfg = tinyConfig(ModelKind::SmallCnn, 3, 8, 8, QString("local-%1.h5").arg(servers));
+    cfg.precision = Precision::O0;
+    cfg.lossScale = parseLossScale("none");
+    cfg.devicesPerServer = 3 / servers;
+    cfg.flightSteps = 1;
+    cfg.evalSamples = 0;
+    cfg.faults = {"sdc-after@6:1"}; // after the all-reduce: the local gradients are the clean ones, dumped
+    Trainer trainer(cfg);
+    trainer.run();
+    const auto reader = openRunFile(cfg.out);
+    const auto dumps = reader->readFlightDumps();
+    QCOMPARE(dumps.size(), size_t(1));
+    QCOMPARE(dumps[0].triggerStep, int64_t(6));
+    const RunMeta& meta = reader->meta();
+    QCOMPARE(meta.localFpVersion, 2);
+    const auto steps = reader->readSteps(6, 7, true);
+    QCOMPARE(steps.size(), size_t(1));
+    int checked = 0;
+    for (const FlightEntry& e : dumps[0].entries) {
+        if (e.kind != 0)
+            continue;
+        RankStep own;
+        localStatsInOwnPass(e.data.data(), meta.params, 1.f, cfg.seed, meta.sketchDim, nullptr, own);
+        const RankStep& rec = steps[0].ranks[size_t(e.rank)];
+        QCOMPARE(rec.localFp, own.localFp);
+        QCOMPARE(rec.localMax, own.localMax);
+        QCOMPARE(rec.nonfinite, own.nonfinite);
+        QCOMPARE(rec.underflowCount, own.underflowCount);
+        for (size_t p = 0; p < meta.params.size(); ++p) {
+            QVERIFY(std::fabs(rec.localNorm[p] - own.localNorm[p]) <= 1e-5f * own.localNorm[p]);
+            QVERIFY(std::fabs(rec.localSum[p] - own.localSum[p]) <=
+                    1e-5 * double(own.localNorm[p]) * std::sqrt(double(meta.params[p].numel)));
+        }
+        for (size_t j = 0; j < own.sketch.size(); ++j)
+            QVERIFY(std::fabs(rec.sketch[j] - own.sketch[j]) <= 1e-4f * (1.f + std::fabs(own.sketch[j])));
+        ++checked;
+    }
+    QCOMPARE(checked, 3);
+}
+
 // A skipped update leaves the weights as they were, and the ring hands the previous step's buffer on instead
 // of copying it. The default dynamic loss scale starts high, so the first steps of an O2 run skip: a dump
 // whose window holds skipped and updated steps has, for every rank, the previous step's weights bit for bit
@@ -559,10 +614,11 @@ void TestTraining::telemetryDoesNotChangeWhatIsTrained() {
     }
 }
 
-// The cost model's bytes per phase follow the passes the precisions take: at O0 the local statistics read
-// the gradient once and the synced statistics ride the all-gather (no traffic of their own); under O2 the
-// local pass also writes the fp16 payload, the all-reduce carries half the bytes and the synced pass converts
-// back; without telemetry the payload is written in the all-reduce; a run reports the model it ran.
+// The cost model's bytes per phase follow the passes the precisions take: at O0 the local statistics ride
+// the reduce-scatter and the synced statistics the all-gather (no traffic of their own); under O2 the local
+// pass reads the gradient and writes the fp16 payload, the all-reduce carries half the bytes and the synced
+// pass converts back; without telemetry the payload is written in the all-reduce; a run reports the model it
+// ran.
 void TestTraining::stepTrafficFollowsThePasses() {
     TrafficShape s;
     s.numParams = 1000;
@@ -570,8 +626,7 @@ void TestTraining::stepTrafficFollowsThePasses() {
     s.telemetry = true;
     s.flightDepth = 4;
     const StepTraffic o0 = cardStepTraffic(s);
-    QCOMPARE(o0[2].readBytes, 4000.0);
-    QCOMPARE(o0[2].writtenBytes, 0.0);
+    QCOMPARE(o0[2].readBytes + o0[2].writtenBytes, 0.0);
     // Ring of 4: the reduce-scatter reads one payload and writes a quarter, the all-gather copies three.
     QCOMPARE(o0[3].readBytes, 4000.0 + 3000.0);
     QCOMPARE(o0[3].writtenBytes, 1000.0 + 3000.0);
@@ -581,6 +636,7 @@ void TestTraining::stepTrafficFollowsThePasses() {
     QVERIFY(o0[1].compute);
     s.halfPayload = true;
     const StepTraffic o2 = cardStepTraffic(s);
+    QCOMPARE(o2[2].readBytes, 4000.0);
     QCOMPARE(o2[2].writtenBytes, 2000.0);
     QCOMPARE(o2[3].readBytes, o0[3].readBytes / 2);
     QCOMPARE(o2[4].readBytes, 2000.0);
@@ -604,9 +660,9 @@ void TestTraining::stepTrafficFollowsThePasses() {
     Trainer trainer(cfg);
     const RunSummary summary = trainer.run();
     QVERIFY(summary.completed);
-    const double gradient = summary.phaseTraffic[2].readBytes; // one fp32 read of the gradient
+    QCOMPARE(summary.phaseTraffic[2].readBytes, 0.0);                // in the reduce-scatter's read
+    const double gradient = summary.phaseTraffic[3].readBytes / 1.5; // ring of 2: 1.5 reads of the gradient
     QVERIFY(gradient > 0);
-    QCOMPARE(summary.phaseTraffic[3].readBytes, gradient * 1.5); // ring of 2
     QCOMPARE(summary.phaseTraffic[9].readBytes, gradient * 2 * weightStepShare(3, 3, cfg.weightEvery));
 }
 

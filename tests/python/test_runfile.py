@@ -58,7 +58,7 @@ class RunFileTest(unittest.TestCase):
 
         j = self.inspect(self.path)
         self.assertEqual(j["format"], "ranksight-run")
-        self.assertEqual(j["format_version"], 2)
+        self.assertEqual(j["format_version"], 3)
         self.assertEqual(j["source"], "pytorch-ddp")
         self.assertEqual(j["world_size"], 2)
         self.assertEqual(j["steps_recorded"], 6)
