@@ -220,7 +220,7 @@ def main():
                                                                        args.rounds))
         print("plain DDP                %.1f img/s (median)" % p)
         print("DDP + ranksight.Recorder %.1f img/s (median)" % q)
-        print("recorded / plain         %.3f (median of the rounds' ratios %s; target >= 0.97)"
+        print("recorded / plain         %.3f (median of the rounds' ratios %s; target >= 0.98)"
               % (ratio, ", ".join("%.3f" % x for x in ratios)))
         print("recorder's own time on rank 0, ms per step (plain step %.0f ms): %s, total %.1f"
               % (step_ms, ", ".join("%s %.1f" % kv for kv in cost.items()), sum(cost.values())))
