@@ -122,8 +122,11 @@ void CardWorker::computeGradients(StepWork& w) {
         if (const int slower = m_ctx.faults.slowdown(m_rank, w.step); slower > 1) // a slow card, still busy
             std::this_thread::sleep_for(
                 std::chrono::duration<double, std::milli>((slower - 1) * msSince(tc)));
+        // The wait is read before the clock, as it was read after it at the start: a preemption between two
+        // reads then lengthens the compute time, never the wait alone (wait <= compute).
+        const double waited = runQueueDelayMs() - waitedBefore;
         w.rs.computeMs = static_cast<float>(msSince(tc));
-        w.rs.cpuWaitMs = static_cast<float>(runQueueDelayMs() - waitedBefore);
+        w.rs.cpuWaitMs = static_cast<float>(waited);
     }
     w.rs.loss = res.loss;
     w.rs.accuracy = res.accuracy;
