@@ -2,6 +2,7 @@
 #include "CliArgs.h"
 #include "Commands.h"
 #include "ThroughputBench.h"
+#include "telemetry/KernelIsa.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -96,6 +97,7 @@ int benchCommand(const Args& argv) {
         j["card_compute_ms"] = r.cardComputeMs;
         j["single_replica_step_ms"] = r.singleStepMs;
         j["statistics_alone_ms"] = {{"local", r.statsLocalMs}, {"synced", r.statsSyncedMs}};
+        j["statistics_kernels"] = kernelIsaName(kernelIsa());
         j["cores_busy_pct"] = {{"telemetry_off", r.coresBusyOff * 100},
                                {"telemetry_on", r.coresBusyOn * 100}};
         std::printf("%s\n", j.dump(2).c_str());
@@ -139,9 +141,9 @@ int benchCommand(const Args& argv) {
             o.batchPerRank, r.cardComputeMs, o.ranks, cores, r.cardComputeMs * o.ranks / cores,
             r.singleStepMs, o.ranks * o.batchPerRank);
         std::printf(
-            "the statistics alone (one thread, every parameter): local %.1f ms, synced %.1f ms per card "
-            "step\n",
-            r.statsLocalMs, r.statsSyncedMs);
+            "the statistics alone (one thread, every parameter, %s kernels): local %.1f ms, synced %.1f ms "
+            "per card step\n",
+            kernelIsaName(kernelIsa()), r.statsLocalMs, r.statsSyncedMs);
         if (r.settledScale > 0)
             std::printf("the timed rounds start at a dynamic loss scale of %g, the first step's that updated "
                         "(after %d skipped steps from the default), so they time steps that update\n",

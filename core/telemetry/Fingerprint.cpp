@@ -7,6 +7,12 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define RS_HAVE_AVX2_KERNELS 1
+#endif
+
+#include "telemetry/KernelIsa.h"
 
 namespace rs {
 namespace {
@@ -61,15 +67,49 @@ uint64_t keyedSum(const unsigned char* w, const uint32_t* k, int64_t len) {
     return s;
 }
 
+#ifdef RS_HAVE_AVX2_KERNELS
+// keyedSum with four lanes of 64-bit sums per register: a sum mod 2^64, so any order gives the same bits.
+__attribute__((target("avx2"))) uint64_t keyedSumAvx2(const unsigned char* w, const uint32_t* k,
+                                                      int64_t len) {
+    __m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
+    int64_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i * 4));
+        const __m256i kk = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + i));
+        even = _mm256_add_epi64(even, _mm256_mul_epu32(x, kk));
+        odd = _mm256_add_epi64(odd, _mm256_mul_epu32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(kk, 32)));
+    }
+    uint64_t lanes[4];
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes), _mm256_add_epi64(even, odd));
+    uint64_t s = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+    for (; i < len; ++i) {
+        uint32_t x;
+        std::memcpy(&x, w + i * 4, 4);
+        s += uint64_t(x) * k[i];
+    }
+    return s;
+}
+#endif
+
+using KeyedSumFn = uint64_t (*)(const unsigned char*, const uint32_t*, int64_t);
+KeyedSumFn keyedSumKernel() {
+#ifdef RS_HAVE_AVX2_KERNELS
+    if (kernelIsa() == KernelIsa::Avx2)
+        return keyedSumAvx2;
+#endif
+    return keyedSum;
+}
+
 } // namespace
 
 void PieceFingerprint::add(const void* x, int64_t at, int64_t len) {
     const auto* p = static_cast<const unsigned char*>(x);
     const auto& keys = pieceKeys();
+    const KeyedSumFn keyed = keyedSumKernel();
     for (int64_t i = at, end = at + len; i < end;) {
         const int64_t block = i / kPieceBlock, upTo = std::min(end, (block + 1) * kPieceBlock);
         const uint64_t b = splitmix64(kBlockSeed + static_cast<uint64_t>(block)) | 1u;
-        m_raw += b * keyedSum(p + (i - at) * 4, keys.data() + (i - block * kPieceBlock), upTo - i);
+        m_raw += b * keyed(p + (i - at) * 4, keys.data() + (i - block * kPieceBlock), upTo - i);
         i = upTo;
     }
 }

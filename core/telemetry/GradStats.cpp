@@ -1,6 +1,7 @@
 #include "telemetry/GradStats.h"
 
 #include "telemetry/Fingerprint.h"
+#include "telemetry/KernelIsa.h"
 #include "util/Half.h"
 #include "util/HalfConvert.h"
 
@@ -39,26 +40,49 @@ struct Block {
 };
 
 // One block of at most 256 elements (long enough to pay for combining its lanes): every statistic in a single
-// branch-free pass with GCC/Clang vector extensions (plain SSE2, no -march needed). Float accumulation inside
-// a block, double across. Four independent accumulators of four lanes each, so the adds do not wait on one
-// another (a single chain was latency-bound at about a third of the speed).
+// branch-free pass with GCC/Clang vector extensions (no -march needed). Float accumulation inside a block,
+// double across. Sixteen lanes: element i of the block's first 16 * floor(len / 16) goes to lane i mod 16, so
+// the adds run in independent chains (a single chain was latency-bound at about a third of the speed). AVX2's
+// main loop holds them as two 8-float vectors, the baseline's (SSE2) as four of 4 floats: the same lanes, the
+// same order, so the same bits on either (KernelIsa.h).
+// Inlined into each kernel below, so compiled for that kernel's instructions; no 32-byte vector crosses a
+// call, so GCC's note that passing one changed ABI in GCC 4.6 does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+#define RS_INLINE inline __attribute__((always_inline))
 using V4f = float __attribute__((vector_size(16)));
 using V4i = int32_t __attribute__((vector_size(16)));
+using V8f = float __attribute__((vector_size(32)));
+using V8i = int32_t __attribute__((vector_size(32)));
 constexpr int64_t kLanes = 4, kAcc = 4; // 64-bit: they scale offsets into long gradients
 
-struct Acc {
-    V4f s2 = {}, s = {}, mx = {}, sg = {};
-    V4i nf = {}, of = {}, uf = {};
+template <class F, class I> struct AccOf {
+    F s2 = {}, s = {}, mx = {}, sg = {};
+    I nf = {}, of = {}, uf = {};
 };
+using Acc = AccOf<V4f, V4i>;  // lanes 4k..4k+3: accumulator k
+using Acc8 = AccOf<V8f, V8i>; // lanes 8k..8k+7: accumulators 2k and 2k + 1
 
-inline float hsum(V4f v) {
+RS_INLINE float hsum(V4f v) {
     return (v[0] + v[1]) + (v[2] + v[3]);
 }
-inline V4f vmax(V4f a, V4f b) {
+template <class F> RS_INLINE F vmax(const F& a, const F& b) {
     return a > b ? a : b;
 }
-inline uint32_t hcount(V4i v) {
+RS_INLINE uint32_t hcount(V4i v) {
     return static_cast<uint32_t>(-(v[0] + v[1] + v[2] + v[3]));
+}
+template <class W, class H> RS_INLINE void halves(const W& w, H& lo, H& hi) { // no arithmetic: moves only
+    std::memcpy(&lo, &w, sizeof(H));
+    std::memcpy(&hi, reinterpret_cast<const char*>(&w) + sizeof(H), sizeof(H));
+}
+RS_INLINE void halves(const Acc8& w, Acc& lo, Acc& hi) {
+    halves(w.s2, lo.s2, hi.s2);
+    halves(w.s, lo.s, hi.s);
+    halves(w.mx, lo.mx, hi.mx);
+    halves(w.sg, lo.sg, hi.sg);
+    halves(w.nf, lo.nf, hi.nf);
+    halves(w.of, lo.of, hi.of);
+    halves(w.uf, lo.uf, hi.uf);
 }
 
 // Full: every statistic; otherwise only what the synced gradient needs (sum of squares, sum, non-finite
@@ -66,25 +90,23 @@ inline uint32_t hcount(V4i v) {
 // and counts them and the fp16 overflows. The unchecked pass is exact whenever its sum of squares comes out
 // finite (no element was inf or NaN) and, for Full, its largest |x| is below fp16's overflow; blockPass
 // runs it first and repeats the block checked otherwise, in the same order, so both give the same bits.
-template <bool Full, bool Checked> inline void lanes(Acc& a, V4f x, const float* signs) {
-    const V4i expMask = {0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000};
-    const V4i absMask = {0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff};
-    const V4f over = {kHalfOverflowAt, kHalfOverflowAt, kHalfOverflowAt, kHalfOverflowAt};
-    const V4f under = {kHalfUnderflowBelow, kHalfUnderflowBelow, kHalfUnderflowBelow, kHalfUnderflowBelow};
-    const V4f zero = {};
-    V4i bits = reinterpret_cast<V4i>(x);
+template <bool Full, bool Checked, class F, class I>
+RS_INLINE void lanes(AccOf<F, I>& a, const F& x, const float* signs) {
+    const I expMask = I{} + 0x7f800000, absMask = I{} + 0x7fffffff;
+    const F over = F{} + kHalfOverflowAt, under = F{} + kHalfUnderflowBelow, zero = {};
+    I bits = reinterpret_cast<I>(x);
     if constexpr (Checked) {
-        const V4i finite = (bits & expMask) != expMask; // -1 where finite
+        const I finite = (bits & expMask) != expMask; // -1 where finite
         bits &= finite;
         a.nf += finite + 1; // adds 0 where finite, 1 where not
     }
-    const V4f v = reinterpret_cast<V4f>(bits);
+    const F v = reinterpret_cast<F>(bits);
     a.s2 += v * v;
     a.s += v;
     if constexpr (Full) {
-        V4f sign;
-        std::memcpy(&sign, signs, 16);
-        const V4f abs = reinterpret_cast<V4f>(bits & absMask);
+        F sign;
+        std::memcpy(&sign, signs, sizeof(F));
+        const F abs = reinterpret_cast<F>(bits & absMask);
         a.mx = vmax(abs, a.mx);
         a.sg += sign * v;
         a.uf += (abs > zero) & (abs < under);
@@ -96,16 +118,30 @@ template <bool Full, bool Checked> inline void lanes(Acc& a, V4f x, const float*
 // Adds the block to b and its sign-weighted sum to *signed; false (b untouched) when an unchecked pass
 // cannot be exact.
 // B: Block, or LocalPart (the same sums and counts, carried from piece to piece).
-template <bool Full, bool Checked, class B>
-inline bool blockLanes(const float* g, int64_t len, const float* signs, B& b, float* signed_) {
+// Wide: the main loop on 8-float vectors (AVX2); otherwise on 4-float ones (the baseline: GCC's lowering of
+// 8-float vectors to SSE2 goes through memory, at a ninth of the speed). The same lanes either way.
+template <bool Full, bool Checked, bool Wide, class B>
+RS_INLINE bool blockLanes(const float* g, int64_t len, const float* signs, B& b, float* signed_) {
     Acc acc[kAcc];
     int64_t i = 0;
-    for (; i + kAcc * kLanes <= len; i += kAcc * kLanes)
-        for (int64_t k = 0; k < kAcc; ++k) {
-            V4f x;
-            std::memcpy(&x, g + i + k * kLanes, 16);
-            lanes<Full, Checked>(acc[k], x, signs + i + k * kLanes);
-        }
+    if constexpr (Wide) {
+        Acc8 wide[2];
+        for (; i + kAcc * kLanes <= len; i += kAcc * kLanes)
+            for (int64_t k = 0; k < 2; ++k) {
+                V8f x;
+                std::memcpy(&x, g + i + k * 2 * kLanes, 32);
+                lanes<Full, Checked>(wide[k], x, signs + i + k * 2 * kLanes);
+            }
+        halves(wide[0], acc[0], acc[1]);
+        halves(wide[1], acc[2], acc[3]);
+    } else {
+        for (; i + kAcc * kLanes <= len; i += kAcc * kLanes)
+            for (int64_t k = 0; k < kAcc; ++k) {
+                V4f x;
+                std::memcpy(&x, g + i + k * kLanes, 16);
+                lanes<Full, Checked>(acc[k], x, signs + i + k * kLanes);
+            }
+    }
     for (; i + kLanes <= len; i += kLanes) {
         V4f x;
         std::memcpy(&x, g + i, 16);
@@ -150,11 +186,51 @@ inline bool blockLanes(const float* g, int64_t len, const float* signs, B& b, fl
     return true;
 }
 
-template <bool Full, class B> inline float blockPass(const float* g, int64_t len, const float* signs, B& b) {
+template <bool Full, bool Wide, class B>
+RS_INLINE float blockPass(const float* g, int64_t len, const float* signs, B& b) {
     float fsg = 0;
-    if (!blockLanes<Full, false>(g, len, signs, b, &fsg))
-        blockLanes<Full, true>(g, len, signs, b, &fsg);
+    if (!blockLanes<Full, false, Wide>(g, len, signs, b, &fsg))
+        blockLanes<Full, true, Wide>(g, len, signs, b, &fsg);
     return fsg;
+}
+
+// Each kernel twice, the one body compiled for the baseline and for AVX2; kernelIsa() picks per block (a call
+// per 256 elements costs nothing next to the block's arithmetic).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define RS_HAVE_AVX2_KERNELS 1
+#define RS_AVX2 __attribute__((target("avx2")))
+#endif
+
+float fullBlock(const float* g, int64_t len, const float* signs, LocalPart& b) {
+    return blockPass<true, false>(g, len, signs, b);
+}
+void sumsBlock(const float* g, int64_t len, Block& b) {
+    blockPass<false, false>(g, len, nullptr, b);
+}
+#ifdef RS_HAVE_AVX2_KERNELS
+RS_AVX2 float fullBlockAvx2(const float* g, int64_t len, const float* signs, LocalPart& b) {
+    return blockPass<true, true>(g, len, signs, b);
+}
+RS_AVX2 void sumsBlockAvx2(const float* g, int64_t len, Block& b) {
+    blockPass<false, true>(g, len, nullptr, b);
+}
+#endif
+
+using FullBlockFn = float (*)(const float*, int64_t, const float*, LocalPart&);
+using SumsBlockFn = void (*)(const float*, int64_t, Block&);
+FullBlockFn fullBlockKernel() {
+#ifdef RS_HAVE_AVX2_KERNELS
+    if (kernelIsa() == KernelIsa::Avx2)
+        return fullBlockAvx2;
+#endif
+    return fullBlock;
+}
+SumsBlockFn sumsBlockKernel() {
+#ifdef RS_HAVE_AVX2_KERNELS
+    if (kernelIsa() == KernelIsa::Avx2)
+        return sumsBlockAvx2;
+#endif
+    return sumsBlock;
 }
 
 } // namespace
@@ -178,12 +254,12 @@ void addLocalPiece(const float* g, int64_t n, int64_t from, int64_t to, uint64_t
     const int64_t len = sketch && k > 0 ? std::clamp<int64_t>((n + k - 1) / k, 1, kMaxBlock) : kMaxBlock;
     const int kk = sketch ? std::min(k, 256) : 1;
     const float* table = signTable();
+    const FullBlockFn block = fullBlockKernel();
     for (int64_t at = std::max<int64_t>(from, 0); at < std::min(to, n);) {
         const int64_t blockIndex = at / len, blockStart = blockIndex * len;
         const int64_t upTo = std::min({to, n, blockStart + len});
         const uint64_t h = sketch ? splitmix64(sketchSeed ^ static_cast<uint64_t>(blockIndex)) : 0;
-        const float signed_ =
-            blockPass<true>(g + at, upTo - at, table + h % kSignTable + (at - blockStart), part);
+        const float signed_ = block(g + at, upTo - at, table + h % kSignTable + (at - blockStart), part);
         if (sketch)
             sketch[blockIndex % kk] += signed_;
         if (half) // elementwise, so the same bits as one conversion of the whole tensor
@@ -222,8 +298,9 @@ TensorStats gradStats(const float* g, int64_t n, float unscale, uint64_t sketchS
 
 TensorStats normAndSum(const float* g, int64_t n, float unscale) {
     Block b;
+    const SumsBlockFn block = sumsBlockKernel();
     for (int64_t start = 0; start < n; start += kMaxBlock)
-        blockPass<false>(g + start, std::min(kMaxBlock, n - start), nullptr, b);
+        block(g + start, std::min(kMaxBlock, n - start), b);
     TensorStats s;
     s.sumSq = b.sumSq * unscale * unscale;
     s.sum = b.sum * unscale;
@@ -237,7 +314,7 @@ void SyncedPass::read(int64_t len) {
     b.sumSq = m_sumSq;
     b.sum = m_sum;
     b.nonfinite = m_nonfinite;
-    blockPass<false>(m_g + m_done, len, nullptr, b);
+    sumsBlockKernel()(m_g + m_done, len, b);
     m_sumSq = b.sumSq;
     m_sum = b.sum;
     m_nonfinite = b.nonfinite;

@@ -4,6 +4,7 @@
 #include "telemetry/EventDetector.h"
 #include "telemetry/Fingerprint.h"
 #include "telemetry/GradStats.h"
+#include "telemetry/KernelIsa.h"
 #include "train/LocalStatistics.h"
 #include "util/HalfConvert.h"
 
@@ -26,6 +27,7 @@ private slots:
     void fingerprintSeesOneBit();
     void pieceFingerprintIsTheSameInAnyCut();
     void pieceFingerprintSeesEveryBit();
+    void everyKernelIsaGivesTheSameBits();
     void localPiecesGiveTheWholePass();
     void reducedLocalStatsAreTheOwnPass();
     void sketchCosineTracksTrueCosine_data();
@@ -252,6 +254,84 @@ void TestTelemetry::pieceFingerprintSeesEveryBit() {
 // The local statistics of a tensor taken in pieces (addLocalPiece, cut anywhere, merged in order): one piece
 // gives gradStats' bits; any cut gives its fingerprint, maximum and counts exactly and its sums and sketch to
 // float rounding.
+// What each kernel gives on one ISA: every output's bits, for a comparison with memcmp.
+static std::vector<unsigned char> kernelOutputs(const std::vector<float>& g) {
+    std::vector<unsigned char> out;
+    auto keep = [&out](const void* p, size_t bytes) {
+        const auto* b = static_cast<const unsigned char*>(p);
+        out.insert(out.end(), b, b + bytes);
+    };
+    auto keepStats = [&keep](const TensorStats& s) {
+        keep(&s.sumSq, 8);
+        keep(&s.sum, 8);
+        keep(&s.maxAbs, 4);
+        keep(&s.nonfinite, 4);
+        keep(&s.overflow, 4);
+        keep(&s.underflow, 4);
+    };
+    const int64_t n = int64_t(g.size());
+    for (int k : {0, 3, 16}) {
+        std::vector<float> sketch(size_t(std::max(k, 1)));
+        std::vector<uint16_t> half(g.size());
+        uint64_t fp = 0;
+        keepStats(gradStats(g.data(), n, 0.5f, 11, k, k ? sketch.data() : nullptr, &fp, half.data()));
+        keep(sketch.data(), sketch.size() * 4);
+        keep(&fp, 8);
+        keep(half.data(), half.size() * 2);
+        // In pieces, as the reduce-scatter reads them.
+        LocalPart part;
+        std::vector<double> sums(size_t(std::max(k, 1)));
+        for (int64_t at = 0; at < n; at += 333)
+            addLocalPiece(g.data(), n, at, std::min(n, at + 333), 11, k, k ? sums.data() : nullptr, true,
+                          part);
+        keepStats(finishLocal(part, n, 0.5f, k, k ? sums.data() : nullptr, sketch.data(), &fp));
+        keep(sums.data(), sums.size() * 8);
+        keep(&fp, 8);
+    }
+    keepStats(normAndSum(g.data(), n, 0.25f));
+    uint64_t fp = 0;
+    keepStats(normSumFingerprint(g.data(), n, 0.25f, &fp));
+    keep(&fp, 8);
+    fp = pieceFingerprint(g.data(), n);
+    keep(&fp, 8);
+    return out;
+}
+
+void TestTelemetry::everyKernelIsaGivesTheSameBits() {
+    // Runs recorded on machines with and without AVX2 must compare bit for bit: the wide kernels keep the
+    // baseline's lanes and order and fuse no multiply with an add.
+    if (!kernelIsaSupported(KernelIsa::Avx2))
+        QSKIP("this CPU has no AVX2: only the baseline kernels can run here");
+    const KernelIsa before = kernelIsa();
+    std::mt19937 gen(5);
+    std::uniform_int_distribution<int> pick(0, 99);
+    for (size_t n : {size_t(0), size_t(1), size_t(3), size_t(4), size_t(15), size_t(16), size_t(17),
+                     size_t(255), size_t(256), size_t(257), size_t(1000), size_t(4099), size_t(70001)}) {
+        for (int kind = 0; kind < 3; ++kind) {
+            auto g = randomVector(n, uint32_t(n * 3 + kind));
+            // kind 1: the values the checked pass and the counts are for; kind 2: large, so float sums round.
+            for (auto& x : g) {
+                const int r = pick(gen);
+                if (kind == 1 && r < 3)
+                    x = r == 0 ? std::numeric_limits<float>::quiet_NaN()
+                               : (r == 1 ? -std::numeric_limits<float>::infinity() : 70000.f);
+                else if (kind == 1 && r < 8)
+                    x = r < 5 ? 1e-9f * x : (r < 7 ? -0.f : 1e-41f);
+                else if (kind == 2)
+                    x *= 1e4f;
+            }
+            QVERIFY(setKernelIsa(KernelIsa::Baseline));
+            const auto base = kernelOutputs(g);
+            QVERIFY(setKernelIsa(KernelIsa::Avx2));
+            const auto wide = kernelOutputs(g);
+            setKernelIsa(before);
+            QCOMPARE(wide.size(), base.size());
+            QVERIFY2(std::memcmp(wide.data(), base.data(), base.size()) == 0,
+                     qPrintable(QStringLiteral("%1 elements, kind %2").arg(n).arg(kind)));
+        }
+    }
+}
+
 void TestTelemetry::localPiecesGiveTheWholePass() {
     auto g = randomVector(10007, 12);
     g[5] = 70000.f;
