@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from ddp_peer import make  # noqa: E402  (the peer's CIFAR ResNets: one definition of the models)
 from pytorch_ddp import SmallCNN  # noqa: E402
 from ranksight.ddp import Recorder, RankSightAlert  # noqa: E402
-from ranksight.gradstats import GradStats  # noqa: E402
+from ranksight.gradstats import GradStats, kernel_info  # noqa: E402
 
 
 # The three jobs of a round: plain DDP, with the recorder, with the recorder acting on findings.
@@ -146,7 +146,7 @@ def read_cost(args, tmp):
         local_out, sketch = np.zeros((len(grads), 6)), np.zeros((len(grads), rec.K))
         synced_out, fp = np.zeros((len(grads), 2)), np.zeros(len(grads), dtype=np.uint64)
         res = {"gradient_mib": sum(g.numel() for g in grads) * 4 / 2**20, "one_read_ms": one_read,
-               "kernel": rec.stats.kernel}
+               "kernel": rec.stats.kernel, "bodies": kernel_info()[2] if rec.stats.kernel == "native" else "-"}
         # The recorder's own kernel, and the torch passes it replaces when the native one is built.
         kernels = [("", rec.stats)]
         if rec.stats.kernel == "native":
@@ -236,9 +236,9 @@ def main():
         else:
             print("on_finding not measured: no ranksight-cli (--cli, $RANKSIGHT_CLI or PATH)")
         c = res["statistics_alone_ms"]
-        print("its statistics alone (%s kernel), one thread, caches cold: local %.1f ms, synced %.1f ms, where one "
-              "read of the %.1f MiB gradient takes %.1f ms (%.1f and %.1f reads' worth)"
-              % (c["kernel"], c["local_ms"], c["synced_ms"], c["gradient_mib"], c["one_read_ms"],
+        print("its statistics alone (%s kernel%s), one thread, caches cold: local %.1f ms, synced %.1f ms, where "
+              "one read of the %.1f MiB gradient takes %.1f ms (%.1f and %.1f reads' worth)"
+              % (c["kernel"], ", %s bodies" % c["bodies"] if c["kernel"] == "native" else "", c["local_ms"], c["synced_ms"], c["gradient_mib"], c["one_read_ms"],
                  c["local_ms"] / c["one_read_ms"], c["synced_ms"] / c["one_read_ms"]))
         if "torch_local_ms" in c:
             print("the same statistics as torch passes: local %.1f ms, synced %.1f ms (%.1f and %.1f reads' worth)"

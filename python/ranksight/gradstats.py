@@ -4,8 +4,9 @@ Two implementations with one definition: the native one (_gradstats.c, loaded wi
 once for all its local statistics and once for its synced ones; the torch one takes several passes. The native
 library is built by `pip install` (when a C compiler is there) and by CMake; RANKSIGHT_GRADSTATS_LIB names
 another build of it. Fingerprints agree bit for bit between the two, the sums to float rounding; every rank
-of a job loads the same package, so its ranks compare like with like. Tensors the library cannot read (not
-float32, not contiguous, not in host memory) take the torch path.
+of a job loads the same package, so its ranks compare like with like. The library's AVX2 and baseline bodies
+give the same bits, so ranks on CPUs of either kind do too. Tensors the library cannot read (not float32, not
+contiguous, not in host memory) take the torch path.
 
 Raw statistics, before the loss scale is divided out: local rows of 6 (sum of squares, sum, largest |x|,
 non-finite count, fp16 overflow count |x| > 65504, fp16 underflow count 0 < |x| <= 2^-25) and K sketch
@@ -67,12 +68,18 @@ def _load():
     if not paths:
         return None, "not built"
     try:
-        lib = ctypes.CDLL(paths[0])  # CDLL, not PyDLL: the GIL is released while it reads
+        lib = load_library(paths[0])
     except OSError as e:
         if named:
             warnings.warn("ranksight: RANKSIGHT_GRADSTATS_LIB=%s cannot be loaded (%s); the statistics take "
                           "torch passes instead" % (named, e))
         return None, str(e)
+    return lib, paths[0]
+
+
+def load_library(path):
+    """The native library at path, its entry points typed (tests load a second build to compare with)."""
+    lib = ctypes.CDLL(path)  # CDLL, not PyDLL: the GIL is released while it reads
     p, i64 = ctypes.c_void_p, ctypes.c_int64
     lib.rs_local_stats.argtypes = [i64, p, p, p, p, p, p, i64, p, p, i64]
     lib.rs_local_stats.restype = None
@@ -83,7 +90,10 @@ def _load():
     lib.rs_synced_stats.restype = None
     lib.rs_fingerprint.argtypes = [p, i64]
     lib.rs_fingerprint.restype = ctypes.c_uint64
-    return lib, paths[0]
+    if hasattr(lib, "rs_wide_bodies"):  # a library built before it chose its bodies by hand says nothing
+        lib.rs_wide_bodies.argtypes = []
+        lib.rs_wide_bodies.restype = ctypes.c_int
+    return lib
 
 
 _LIB, _LIB_WHERE = _load()
@@ -127,9 +137,9 @@ def _check_out(a, cols, rows, tensors=None):
 class GradStats:
     """The statistics of a model's P tensors (given by their element counts) with a K-component sketch."""
 
-    def __init__(self, numels, K, native=True):
+    def __init__(self, numels, K, native=True, library=None):
         self.K = int(K)
-        self.lib = _LIB if native else None
+        self.lib = (library or _LIB) if native else None
         self.kernel = "native" if self.lib is not None else "torch"
         # Sketch: a random +-1 projection, component k over the k-th of K contiguous parts of the flattened
         # gradient. Large tensors: rows of PERIOD elements times one shared sign vector, rows grouped into K
@@ -267,8 +277,12 @@ class GradStats:
 
 
 def kernel_info():
-    """Which implementation a default GradStats uses, and where its library is or why there is none."""
-    return ("native", _LIB_WHERE) if _LIB is not None else ("torch", _LIB_WHERE)
+    """Which implementation a default GradStats uses, where its library is or why there is none, and which
+    instructions the library's bodies use ("AVX2" or "baseline"; the same bits either way)."""
+    if _LIB is None:
+        return ("torch", _LIB_WHERE, "-")
+    bodies = "AVX2" if hasattr(_LIB, "rs_wide_bodies") and _LIB.rs_wide_bodies() else "baseline"
+    return ("native", _LIB_WHERE, bodies)
 
 
 __all__ = ["GradStats", "fingerprint", "fingerprint_torch", "kernel_info", "PERIOD"]

@@ -58,7 +58,7 @@ class GradStatsTest(unittest.TestCase):
 
     def test_the_native_kernel_is_the_one_loaded(self):
         # ctest builds it and names it; without it every other test here would compare torch with itself.
-        kind, where = gradstats.kernel_info()
+        kind, where, _ = gradstats.kernel_info()
         if os.environ.get("RANKSIGHT_GRADSTATS_LIB"):
             self.assertEqual(kind, "native", where)
         self.assertEqual(self.native.kernel, kind)
@@ -134,6 +134,40 @@ class GradStatsTest(unittest.TestCase):
         np.testing.assert_allclose(a[:, :3], b[:, :3], rtol=1e-5, atol=1e-20)
         np.testing.assert_array_equal(a[:, 3:], b[:, 3:])
         np.testing.assert_allclose(sa, sb, rtol=0, atol=1e-6 * np.sqrt(a[:, :1].max()))
+
+    def test_the_avx2_and_baseline_bodies_give_the_same_bits(self):
+        """Ranks on CPUs with and without AVX2 compare like with like: the library built with its baseline
+        bodies alone (ctest names it) against the one loaded, on every length and on the special values, with
+        the averaging division too."""
+        where = os.environ.get("RANKSIGHT_GRADSTATS_BASELINE_LIB")
+        if not where or self.native.kernel != "native":
+            self.skipTest("needs the native library and its baseline-only build (ctest names both)")
+        if gradstats.kernel_info()[2] != "AVX2":
+            self.skipTest("this CPU has no AVX2: both builds run the baseline bodies")
+        base = gradstats.GradStats(LENGTHS, self.K, library=gradstats.load_library(where))
+        grads = [g.clone() for g in self.grads]
+        special = [float("nan"), float("inf"), -float("inf"), 70000.0, 1e-9, -0.0, 1e-41, 3e38]
+        for j, g in enumerate(grads):
+            at = torch.arange(j % 7, g.numel(), 13)[:len(special)]
+            g[at] = torch.tensor(special[:len(at)])
+        for counts in (True, False):
+            a, sa = self.local(self.native, grads, counts)
+            b, sb = self.local(base, grads, counts)
+            self.assertEqual(a.tobytes(), b.tobytes(), "local statistics, counts=%s" % counts)
+            self.assertEqual(sa.tobytes(), sb.tobytes(), "sketch, counts=%s" % counts)
+        P = len(grads)
+        outs = []
+        for stats in (self.native, base):
+            ts = [g.clone() for g in grads]
+            out, sk = np.zeros((P, 6)), np.zeros((P, self.K))
+            stats.local(list(range(P)), ts, out, sk, divide_by=3)
+            synced, fp = np.zeros((P, 2)), np.zeros(P, dtype=np.uint64)
+            stats.synced(list(range(P)), ts, synced, fp)
+            outs.append((out.tobytes(), sk.tobytes(), synced.tobytes(), fp.tobytes(),
+                         b"".join(t.numpy().tobytes() for t in ts),
+                         [stats.lib.rs_fingerprint(t.data_ptr(), t.numel() * 4 - cut) for t in ts[-3:] for cut in (0, 3)]))
+        for what, x, y in zip(("local", "sketch", "synced", "fingerprints", "divided tensors", "fingerprint"), *outs):
+            self.assertEqual(x, y, what)
 
     def test_synced_fingerprints_are_the_definition_bit_for_bit(self):
         P = len(self.grads)
