@@ -68,6 +68,8 @@ int diagnoseCommand(const Args& argv) {
         noRankRecorded = !missing.empty() && int(missing.size()) == reader->meta().worldSize;
         header = fmt::format("{}: {}, {} steps\n", args.positionals().front(), describeRun(reader->meta()),
                              reader->stepCount());
+        if (!reader->meta().unreadableWhy.empty()) // the checks on that table were not made: say why
+            header += fmt::format("unreadable: {}\n", reader->meta().unreadableWhy);
         if (comparison)
             header +=
                 fmt::format("against the reference {}: {}\n", *referencePath, comparisonLine(*comparison));

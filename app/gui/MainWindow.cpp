@@ -358,6 +358,9 @@ void MainWindow::updateStatus() {
         state = tr("%1 steps of %2 — %3")
                     .arg(m_model->stepCount())
                     .arg(QString::fromStdString(describeRun(m_model->meta())), m_model->stopReason());
+    // A table a killed writer left torn is named where the user looks first, not only as "not recorded".
+    if (m_model->hasRun() && !m_model->meta().unreadableWhy.empty())
+        state += QStringLiteral(" — ") + QString::fromStdString(m_model->meta().unreadableWhy);
     m_stateLabel->setText(state);
     m_stepLabel->setText(m_model->hasRun() ? tr("step %1").arg(m_cursor->step()) : QString());
 }

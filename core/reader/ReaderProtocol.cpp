@@ -33,6 +33,10 @@ void put(Writer& w, const RunMeta& m) {
         w.pod<int64_t>(c.hbmTotalBytes);
         w.pod<int64_t>(c.hbmUsedBytes);
     }
+    w.pod<uint64_t>(m.unreadable.size());
+    for (const std::string& u : m.unreadable)
+        w.str(u);
+    w.str(m.unreadableWhy);
 }
 
 RunMeta getMeta(Reader& r) {
@@ -60,6 +64,10 @@ RunMeta getMeta(Reader& r) {
         c.hbmTotalBytes = r.pod<int64_t>();
         c.hbmUsedBytes = r.pod<int64_t>();
     }
+    m.unreadable.resize(size_t(r.count(8)));
+    for (std::string& u : m.unreadable)
+        u = r.str();
+    m.unreadableWhy = r.str();
     return m;
 }
 

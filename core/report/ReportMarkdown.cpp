@@ -93,6 +93,9 @@ void runSection(std::string& md, const ReportInput& in) {
                                              : std::string(kNotRecorded));
     if (!m.absent.empty())
         md += fmt::format("| not recorded by the source | {} |\n", cell(columnWordsList(m.absent)));
+    if (!m.unreadable.empty())
+        md += fmt::format("| recorded, left unreadable by the killed writer | {} ({}) |\n",
+                          cell(columnWordsList(m.unreadable)), cell(m.unreadableWhy));
     md += fmt::format("| created | {} |\n", cell(m.createdUtc));
     md += fmt::format("| run file | `{}`, format version {} |\n\n", cell(in.sourcePath), in.formatVersion);
     // What the import noted (skipped files, ranks no file covered): below the table, one line each.

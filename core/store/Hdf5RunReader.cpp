@@ -201,10 +201,11 @@ std::unique_ptr<Hdf5RunReader> Hdf5RunReader::open(const std::string& path) {
         d->openFile();
         d->readRoot();
         d->readFixed();
+        d->openStatus();
+        d->readStatus(); // first: a file its writer did not close may have a table it cannot read
         d->openTables();
         d->updateExtents(false);
         d->checkLastChunks();
-        d->readStatus();
     } catch (const H5::Exception& e) {
         d->fail("reading the run file", e);
     }

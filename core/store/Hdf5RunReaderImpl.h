@@ -84,6 +84,7 @@ struct Hdf5RunReader::Impl {
     void readParams();
     void readCards();
     void openTables();
+    void openStatus();
     void readStatus();
     void updateExtents(bool refreshFirst);
     hsize_t claimedRows(const RTable& t, const RColumn& c, bool refreshFirst) const;
@@ -108,6 +109,8 @@ struct Hdf5RunReader::Impl {
     std::vector<std::string> readFixedStrings(const char* objPath, hsize_t n) const;
     hsize_t fixedExtent(const char* objPath) const;
     void openTable(RTable& table, std::span<const runschema::Column> columns);
+    void openColumns(RTable& table, std::span<const runschema::Column> columns);
+    void loseTable(RTable& table, std::span<const runschema::Column> columns, const std::string& why);
     RColumn openColumn(const runschema::Column& spec) const;
     std::vector<hsize_t> chunkDims(const H5::DataSet& ds, size_t rank) const;
 

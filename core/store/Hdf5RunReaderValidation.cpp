@@ -239,6 +239,42 @@ void Hdf5RunReader::Impl::readCards() {
 }
 
 void Hdf5RunReader::Impl::openTable(RTable& table, std::span<const rsc::Column> columns) {
+    if (complete || &table == &steps)
+        return openColumns(table, columns);
+    // A writer killed in the middle of a write can leave one of its objects torn: a SIGKILL stops a write
+    // that spans pages between two pages, and the object's checksum then fails. The steps are the run; any
+    // other table of a file its writer did not close is read when it can be and otherwise left out, named
+    // (meta.unreadable), rather than refusing the steps with it.
+    try {
+        openColumns(table, columns);
+    } catch (const H5::Exception& e) {
+        loseTable(table, columns, h5detail::hdf5Detail(e));
+    } catch (const RunFileError& e) {
+        const std::string what = e.what(), prefix = path + ": "; // the note is about the table, not the file
+        loseTable(table, columns, what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what);
+    }
+}
+
+void Hdf5RunReader::Impl::loseTable(RTable& table, std::span<const rsc::Column> columns,
+                                    const std::string& why) {
+    table.cols.clear();
+    for (const rsc::Column& spec : columns) {
+        RColumn c;
+        c.spec = &spec;
+        c.missing = true; // never read: the table has no rows, and every view shows it as not recorded
+        c.row = rowDims(spec.row, dims);
+        c.rowElems = size_t(elementCount(c.row));
+        if (meta.recorded(spec.path))
+            meta.unreadable.emplace_back(spec.path);
+        table.cols.push_back(std::move(c));
+    }
+    const std::string first = columns.front().path;
+    meta.unreadableWhy +=
+        fmt::format("{}{} cannot be read ({}): its writer stopped while writing it",
+                    meta.unreadableWhy.empty() ? "" : "; ", first.substr(0, first.rfind('/')), why);
+}
+
+void Hdf5RunReader::Impl::openColumns(RTable& table, std::span<const rsc::Column> columns) {
     // A file that predates a whole table (every column added later, none there) has no rows of it; that is
     // not a column its source could not record, so it is not listed absent.
     const bool tableLater = std::all_of(columns.begin(), columns.end(), [&](const rsc::Column& c) {
@@ -300,6 +336,9 @@ void Hdf5RunReader::Impl::openTables() {
     openTable(entries, rsc::kEntryColumns);
     openTable(collectives, rsc::kCollectiveColumns);
     openTable(tensors, rsc::kTensorColumns);
+}
+
+void Hdf5RunReader::Impl::openStatus() {
     statusComplete = openDataset(rsc::kStatusComplete);
     checkNumeric(statusComplete, rsc::kStatusComplete, Dtype::U8);
     statusReason = openDataset(rsc::kStatusStopReason);

@@ -81,6 +81,8 @@ RunInspection fromMeta(const RunReader& reader) {
     in.source = m.source;
     in.description = describeRun(m);
     in.absent = m.absent;
+    in.unreadable = m.unreadable;
+    in.unreadableWhy = m.unreadableWhy;
     in.model = m.model;
     in.worldSize = m.worldSize;
     in.batchPerRank = m.batchPerRank;
@@ -107,7 +109,8 @@ RunInspection inspectRun(const RunReader& reader) {
 }
 
 bool RunInspection::recorded(const std::string& name) const {
-    return std::find(absent.begin(), absent.end(), name) == absent.end();
+    return std::find(absent.begin(), absent.end(), name) == absent.end() &&
+           std::find(unreadable.begin(), unreadable.end(), name) == unreadable.end();
 }
 
 std::string RunInspection::toJson() const {
@@ -122,6 +125,8 @@ std::string RunInspection::toJson() const {
     j["source"] = source;
     j["description"] = description;
     j["absent"] = absent;
+    j["unreadable"] = unreadable;
+    j["unreadable_why"] = unreadableWhy.empty() ? nlohmann::json(nullptr) : nlohmann::json(unreadableWhy);
     j["model"] = orNull(rsc::kAttrModel, model);
     j["world_size"] = worldSize;
     j["batch_per_rank"] = orNull(rsc::kAttrBatchPerRank, batchPerRank);
@@ -176,6 +181,8 @@ std::string RunInspection::toText() const {
             list += (list.empty() ? "" : ", ") + a;
         s += fmt::format("not recorded    {}\n", list);
     }
+    if (!unreadableWhy.empty())
+        s += fmt::format("unreadable      {}\n", unreadableWhy);
     const bool weightFp = recorded(rsc::kWeightColumns[rsc::kWFp].path);
     s += fmt::format("weights         {}\n", !weightFp          ? "fingerprints not recorded"
                                              : weightsIdentical ? "identical across ranks"

@@ -13,9 +13,11 @@ class RunReader;
 struct RunInspection {
     std::string format;
     int formatVersion = 0;
-    std::string source;              // who wrote the file
-    std::string description;         // describeRun: "a PyTorch DDP job: 4 processes (gloo) on host h"
-    std::vector<std::string> absent; // datasets and attributes the source could not record
+    std::string source;                  // who wrote the file
+    std::string description;             // describeRun: "a PyTorch DDP job: 4 processes (gloo) on host h"
+    std::vector<std::string> absent;     // datasets and attributes the source could not record
+    std::vector<std::string> unreadable; // datasets a killed writer left unreadable (RunMeta::unreadable)
+    std::string unreadableWhy;
     std::string model;
     int worldSize = 0;
     int batchPerRank = 0;
@@ -37,7 +39,7 @@ struct RunInspection {
     bool complete = false;
     std::string stopReason;
 
-    bool recorded(const std::string& name) const; // not in absent
+    bool recorded(const std::string& name) const; // in neither absent nor unreadable
 
     std::string toJson() const; // null where the source recorded nothing
     // Text for a terminal; "not recorded" where the source recorded nothing.

@@ -45,10 +45,16 @@ struct RunMeta {
     std::string source = "ranksight-engine"; // who wrote it: ranksight-engine | pytorch-ddp | msprobe
     std::vector<std::string> absent;         // dataset paths the source could not record (see RunSchema.h)
     int localFpVersion = 1;                  // how /grads/local_fp is defined (RootAttributes.h)
+    // Datasets of a table that a writer killed while writing it left unreadable (a torn HDF5 object header):
+    // recorded, but not there to read, so every view shows them as not recorded, never as zeros. The reader
+    // says why in unreadableWhy. Empty for files whose writer closed them.
+    std::vector<std::string> unreadable;
+    std::string unreadableWhy;
     bool recorded(const std::string& datasetPath) const {
-        for (const std::string& a : absent)
-            if (a == datasetPath)
-                return false;
+        for (const auto* list : {&absent, &unreadable})
+            for (const std::string& a : *list)
+                if (a == datasetPath)
+                    return false;
         return true;
     }
     std::vector<ParamInfo> params;

@@ -4,6 +4,7 @@
 #include "store/RunSlice.h"
 
 #include "store/RunReader.h"
+#include "store/RunSchema.h"
 #include "store/RunWriter.h"
 
 #include <algorithm>
@@ -125,7 +126,16 @@ void sliceRun(const RunReader& source, const std::string& dst, int64_t firstStep
         throw std::invalid_argument(fmt::format("slice: {} is the source file itself", dst));
 
     const RunReader* in = &source;
-    auto out = RunWriter::create(dst, in->meta(), overwrite);
+    // A table the source's killed writer left unreadable has no rows to copy: the slice says it is not
+    // there (absent) rather than hold an empty table that reads as "nothing happened".
+    RunMeta meta = in->meta();
+    for (const std::string& u : meta.unreadable)
+        if (runschema::mayBeAbsent(u) &&
+            std::find(meta.absent.begin(), meta.absent.end(), u) == meta.absent.end())
+            meta.absent.push_back(u);
+    meta.unreadable.clear();
+    meta.unreadableWhy.clear();
+    auto out = RunWriter::create(dst, meta, overwrite);
     try {
         copyRunRows(*in, *out, firstStep, lastStep);
         out->close(in->complete() ? in->stopReason() : "incomplete: " + in->stopReason());

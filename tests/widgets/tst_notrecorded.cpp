@@ -129,6 +129,7 @@ private slots:
     void lossChartSaysWhyItIsEmpty();
     void report_data() { timeline_data(); }
     void report();
+    void tableTornByAKilledWriterIsNamed();
     void cardsOfAnImportedRun();
     void lossScalePerRank();
     void lossScaleAgreeingRanksOneLine();
@@ -214,6 +215,30 @@ void TestNotRecorded::lossChartSaysWhyItIsEmpty() {
                      qPrintable(QString::number(chart.plot()->axisRect()->width())));
         }
     }
+}
+
+// A file whose killed writer tore its weight table (tests/data, see tst_runfile_swmr): the run panel and the
+// report name the table as unreadable, and say "not recorded" where its values would be, never a zero.
+void TestNotRecorded::tableTornByAKilledWriterIsNamed() {
+    const QString path = m_dir.filePath("torn-weights.h5");
+    QVERIFY(QFile::copy(QStringLiteral(RANKSIGHT_TEST_DATA "/killed-writer-torn-weights.h5"), path));
+    RunModel model;
+    model.open(path);
+    QVERIFY(QTest::qWaitFor([&] { return model.hasRun() && !model.isLoading(); }, 30000));
+    QVERIFY(model.stepCount() >= 20);
+    RunSummaryView panel;
+    panel.showRun(model.meta(), path);
+    QVERIFY2(panel.fieldText("Unreadable").startsWith("/weights cannot be read ("),
+             qPrintable(panel.fieldText("Unreadable")));
+    QVERIFY(panel.fieldText("Not recorded").isEmpty()); // recorded, then torn: not the source's gap
+    ReportExporter exporter(&model);
+    const QString dir = m_dir.filePath("report-torn");
+    QString error;
+    QVERIFY2(exporter.write(dir, &error), qPrintable(error));
+    const QString run = section(readAll(dir + "/report.md"), "## Run");
+    QVERIFY2(run.contains("| weight fingerprints | not recorded |"), qPrintable(run));
+    QVERIFY2(run.contains("| recorded, left unreadable by the killed writer | weight fingerprints"),
+             qPrintable(run));
 }
 
 void TestNotRecorded::report() {

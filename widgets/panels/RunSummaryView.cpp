@@ -87,6 +87,11 @@ void RunSummaryView::showRun(const RunMeta& meta, const QString& path) {
                   "In the run file: %1")
                    .arg(paths.join(QStringLiteral(", "))));
     }
+    if (!meta.unreadableWhy.empty())
+        addRow(tr("Unreadable"), QString::fromStdString(meta.unreadableWhy),
+               tr("Recorded, but its writer was killed while writing it and left it torn: every view shows "
+                  "\"not recorded\" there.\nIn the run file: %1")
+                   .arg(QString::fromStdString(columnWordsList(meta.unreadable))));
     if (const auto notes = importNotes(meta); !notes.empty()) {
         QStringList lines;
         for (const std::string& n : notes)
