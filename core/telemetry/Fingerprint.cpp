@@ -1,5 +1,7 @@
 #include "telemetry/Fingerprint.h"
 
+#include "telemetry/KernelIsa.h"
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -7,12 +9,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#ifdef RS_HAVE_AVX2_KERNELS
 #include <immintrin.h>
-#define RS_HAVE_AVX2_KERNELS 1
 #endif
-
-#include "telemetry/KernelIsa.h"
 
 namespace rs {
 namespace {
@@ -67,6 +66,8 @@ uint64_t keyedSum(const unsigned char* w, const uint32_t* k, int64_t len) {
     return s;
 }
 
+using KeyedSumFn = uint64_t (*)(const unsigned char*, const uint32_t*, int64_t);
+
 #ifdef RS_HAVE_AVX2_KERNELS
 // keyedSum with four lanes of 64-bit sums per register: a sum mod 2^64, so any order gives the same bits.
 __attribute__((target("avx2"))) uint64_t keyedSumAvx2(const unsigned char* w, const uint32_t* k,
@@ -89,23 +90,16 @@ __attribute__((target("avx2"))) uint64_t keyedSumAvx2(const unsigned char* w, co
     }
     return s;
 }
+#else
+constexpr KeyedSumFn keyedSumAvx2 = nullptr;
 #endif
-
-using KeyedSumFn = uint64_t (*)(const unsigned char*, const uint32_t*, int64_t);
-KeyedSumFn keyedSumKernel() {
-#ifdef RS_HAVE_AVX2_KERNELS
-    if (kernelIsa() == KernelIsa::Avx2)
-        return keyedSumAvx2;
-#endif
-    return keyedSum;
-}
 
 } // namespace
 
 void PieceFingerprint::add(const void* x, int64_t at, int64_t len) {
     const auto* p = static_cast<const unsigned char*>(x);
     const auto& keys = pieceKeys();
-    const KeyedSumFn keyed = keyedSumKernel();
+    const KeyedSumFn keyed = pickKernel<KeyedSumFn>(keyedSum, keyedSumAvx2);
     for (int64_t i = at, end = at + len; i < end;) {
         const int64_t block = i / kPieceBlock, upTo = std::min(end, (block + 1) * kPieceBlock);
         const uint64_t b = splitmix64(kBlockSeed + static_cast<uint64_t>(block)) | 1u;

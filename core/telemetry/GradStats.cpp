@@ -196,42 +196,26 @@ RS_INLINE float blockPass(const float* g, int64_t len, const float* signs, B& b)
 
 // Each kernel twice, the one body compiled for the baseline and for AVX2; kernelIsa() picks per block (a call
 // per 256 elements costs nothing next to the block's arithmetic).
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define RS_HAVE_AVX2_KERNELS 1
-#define RS_AVX2 __attribute__((target("avx2")))
-#endif
-
 float fullBlock(const float* g, int64_t len, const float* signs, LocalPart& b) {
     return blockPass<true, false>(g, len, signs, b);
 }
 void sumsBlock(const float* g, int64_t len, Block& b) {
     blockPass<false, false>(g, len, nullptr, b);
 }
-#ifdef RS_HAVE_AVX2_KERNELS
-RS_AVX2 float fullBlockAvx2(const float* g, int64_t len, const float* signs, LocalPart& b) {
-    return blockPass<true, true>(g, len, signs, b);
-}
-RS_AVX2 void sumsBlockAvx2(const float* g, int64_t len, Block& b) {
-    blockPass<false, true>(g, len, nullptr, b);
-}
-#endif
-
 using FullBlockFn = float (*)(const float*, int64_t, const float*, LocalPart&);
 using SumsBlockFn = void (*)(const float*, int64_t, Block&);
-FullBlockFn fullBlockKernel() {
 #ifdef RS_HAVE_AVX2_KERNELS
-    if (kernelIsa() == KernelIsa::Avx2)
-        return fullBlockAvx2;
-#endif
-    return fullBlock;
+__attribute__((target("avx2"))) float fullBlockAvx2(const float* g, int64_t len, const float* signs,
+                                                    LocalPart& b) {
+    return blockPass<true, true>(g, len, signs, b);
 }
-SumsBlockFn sumsBlockKernel() {
-#ifdef RS_HAVE_AVX2_KERNELS
-    if (kernelIsa() == KernelIsa::Avx2)
-        return sumsBlockAvx2;
-#endif
-    return sumsBlock;
+__attribute__((target("avx2"))) void sumsBlockAvx2(const float* g, int64_t len, Block& b) {
+    blockPass<false, true>(g, len, nullptr, b);
 }
+#else
+constexpr FullBlockFn fullBlockAvx2 = nullptr;
+constexpr SumsBlockFn sumsBlockAvx2 = nullptr;
+#endif
 
 } // namespace
 
@@ -254,7 +238,7 @@ void addLocalPiece(const float* g, int64_t n, int64_t from, int64_t to, uint64_t
     const int64_t len = sketch && k > 0 ? std::clamp<int64_t>((n + k - 1) / k, 1, kMaxBlock) : kMaxBlock;
     const int kk = sketch ? std::min(k, 256) : 1;
     const float* table = signTable();
-    const FullBlockFn block = fullBlockKernel();
+    const FullBlockFn block = pickKernel<FullBlockFn>(fullBlock, fullBlockAvx2);
     for (int64_t at = std::max<int64_t>(from, 0); at < std::min(to, n);) {
         const int64_t blockIndex = at / len, blockStart = blockIndex * len;
         const int64_t upTo = std::min({to, n, blockStart + len});
@@ -298,7 +282,7 @@ TensorStats gradStats(const float* g, int64_t n, float unscale, uint64_t sketchS
 
 TensorStats normAndSum(const float* g, int64_t n, float unscale) {
     Block b;
-    const SumsBlockFn block = sumsBlockKernel();
+    const SumsBlockFn block = pickKernel<SumsBlockFn>(sumsBlock, sumsBlockAvx2);
     for (int64_t start = 0; start < n; start += kMaxBlock)
         block(g + start, std::min(kMaxBlock, n - start), b);
     TensorStats s;
@@ -314,7 +298,7 @@ void SyncedPass::read(int64_t len) {
     b.sumSq = m_sumSq;
     b.sum = m_sum;
     b.nonfinite = m_nonfinite;
-    sumsBlockKernel()(m_g + m_done, len, b);
+    pickKernel<SumsBlockFn>(sumsBlock, sumsBlockAvx2)(m_g + m_done, len, b);
     m_sumSq = b.sumSq;
     m_sum = b.sum;
     m_nonfinite = b.nonfinite;
