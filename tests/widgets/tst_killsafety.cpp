@@ -6,6 +6,7 @@
 #include "reader/OpenRunFile.h"
 #include "store/RunReader.h"
 
+#include <QElapsedTimer>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
@@ -25,7 +26,12 @@ private slots:
         qInfo("kill moments from seed %u", kSeed);
         QRandomGenerator rng(kSeed);
         QTemporaryDir dir;
+        QElapsedTimer total;
+        total.start();
         for (int i = 0; i < kKills; ++i) {
+            // One line per phase, so that a run the suite's timeout stops shows where it was.
+            QElapsedTimer phase;
+            phase.start();
             const QString path = dir.filePath(QStringLiteral("killed%1.h5").arg(i));
             const QString model = i % 2 ? QStringLiteral("smallcnn") : QStringLiteral("mlp");
             QProcess cli;
@@ -47,6 +53,8 @@ private slots:
                     }
                 }(),
                 60000);
+            qInfo("kill %d: %s x %d cards, first step after %lld ms", i, qPrintable(model), 2 + i % 3,
+                  phase.restart());
             QTest::qWait(int(rng.bounded(1500)));
             live->refresh();
             const int64_t seen = live->stepCount();
@@ -54,6 +62,7 @@ private slots:
             QVERIFY(cli.waitForFinished(10000));
             QCOMPARE(cli.exitStatus(), QProcess::CrashExit);
             live.reset();
+            qInfo("kill %d: killed after step %lld, %lld ms later", i, (long long)seen, phase.restart());
 
             const auto after = openRunFile(path.toStdString());
             QVERIFY2(after->stepCount() >= seen,
@@ -68,6 +77,9 @@ private slots:
                 QCOMPARE(steps[size_t(s)].step, s);
             QCOMPARE(steps.back().ranks.front().localNorm.size(), after->meta().params.size());
 
+            qInfo("kill %d: %lld steps read back in %lld ms", i, (long long)after->stepCount(),
+                  phase.restart());
+
             QProcess inspect;
             inspect.start(RANKSIGHT_CLI, {"inspect", path, "--json"});
             QVERIFY(inspect.waitForFinished(30000));
@@ -79,6 +91,8 @@ private slots:
             app.open(path);
             QTRY_VERIFY_WITH_TIMEOUT(app.hasRun() && !app.isLoading(), 10000);
             QCOMPARE(app.stepCount(), after->stepCount());
+            qInfo("kill %d: inspect and the app's model in %lld ms (%lld ms in all)", i, phase.elapsed(),
+                  total.elapsed());
         }
     }
 };
